@@ -1,0 +1,59 @@
+"""Results files: written atomically, reloaded only when their configuration matches."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["save_results", "load_results", "config_key"]
+
+
+def config_key(config: dict[str, Any]) -> str:
+    """A canonical JSON string of a configuration (sorted keys; tuples become lists)."""
+    return json.dumps(config, sort_keys=True, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
+
+
+def save_results(path: str | os.PathLike, arrays: dict[str, np.ndarray], config: dict[str, Any]) -> Path:
+    """Write ``arrays`` and ``config`` to an ``.npz`` file atomically.
+
+    The data go to a temporary file in the same folder, which then replaces ``path`` in one
+    ``os.replace``: an interrupt leaves either the old file or the new one, never half of one.
+    """
+    path = Path(path)
+    if path.suffix != ".npz":
+        raise ValueError(f"path must end in .npz; got {str(path)!r}")
+    if "__config__" in arrays:
+        raise ValueError("arrays must not use the reserved key '__config__'")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, __config__=np.array(config_key(config)),
+                     **{k: np.asarray(v) for k, v in arrays.items()})
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def load_results(path: str | os.PathLike, config: dict[str, Any]) -> dict[str, np.ndarray] | None:
+    """Reload arrays saved by :func:`save_results` if the file exists and its configuration equals
+    ``config``; otherwise ``None`` (the caller recomputes). Unreadable files also give ``None``."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if str(data["__config__"]) != config_key(config):
+                return None
+            return {k: data[k] for k in data.files if k != "__config__"}
+    except (OSError, ValueError, KeyError, EOFError):
+        return None

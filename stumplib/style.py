@@ -1,0 +1,75 @@
+"""One plotting style for every figure in the book.
+
+Call :func:`use` once at the top of a chapter. Estimators and branches have fixed colours
+(:data:`COLORS`) so the same curve looks the same in every chapter.
+"""
+from __future__ import annotations
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+
+__all__ = ["use", "COLORS", "figure", "label_panels"]
+
+#: fixed colours for recurring curves (colour-blind-safe Okabe-Ito palette)
+COLORS = {
+    "attention": "#0072B2",
+    "one-head": "#0072B2",
+    "population": "#000000",
+    "reflected": "#E69F00",
+    "symmetrized": "#009E73",
+    "two-head": "#CC79A7",
+    "min positive": "#56B4E9",
+    "max negative": "#E69F00",
+    "midpoint": "#D55E00",
+    "Bayes": "#7F7F7F",
+    "ERM stump": "#CC79A7",
+    "semantic": "#0072B2",
+    "positional": "#D55E00",
+    "linear": "#7F7F7F",
+    "fit": "#D55E00",
+    "gd": "#009E73",
+}
+
+_RC = {
+    "figure.figsize": (6.4, 4.0),
+    "figure.dpi": 110,
+    "savefig.dpi": 150,
+    "savefig.bbox": "tight",
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titlesize": 11,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 9.5,
+    "ytick.labelsize": 9.5,
+    "legend.fontsize": 9,
+    "legend.frameon": False,
+    "lines.linewidth": 1.8,
+    "lines.markersize": 5,
+    "font.family": "DejaVu Sans",
+    "mathtext.fontset": "dejavusans",
+    "axes.prop_cycle": mpl.cycler(color=["#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                         "#E69F00", "#56B4E9", "#F0E442", "#000000"]),
+}
+
+
+def use() -> None:
+    """Apply the book's matplotlib style (headless-safe backend when no display is present)."""
+    mpl.rcParams.update(_RC)
+
+
+def figure(ncols: int = 1, nrows: int = 1, width: float = 6.4, height: float = 4.0, **kw):
+    """``plt.subplots`` with the book's panel size (``width`` x ``height`` inches per panel)."""
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows),
+                             constrained_layout=True, **kw)
+    return fig, axes
+
+
+def label_panels(axes) -> None:
+    """Write (a), (b), ... in the top-left corner of each panel."""
+    import numpy as np
+
+    for i, ax in enumerate(np.ravel(axes)):
+        ax.text(-0.12, 1.04, f"({chr(97 + i)})", transform=ax.transAxes, fontsize=11,
+                fontweight="bold", va="bottom")

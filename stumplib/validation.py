@@ -1,0 +1,109 @@
+"""Argument checks shared by every public function.
+
+Every check raises :class:`ValueError` whose message names the argument and the allowed range, so
+that bad input fails before any work starts (and, in a notebook, in the first cell after the
+parameters).
+"""
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import torch
+
+__all__ = [
+    "check_int",
+    "check_real",
+    "check_prior",
+    "check_choice",
+    "check_tensor_finite",
+    "check_grid",
+]
+
+
+def check_int(name: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """Return ``value`` as an ``int`` if it is an integer in ``[minimum, maximum]``.
+
+    Booleans and floats (even integral ones such as ``3.0``) are rejected: a size given as a float
+    is usually a mistake.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Integral, np.integer)):
+        raise ValueError(f"{name} must be an integer >= {minimum}"
+                         + (f" and <= {maximum}" if maximum is not None else "")
+                         + f"; got {value!r} of type {type(value).__name__}")
+    v = int(value)
+    if v < minimum or (maximum is not None and v > maximum):
+        rng = f"[{minimum}, {maximum}]" if maximum is not None else f">= {minimum}"
+        raise ValueError(f"{name} must be an integer in {rng}; got {v}")
+    return v
+
+
+def check_real(name: str, value: Any, *, low: float = -math.inf, high: float = math.inf,
+               low_open: bool = False, high_open: bool = False) -> float:
+    """Return ``value`` as a finite ``float`` inside the interval from ``low`` to ``high``.
+
+    ``low_open`` / ``high_open`` make the corresponding end exclusive. NaN and infinities are
+    always rejected.
+    """
+    lo_b = "(" if low_open else "["
+    hi_b = ")" if high_open else "]"
+    rng = f"{lo_b}{low}, {high}{hi_b}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Real, np.floating, np.integer)):
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            value = value.item()
+        else:
+            raise ValueError(f"{name} must be a finite real number in {rng}; got {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be a finite real number in {rng}; got {v}")
+    if (v < low or (low_open and v == low)) or (v > high or (high_open and v == high)):
+        raise ValueError(f"{name} must be in {rng}; got {v}")
+    return v
+
+
+def check_prior(tau_lo: Any, tau_hi: Any) -> tuple[float, float]:
+    """Check a uniform threshold prior ``[tau_lo, tau_hi]`` with ``0 <= tau_lo < tau_hi <= 1``."""
+    lo = check_real("tau_lo", tau_lo, low=0.0, high=1.0)
+    hi = check_real("tau_hi", tau_hi, low=0.0, high=1.0)
+    if not lo < hi:
+        raise ValueError(f"tau_lo must be < tau_hi (prior [tau_lo, tau_hi] inside [0, 1]); "
+                         f"got tau_lo={lo}, tau_hi={hi}")
+    return lo, hi
+
+
+def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
+    """Return ``value`` if it is one of ``choices`` (strings)."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}; got {value!r}")
+    return value
+
+
+def check_tensor_finite(name: str, value: torch.Tensor) -> torch.Tensor:
+    """Raise if a tensor holds NaN or infinite entries."""
+    if not torch.is_tensor(value):
+        raise ValueError(f"{name} must be a torch tensor; got {type(value).__name__}")
+    if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+        raise ValueError(f"{name} must be finite (no NaN or inf); got non-finite entries")
+    return value
+
+
+def check_grid(name: str, values: Iterable[Any], *, kind: str = "int", minimum: float = 1,
+               maximum: float | None = None) -> list:
+    """Check a non-empty grid of sizes (``kind='int'``) or reals (``kind='real'``).
+
+    Each entry is checked like :func:`check_int` / :func:`check_real` and the error names the
+    entry, e.g. ``m_grid[2]``.
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ValueError(f"{name} must be a non-empty list of {'integers' if kind == 'int' else 'numbers'}"
+                         f"; got {values!r}")
+    vals = list(values)
+    if len(vals) == 0:
+        raise ValueError(f"{name} must be a non-empty list; got an empty grid")
+    if kind == "int":
+        return [check_int(f"{name}[{i}]", v, minimum=int(minimum),
+                          maximum=None if maximum is None else int(maximum)) for i, v in enumerate(vals)]
+    return [check_real(f"{name}[{i}]", v, low=minimum,
+                       high=math.inf if maximum is None else maximum) for i, v in enumerate(vals)]
