@@ -21,6 +21,8 @@ def _check(x: torch.Tensor, y: torch.Tensor) -> None:
         raise ValueError(f"x must have N >= 1 examples per context; got shape {tuple(x.shape)}")
     if x.is_floating_point() and not bool(torch.isfinite(x).all()):
         raise ValueError("x must be finite (no NaN or inf)")
+    if y.is_floating_point() and not bool(torch.isfinite(y).all()):
+        raise ValueError("y must be finite 0/1 labels (no NaN or inf)")
 
 
 def min_positive(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

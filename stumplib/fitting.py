@@ -66,18 +66,27 @@ def fit_power_law(x, y, *, n_boot: int = 2000, level: float = 0.95, seed: int = 
     -------
     PowerLawFit
     """
-    x = np.asarray(x, dtype=float).ravel()
-    y = np.asarray(y, dtype=float).ravel()
+    n_boot = check_int("n_boot", n_boot, minimum=100)
+    level = check_real("level", level, low=0.0, high=1.0, low_open=True, high_open=True)
+    seed = check_int("seed", seed, minimum=0)
+    arrays = {}
+    for name, v in (("x", x), ("y", y)):
+        try:
+            arrays[name] = np.asarray(v, dtype=float).ravel()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name} must be an array of positive finite numbers; got {v!r} ({exc})") from None
+    x, y = arrays["x"], arrays["y"]
     if x.shape != y.shape:
         raise ValueError(f"x and y must have the same length; got {x.size} and {y.size}")
     if x.size < 3:
         raise ValueError(f"x must hold at least 3 points to fit a power law; got {x.size}")
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and np.all(x > 0) and np.all(y > 0)):
-        raise ValueError("x and y must be finite and positive for a log-log fit")
+    for name, v in (("x", x), ("y", y)):
+        if not (np.all(np.isfinite(v)) and np.all(v > 0)):
+            raise ValueError(f"{name} must be finite and positive for a log-log fit; "
+                             f"got {int(np.sum(~np.isfinite(v)))} non-finite and "
+                             f"{int(np.sum(np.isfinite(v) & (v <= 0)))} non-positive entries")
     if np.unique(x).size < 2:
         raise ValueError("x must contain at least two distinct values")
-    n_boot = check_int("n_boot", n_boot, minimum=100)
-    level = check_real("level", level, low=0.0, high=1.0, low_open=True, high_open=True)
     w = None if weights is None else np.asarray(weights, dtype=float).ravel()
     if w is not None and (w.shape != x.shape or np.any(w < 0) or not np.all(np.isfinite(w))):
         raise ValueError("weights must be finite, non-negative and of the same length as x")

@@ -17,15 +17,13 @@ from typing import Any
 
 import torch
 
-from .validation import check_tensor_finite
+from .validation import as_real_tensor, check_tensor_finite
 
 __all__ = ["attention_weights", "estimate", "estimate_and_grad"]
 
 
 def _as_param(name: str, v: Any, like: torch.Tensor) -> torch.Tensor:
-    t = torch.as_tensor(v, dtype=like.dtype, device=like.device)
-    check_tensor_finite(name, t)
-    return t
+    return as_real_tensor(name, v, dtype=like.dtype, device=like.device)
 
 
 def _check_context(x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None) -> None:

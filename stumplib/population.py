@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from .device import DEFAULT_DTYPE
-from .validation import check_int, check_prior, check_tensor_finite
+from .validation import as_real_tensor, check_int, check_prior, check_tensor_finite
 
 __all__ = [
     "population_moments",
@@ -71,9 +71,7 @@ def _broadcast(tau: Any, beta: Any, b: Any) -> tuple[torch.Tensor, torch.Tensor,
     device = ref.device if ref is not None else torch.device("cpu")
     out = []
     for name, v in (("tau", tau), ("beta", beta), ("b", b)):
-        t = torch.as_tensor(v, dtype=dtype, device=device)
-        check_tensor_finite(name, t)
-        out.append(t)
+        out.append(as_real_tensor(name, v, dtype=dtype, device=device))
     tau_t = out[0]
     if tau_t.numel() and (tau_t.min() < 0 or tau_t.max() > 1):
         raise ValueError(f"tau must lie in [0, 1]; got values in [{tau_t.min().item()}, {tau_t.max().item()}]")
@@ -147,6 +145,12 @@ def prior_quadrature(beta: torch.Tensor, b: torch.Tensor, tau_lo: float, tau_hi:
     tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
     order = check_int("order", order, minimum=1, maximum=64)
     uniform_panels = check_int("uniform_panels", uniform_panels, minimum=1)
+    for name, v in (("beta", beta), ("b", b)):
+        if not torch.is_tensor(v) or not v.is_floating_point():
+            raise ValueError(f"{name} must be a floating-point torch tensor; got {type(v).__name__}")
+        check_tensor_finite(name, v)
+    if beta.shape != b.shape:
+        raise ValueError(f"beta and b must have the same shape; got {tuple(beta.shape)} and {tuple(b.shape)}")
     dtype, device = beta.dtype, beta.device
     abs_beta = beta.abs().clamp_min(1e-300)
     c = torch.where(beta != 0, b / torch.where(beta != 0, beta, torch.ones_like(beta)),
@@ -168,12 +172,10 @@ def prior_quadrature(beta: torch.Tensor, b: torch.Tensor, tau_lo: float, tau_hi:
 
 
 def _params(beta: Any, b: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    beta_t = torch.as_tensor(beta, dtype=beta.dtype if torch.is_tensor(beta) and beta.is_floating_point() else DEFAULT_DTYPE)
+    beta_t = as_real_tensor("beta", beta, dtype=beta.dtype if torch.is_tensor(beta) and beta.is_floating_point() else DEFAULT_DTYPE)
     if torch.is_tensor(beta):
         beta_t = beta_t.to(beta.device)
-    b_t = torch.as_tensor(b, dtype=beta_t.dtype, device=beta_t.device)
-    check_tensor_finite("beta", beta_t)
-    check_tensor_finite("b", b_t)
+    b_t = as_real_tensor("b", b, dtype=beta_t.dtype, device=beta_t.device)
     return torch.broadcast_tensors(beta_t, b_t)  # type: ignore[return-value]
 
 

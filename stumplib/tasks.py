@@ -40,6 +40,15 @@ def labels(x: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
     x : shape ``(..., n)``
     tau : shape ``(...)`` (one threshold per context), broadcastable to ``x.shape[:-1]``
     """
+    for name, v in (("x", x), ("tau", tau)):
+        if not torch.is_tensor(v):
+            raise ValueError(f"{name} must be a torch tensor; got {type(v).__name__}")
+        check_tensor_finite(name, v)
+    return _labels(x, tau)
+
+
+def _labels(x: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
+    """:func:`labels` without argument checks."""
     return (x >= tau[..., None]).to(x.dtype)
 
 
@@ -68,7 +77,7 @@ def sample_contexts(tau: torch.Tensor, n: int, *, seed: int = 0,
         raise ValueError(f"tau must lie in [0, 1]; got values in [{tau.min().item()}, {tau.max().item()}]")
     gen = generator if generator is not None else make_generator(seed, tau.device)
     x = torch.rand(*tau.shape, n, generator=gen, device=tau.device, dtype=tau.dtype)
-    return x, labels(x, tau)
+    return x, _labels(x, tau)
 
 
 def sample_tasks(m: int, n: int, tau_lo: float = 0.2, tau_hi: float = 0.8, *, seed: int = 0,
@@ -96,4 +105,10 @@ def reflect(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     A context with threshold ``tau`` maps to one with threshold ``1 - tau`` and the same inequality
     direction (up to the measure-zero tie ``x = tau``).
     """
+    for name, v in (("x", x), ("y", y)):
+        if not torch.is_tensor(v):
+            raise ValueError(f"{name} must be a torch tensor of shape (..., n); got {type(v).__name__}")
+        check_tensor_finite(name, v)
+    if x.shape != y.shape:
+        raise ValueError(f"x and y must have the same shape (..., n); got {tuple(x.shape)} and {tuple(y.shape)}")
     return 1.0 - x, 1.0 - y

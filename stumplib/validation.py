@@ -20,6 +20,7 @@ __all__ = [
     "check_choice",
     "check_tensor_finite",
     "check_grid",
+    "as_real_tensor",
 ]
 
 
@@ -87,6 +88,25 @@ def check_tensor_finite(name: str, value: torch.Tensor) -> torch.Tensor:
     if value.is_floating_point() and not bool(torch.isfinite(value).all()):
         raise ValueError(f"{name} must be finite (no NaN or inf); got non-finite entries")
     return value
+
+
+def as_real_tensor(name: str, value: Any, *, dtype: torch.dtype | None = None,
+                   device: torch.device | str | None = None) -> torch.Tensor:
+    """Convert a real number, array or tensor to a finite floating tensor, naming ``name`` on failure.
+
+    ``None``, strings, booleans, complex or non-numeric values, and NaN / inf entries raise
+    :class:`ValueError`.
+    """
+    if value is None or isinstance(value, (str, bytes, bool, np.bool_, complex)):
+        raise ValueError(f"{name} must be a finite real number or a tensor of them; got {value!r}")
+    try:
+        t = torch.as_tensor(value, dtype=dtype, device=device)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise ValueError(f"{name} must be a finite real number or a tensor of them; got {value!r} "
+                         f"({exc})") from None
+    if t.dtype == torch.bool or t.is_complex():
+        raise ValueError(f"{name} must be real; got a tensor of dtype {t.dtype}")
+    return check_tensor_finite(name, t)
 
 
 def check_grid(name: str, values: Iterable[Any], *, kind: str = "int", minimum: float = 1,

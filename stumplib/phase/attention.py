@@ -1,0 +1,280 @@
+"""The tied rank-one dot-product attention student, trained by full-batch gradient descent.
+
+Student: ``y_hat = softmax(h h^T) x`` with ``h_l = x_l . Q / sqrt(d)``, ``Q in R^d``, tokens
+``x_l = p_l + z_l`` (value weights the identity). Objective, as in the paper,
+
+    L(Q) = sum_mu |y_hat_mu - y_mu|^2 / (2 d) + (lambda / 2) |Q|^2,
+
+minimised by plain gradient descent ``Q <- Q - lr grad L`` (the authors: ``lr = 0.15``, 5000 steps at
+``d = 1000``). Many runs advance together: seeds (each its own teacher ``Q*`` and nested samples:
+the run at ``alpha`` uses the first ``round(alpha d)`` samples of its seed) x sample ratios ``alpha``
+x initialisations, as columns of one matrix ``Q`` of shape (seeds, d, runs), so each step is two
+batched matrix products. Per-sample losses use the 2x2 Gram matrices ``X X^T``, ``X Z^T``, ``Z Z^T``
+(precomputed), with analytic gradients (no autograd in the loop):
+
+    |S X - T Z|_F^2 = tr(S Gxx S^T) - 2 tr(S Gxz T^T) + tr(T Gzz T^T).
+
+Initialisations: ``"semantic"`` (``Q = Q*``), ``"positional"`` (``Q = p_1``, the authors'
+``(1, ..., 1) / sqrt(d)``), ``"random"`` (``Q ~ N(0, I_d / d)``, small).
+
+Summary statistics: ``m = p_1 . Q / sqrt(d)``, ``theta_emp = Q* . Q / d`` (the theory's
+``theta = sigma^2 theta_emp``), ``q_emp = sigma^2 |Q|^2 / d``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from ..device import make_generator, resolve_device
+from ..trainer import TrainingDiverged
+from ..validation import check_choice, check_grid, check_int, check_real
+from .baseline import baseline_test_error_of
+from .data import positional_encodings, sample_teacher, sample_tokens, softmax_rows, teacher_matrix
+from .state_evolution import check_A
+
+__all__ = ["INITS", "objective_and_grad", "attention_test_error", "train_attention_gd", "TrainingDiverged"]
+
+INITS = ("semantic", "positional", "random")
+
+
+def _per_sample(h, Gxx, Gxz, c0, T, d):
+    """Per-sample loss and d loss / d h for pre-activations h (..., 2); Grams (..., 2, 2)."""
+    S = softmax_rows(h)
+    SG = S @ Gxx
+    loss = ((SG * S).sum((-1, -2)) - 2 * ((S @ Gxz) * T).sum((-1, -2)) + c0) / (2 * d)
+    g = (SG - T @ Gxz.transpose(-1, -2)) / d  # d loss / d S
+    Da = S * (g - (g * S).sum(-1, keepdim=True))  # d loss / d a, a = h h^T
+    dh = (Da @ h[..., None])[..., 0] + (Da.transpose(-1, -2) @ h[..., None])[..., 0]
+    return loss, dh
+
+
+def objective_and_grad(Q: torch.Tensor, X: torch.Tensor, Z: torch.Tensor, T: torch.Tensor,
+                       mask: torch.Tensor, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Objective ``L`` and its gradient for a batch of runs.
+
+    Parameters
+    ----------
+    Q : (S, d, R) student vectors (R runs per seed).
+    X, Z : (S, n, 2, d) tokens with and without positions.
+    T : (S, n, 2, 2) teacher matrices.
+    mask : (S or 1, n, R) 0/1 weights of the samples of each run.
+    lam : ridge.
+
+    Returns
+    -------
+    L : (S, R); grad : (S, d, R).
+    """
+    Gxx = X @ X.transpose(-1, -2)
+    Gxz = X @ Z.transpose(-1, -2)
+    c0 = ((T @ (Z @ Z.transpose(-1, -2))) * T).sum((-1, -2))
+    return _objective_and_grad(Q, X, Gxx, Gxz, c0, T, mask, lam)
+
+
+def _objective_and_grad(Q, X, Gxx, Gxz, c0, T, mask, lam):
+    """Elementwise form: rows of S are (s_l, 1 - s_l), s_l = sigmoid(h_l (h_1 - h_2)); with
+    ``a, b, c`` the entries of ``Gxx`` and ``w_l = Gxz T_l`` (T_l the teacher's row l),
+    ``2 d loss = sum_l [s_l^2 a + 2 s_l (1 - s_l) b + (1 - s_l)^2 c - 2 (s_l w_l1 + (1 - s_l) w_l2)] + c0``."""
+    S_, n, _, d = X.shape
+    H = (X.reshape(S_, 2 * n, d) @ Q).reshape(S_, n, 2, -1) / math.sqrt(d)  # (S, n, 2, R)
+    h1, h2 = H[:, :, 0], H[:, :, 1]
+    a, b, c = Gxx[..., 0, 0, None], Gxx[..., 0, 1, None], Gxx[..., 1, 1, None]
+    w = Gxz @ T.transpose(-1, -2)  # w[..., k, l] = (Gxz T_l)_k
+    w11, w21, w12, w22 = w[..., 0, 0, None], w[..., 1, 0, None], w[..., 0, 1, None], w[..., 1, 1, None]
+    dlt = h1 - h2
+    s1 = torch.sigmoid(h1 * dlt)
+    s2 = torch.sigmoid(h2 * dlt)
+
+    def row(s, wa, wb):
+        val = s * s * a + 2 * s * (1 - s) * b + (1 - s) ** 2 * c - 2 * (s * wa + (1 - s) * wb)
+        der = 2 * s * a + 2 * (1 - 2 * s) * b - 2 * (1 - s) * c - 2 * (wa - wb)
+        return val, der
+
+    v1, e1 = row(s1, w11, w21)
+    v2, e2 = row(s2, w12, w22)
+    loss = (v1 + v2 + c0[..., None]) / (2 * d)
+    g1 = e1 * s1 * (1 - s1) * mask / (2 * d)
+    g2 = e2 * s2 * (1 - s2) * mask / (2 * d)
+    dh1 = g1 * (2 * h1 - h2) + g2 * h2
+    dh2 = -g1 * h1 + g2 * (h1 - 2 * h2)
+    L = (loss * mask).sum(1) + 0.5 * lam * (Q * Q).sum(1)
+    dH = torch.stack([dh1, dh2], 2).reshape(S_, 2 * n, -1)
+    grad = X.reshape(S_, 2 * n, d).transpose(1, 2) @ dH / math.sqrt(d) + lam * Q
+    return L, grad
+
+
+def attention_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float, sigma: float,
+                         A: Any, n_test: int, generator: torch.Generator,
+                         chunk: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-sample test error ``E |y_hat - y|^2 / (2 d)`` of students ``Q`` (S, d, R) on fresh tokens.
+
+    Rao-Blackwellised Monte Carlo: the tokens' components in ``span(p_1, Q*, Q)`` are sampled
+    (``n_test`` draws), the expectation over the orthogonal complement (``d - 3`` dimensions, where
+    the residual is ``(S - T) z_perp``) is exact, ``sigma^2 (d - 3) |S - T|_F^2``.
+
+    Returns
+    -------
+    mean, standard error : (S, R) each.
+    """
+    S_, d, R = Q.shape
+    p1 = positional_encodings(d, device=Q.device, dtype=Q.dtype)[0]
+    M = torch.stack([p1.expand(S_, R, d), q_star[:, None, :].expand(S_, R, d), Q.permute(0, 2, 1)], -1)
+    B, _ = torch.linalg.qr(M)  # (S, R, d, 3), orthonormal, span contains p1, Q*, Q
+    pc = (B * p1[:, None]).sum(-2)  # (S, R, 3)
+    qsc = (B * q_star[:, None, :, None]).sum(-2)
+    qc = (B * Q.permute(0, 2, 1)[..., None]).sum(-2)
+    A_ = torch.as_tensor(check_A(A), dtype=Q.dtype, device=Q.device)
+    P = torch.stack([pc, -pc], -2)  # (S, R, 2, 3)
+    tot = torch.zeros(S_, R, dtype=Q.dtype, device=Q.device)
+    tot2 = torch.zeros_like(tot)
+    done = 0
+    while done < n_test:
+        k = min(chunk, n_test - done)
+        zeta = sigma * torch.randn(S_, R, k, 2, 3, generator=generator, device=Q.device, dtype=Q.dtype)
+        h = ((P[:, :, None] + zeta) @ qc[:, :, None, :, None])[..., 0] / math.sqrt(d)  # (S, R, k, 2)
+        hs = (zeta @ qsc[:, :, None, :, None])[..., 0] / math.sqrt(d)
+        Sm = softmax_rows(h)
+        Tm = (1 - omega) * softmax_rows(hs) + omega * A_
+        res = Sm @ (P[:, :, None] + zeta) - Tm @ zeta
+        err = ((res ** 2).sum((-1, -2)) + sigma ** 2 * (d - 3) * ((Sm - Tm) ** 2).sum((-1, -2))) / (2 * d)
+        tot += err.sum(-1)
+        tot2 += (err ** 2).sum(-1)
+        done += k
+    mean = tot / n_test
+    var = (tot2 / n_test - mean ** 2).clamp_min(0)
+    return mean, (var / n_test).sqrt()
+
+
+def train_attention_gd(alphas: Sequence[float], d: int, *, seeds: Sequence[int] | int = 4,
+                       inits: Sequence[str] = ("semantic", "positional"), omega: float = 0.3,
+                       sigma: float = 0.5, lam: float = 0.01, A: Any = ((0.6, 0.4), (0.4, 0.6)),
+                       lr: float = 0.15, steps: int = 5000, n_test: int = 20000, lam_linear: float = 1e-4,
+                       device: Any = "cpu", dtype: torch.dtype = torch.float64, seed: int = 0,
+                       check_every: int = 250, progress: bool = True) -> dict[str, np.ndarray]:
+    """Full-batch GD of the attention student for every (seed, alpha, init) at once.
+
+    Parameters
+    ----------
+    alphas : sample ratios ``n / d`` (``n = round(alpha d)`` >= 1).
+    d : token dimension.
+    seeds : number of seeds (int) or a list of seed offsets; seed ``s`` draws its teacher and
+        samples from ``seed * 1000 + s``.
+    inits : subset of ``("semantic", "positional", "random")``.
+    lr, steps : step size and number of steps.
+    n_test : fresh test draws per run (Rao-Blackwellised, see :func:`attention_test_error`).
+    lam_linear : ridge of the linear baseline fitted on the same samples.
+    dtype : float64 by default; float32 is adequate on a GPU (losses ~1e-3, Grams of O(1) entries)
+        but is not the default.
+
+    Returns
+    -------
+    dict of numpy arrays with axes (seed, alpha, init): ``m``, ``theta_emp``, ``q_emp``,
+    ``test_error``, ``test_error_se``, ``train_loss`` (objective / d), ``grad_norm`` (final |grad L|);
+    ``baseline_test_error`` (seed, alpha); ``alphas``, ``n`` (alpha,); ``d``.
+
+    Raises
+    ------
+    ValueError for bad arguments; TrainingDiverged if the objective becomes non-finite.
+    """
+    alphas = check_grid("alphas", alphas, kind="real", minimum=0.0, maximum=100.0)
+    d = check_int("d", d, minimum=4, maximum=1_000_000)
+    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
+        seeds = list(range(check_int("seeds", seeds, minimum=1, maximum=10_000)))
+    seeds = check_grid("seeds", seeds, kind="int", minimum=0)
+    inits = [check_choice(f"inits[{i}]", v, INITS) for i, v in enumerate(check_grid_str(inits))]
+    omega = check_real("omega", omega, low=0.0, high=1.0)
+    sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
+    lam = check_real("lam", lam, low=0.0, high=1e3)
+    lam_linear = check_real("lam_linear", lam_linear, low=0.0, high=1e3)
+    A_ = check_A(A)
+    lr = check_real("lr", lr, low=0.0, low_open=True, high=100.0)
+    steps = check_int("steps", steps, minimum=1, maximum=10_000_000)
+    n_test = check_int("n_test", n_test, minimum=10)
+    seed = check_int("seed", seed, minimum=0)
+    check_every = check_int("check_every", check_every, minimum=1)
+    ns = [int(round(a * d)) for a in alphas]
+    for a, n in zip(alphas, ns):
+        if n < 1:
+            raise ValueError(f"alphas: alpha={a} gives n = round(alpha d) = 0 samples at d={d}")
+    dev = resolve_device(device)
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 or torch.float64; got {dtype}")
+
+    n_max, nA, nI, nS = max(ns), len(alphas), len(inits), len(seeds)
+    P = positional_encodings(d, device=dev, dtype=dtype)
+    q_star, Z = [], []
+    for s in seeds:
+        gen = make_generator(seed * 1000 + s, dev)
+        q_star.append(sample_teacher(d, generator=gen, device=dev, dtype=dtype))
+        Z.append(sample_tokens(n_max, d, sigma=sigma, generator=gen, device=dev, dtype=dtype))
+    q_star, Z = torch.stack(q_star), torch.stack(Z)  # (S, d), (S, n, 2, d)
+    T = _teacher_batched(Z, q_star, omega, A_)
+    X = Z + P
+    Gxx = X @ X.transpose(-1, -2)
+    Gxz = X @ Z.transpose(-1, -2)
+    Gzz = Z @ Z.transpose(-1, -2)
+    c0 = ((T @ Gzz) * T).sum((-1, -2))
+    # runs: column r = alpha index * nI + init index
+    n_run = torch.tensor([n for n in ns for _ in inits], device=dev)
+    mask = (torch.arange(n_max, device=dev)[:, None] < n_run[None, :]).to(dtype)[None]  # (1, n, R)
+    cols = []
+    gen0 = make_generator(seed * 1000 + 999, dev)
+    for ai in range(nA):
+        for init in inits:
+            if init == "semantic":
+                cols.append(q_star.clone())
+            elif init == "positional":
+                cols.append(P[0].expand(nS, d).clone())
+            else:
+                cols.append(torch.randn(nS, d, generator=gen0, device=dev, dtype=dtype) / math.sqrt(d))
+    Q = torch.stack(cols, -1)  # (S, d, R)
+    it = range(steps)
+    if progress:
+        from tqdm.auto import tqdm
+        it = tqdm(it, desc=f"GD d={d}", mininterval=2.0)
+    for k in it:
+        L, grad = _objective_and_grad(Q, X, Gxx, Gxz, c0, T, mask, lam)
+        Q = Q - lr * grad
+        if (k + 1) % check_every == 0 or k + 1 == steps:
+            if not bool(torch.isfinite(L).all() and torch.isfinite(Q).all()):
+                raise TrainingDiverged(f"GD diverged (non-finite objective) at step {k + 1} with lr={lr}, "
+                                       f"d={d}; lower lr")
+    L, grad = _objective_and_grad(Q, X, Gxx, Gxz, c0, T, mask, lam)
+    gen_t = make_generator(seed * 1000 + 777, dev)
+    te, te_se = attention_test_error(Q, q_star, omega=omega, sigma=sigma, A=A_, n_test=n_test, generator=gen_t)
+    m = (Q * P[0][None, :, None]).sum(1) / math.sqrt(d)
+    theta_emp = (Q * q_star[:, :, None]).sum(1) / d
+    q_emp = sigma ** 2 * (Q * Q).sum(1) / d
+    # linear baseline fitted on each run's samples: B = (sum T Gzz / d)(sum Gzz / d + lam I)^-1
+    eye = torch.eye(2, dtype=dtype, device=dev)
+    cTG = torch.cumsum(T @ Gzz, 1) / d
+    cG = torch.cumsum(Gzz, 1) / d
+    idx = torch.tensor([n - 1 for n in ns], device=dev)
+    Bhat = cTG[:, idx] @ torch.linalg.inv(cG[:, idx] + lam_linear * eye)
+    base = baseline_test_error_of(Bhat.cpu().numpy(), omega=omega, sigma=sigma, A=A_)
+
+    def rs(x):
+        return x.reshape(nS, nA, nI).cpu().numpy()
+
+    return dict(m=rs(m), theta_emp=rs(theta_emp), q_emp=rs(q_emp), test_error=rs(te),
+                test_error_se=rs(te_se), train_loss=rs(L) / d, grad_norm=rs(grad.norm(dim=1)),
+                baseline_test_error=base, alphas=np.asarray(alphas), n=np.asarray(ns), d=np.asarray(d))
+
+
+def _teacher_batched(Z, q_star, omega, A_):
+    d = Z.shape[-1]
+    h = (Z @ q_star[:, None, :, None])[..., 0] / math.sqrt(d)  # (S, n, 2)
+    A_t = torch.as_tensor(A_, dtype=Z.dtype, device=Z.device)
+    return (1 - omega) * softmax_rows(h) + omega * A_t
+
+
+def check_grid_str(values: Any) -> list:
+    """A non-empty list (of strings checked by the caller)."""
+    if isinstance(values, str) or not hasattr(values, "__iter__"):
+        raise ValueError(f"inits must be a non-empty list of {list(INITS)}; got {values!r}")
+    vals = list(values)
+    if not vals:
+        raise ValueError("inits must be a non-empty list; got an empty list")
+    return vals

@@ -1,0 +1,57 @@
+"""Data of the solvable attention model: positional encodings, teacher and samples (torch, any device).
+
+``L = 2`` tokens of dimension ``d``: token ``l`` is ``x_l = p_l + z_l`` with ``z_l ~ N(0, sigma^2 I_d)``
+and ``p_1 = -p_2 = (1, ..., 1) / sqrt(d)``. The teacher direction is ``Q* ~ N(0, I_d)`` and the label
+is ``y = T z`` with ``T = (1 - omega) softmax(h* h*^T) + omega A`` and ``h*_l = z_l . Q* / sqrt(d)``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..validation import check_int, check_real
+from .state_evolution import check_A
+
+__all__ = ["positional_encodings", "sample_teacher", "sample_tokens", "teacher_matrix", "softmax_rows"]
+
+
+def positional_encodings(d: int, *, device: Any = "cpu", dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """``P`` of shape (2, d): rows ``p_1 = (1, ..., 1) / sqrt(d)`` and ``p_2 = -p_1`` (unit norm)."""
+    d = check_int("d", d, minimum=2)
+    p = torch.full((d,), d ** -0.5, device=device, dtype=dtype)
+    return torch.stack([p, -p])
+
+
+def sample_teacher(d: int, *, generator: torch.Generator, device: Any = "cpu",
+                   dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """Teacher direction ``Q* ~ N(0, I_d)``, shape (d,)."""
+    d = check_int("d", d, minimum=2)
+    return torch.randn(d, generator=generator, device=device, dtype=dtype)
+
+
+def sample_tokens(n: int, d: int, *, sigma: float = 0.5, generator: torch.Generator,
+                  device: Any = "cpu", dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """Token noises ``z`` of shape (n, 2, d), entries ``N(0, sigma^2)``."""
+    n = check_int("n", n, minimum=1)
+    d = check_int("d", d, minimum=2)
+    sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
+    return sigma * torch.randn(n, 2, d, generator=generator, device=device, dtype=dtype)
+
+
+def softmax_rows(h: torch.Tensor) -> torch.Tensor:
+    """Row-wise softmax of the 2x2 score matrices ``h h^T``; ``h`` (..., 2) -> (..., 2, 2)."""
+    return torch.softmax(h[..., :, None] * h[..., None, :], dim=-1)
+
+
+def teacher_matrix(z: torch.Tensor, q_star: torch.Tensor, *, omega: float,
+                   A: Any = ((0.6, 0.4), (0.4, 0.6))) -> torch.Tensor:
+    """Teacher matrices ``T = (1 - omega) softmax(h* h*^T) + omega A`` for tokens ``z`` (..., 2, d).
+
+    Returns (..., 2, 2).
+    """
+    omega = check_real("omega", omega, low=0.0, high=1.0)
+    A_ = torch.as_tensor(check_A(A), dtype=z.dtype, device=z.device)
+    d = z.shape[-1]
+    h = z @ q_star / d ** 0.5
+    return (1 - omega) * softmax_rows(h) + omega * A_

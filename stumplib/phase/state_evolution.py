@@ -1,0 +1,548 @@
+"""State evolution of the tied rank-one attention layer (Cui et al., arXiv:2402.03902, Result 4.2).
+
+The fixed point of eight scalar equations describes the global (or a local) minimiser of the
+empirical risk in the limit ``d, n -> infinity`` with ``alpha = n / d`` fixed. Overlaps (the published
+files' normalisation, ``rho = sigma^2``):
+
+- ``q = sigma^2 |Q|^2 / d``   (variance of a student pre-activation's noise part),
+- ``m = p_1 . Q / sqrt(d)``   (positional overlap),
+- ``theta = sigma^2 Q* . Q / d`` (semantic overlap; the empirical ``Q* . Q / d`` is ``theta / sigma^2``),
+- ``V``                       (the "variance" of the estimator, conjugate to ``V_hat``).
+
+Conjugate updates are Gaussian averages over ``xi, Y ~ N(0, I_2)`` of a two-dimensional proximal
+problem (see :func:`proximal`), computed here with a tensor Gauss-Hermite rule over the four
+Gaussian variables, all quadrature nodes, all starts and all ``alpha`` values at once (numpy,
+float64). The proximal problem is not convex: it is solved by a safeguarded Newton method
+(Hessian shifted to be positive definite, backtracking line search) from several starts, keeping
+the lowest value.
+
+Per-row reduction used throughout: the softmax of the 2x2 score matrix ``x x^T`` has rows
+``(s_l, 1 - s_l)`` with ``s_l = sigmoid(x_l (x_1 - x_2))``, and the teacher's rows are
+``(t_l, 1 - t_l)`` with ``t_l = (1 - omega) sigmoid(u_l (u_1 - u_2)) + omega A_l1`` (rows of ``A``
+sum to one), so ``|S - T|_F^2 = 2 sum_l (s_l - t_l)^2`` and the per-sample loss
+``|y_hat - y|^2 / (2 d)`` tends to ``ell = sigma^2 sum_l (s_l - t_l)^2``.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any, Sequence
+
+import numpy as np
+from scipy.special import expit
+
+from ..validation import check_choice, check_grid, check_int, check_real
+
+__all__ = [
+    "StateEvolutionError",
+    "gauss_hermite_4d",
+    "teacher_rows",
+    "prox_objective_and_derivatives",
+    "proximal",
+    "se_update",
+    "state_evolution",
+    "test_error_from_overlaps",
+    "check_A",
+]
+
+BRANCHES = ("semantic", "positional")
+
+
+class StateEvolutionError(RuntimeError):
+    """The damped fixed-point iteration did not converge (or left the admissible region)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# inputs
+# ----------------------------------------------------------------------------------------------
+def check_A(A: Any) -> np.ndarray:
+    """Validate the 2x2 positional mixing matrix (finite, rows summing to one, entries in [0, 1])."""
+    try:
+        arr = np.asarray(A, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"A must be a 2x2 row-stochastic matrix; got {A!r}") from None
+    if arr.shape != (2, 2) or not np.all(np.isfinite(arr)):
+        raise ValueError(f"A must be a finite 2x2 row-stochastic matrix; got {A!r}")
+    if np.any(arr < 0) or np.any(arr > 1) or not np.allclose(arr.sum(1), 1.0, atol=1e-12):
+        raise ValueError(f"A must have entries in [0, 1] and rows summing to 1; got {arr.tolist()}")
+    return arr
+
+
+def _check_alphas(alpha: Any) -> tuple[np.ndarray, bool]:
+    scalar = np.isscalar(alpha) or (isinstance(alpha, np.ndarray) and alpha.ndim == 0)
+    vals = [alpha] if scalar else alpha
+    if isinstance(vals, np.ndarray):
+        vals = vals.tolist()
+    a = check_grid("alpha", vals, kind="real", minimum=0.0)
+    arr = np.asarray(a, dtype=np.float64)
+    if np.any(arr <= 0):
+        raise ValueError(f"alpha must be > 0 (sample ratio n/d); got {arr[arr <= 0][0]}")
+    if np.any(arr > 1e3):
+        raise ValueError(f"alpha must be <= 1000; got {arr.max()}")
+    return arr, scalar
+
+
+# ----------------------------------------------------------------------------------------------
+# quadrature
+# ----------------------------------------------------------------------------------------------
+@lru_cache(maxsize=8)
+def gauss_hermite_4d(n_nodes: int = 10, prune: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
+    """Tensor Gauss-Hermite rule for ``E f(xi_1, xi_2, Y_1, Y_2)`` with four standard normals.
+
+    Parameters
+    ----------
+    n_nodes : nodes per axis.
+    prune : nodes whose weight is below ``prune`` times the largest weight are dropped (their
+        total weight is below 1e-9 for the defaults) and the rest renormalised.
+
+    Returns
+    -------
+    nodes : (K, 4) array, columns ``xi_1, xi_2, Y_1, Y_2``.
+    weights : (K,) array summing to one.
+    """
+    n_nodes = check_int("n_nodes", n_nodes, minimum=2, maximum=60)
+    x, w = np.polynomial.hermite_e.hermegauss(n_nodes)
+    w = w / w.sum()
+    grids = np.meshgrid(x, x, x, x, indexing="ij")
+    wg = np.meshgrid(w, w, w, w, indexing="ij")
+    nodes = np.stack([g.ravel() for g in grids], axis=1)
+    weights = np.prod(np.stack([g.ravel() for g in wg], axis=1), axis=1)
+    keep = weights >= prune * weights.max()
+    nodes, weights = nodes[keep], weights[keep]
+    nodes.setflags(write=False)
+    weights = weights / weights.sum()
+    weights.setflags(write=False)
+    return nodes, weights
+
+
+def teacher_rows(u: np.ndarray, omega: float, A: np.ndarray) -> np.ndarray:
+    """First-column entries ``t_l`` of the teacher matrix ``(1-omega) softmax(u u^T) + omega A``.
+
+    Parameters
+    ----------
+    u : (..., 2) teacher pre-activations.
+
+    Returns
+    -------
+    t : (..., 2), ``t_l = (1 - omega) sigmoid(u_l (u_1 - u_2)) + omega A[l, 0]``.
+    """
+    du = u[..., 0] - u[..., 1]
+    sem = expit(u * du[..., None])
+    return (1.0 - omega) * sem + omega * A[:, 0]
+
+
+# ----------------------------------------------------------------------------------------------
+# the two-dimensional proximal problem
+# ----------------------------------------------------------------------------------------------
+def prox_objective_and_derivatives(x: np.ndarray, center: np.ndarray, t: np.ndarray,
+                                   V: np.ndarray, sigma: float, order: int = 2):
+    """``G(x) = |x - center|^2 / (2 V) + sigma^2 sum_l (s_l(x) - t_l)^2`` and its derivatives.
+
+    ``G`` is half the objective written in the paper's notes (same minimiser).
+
+    Parameters
+    ----------
+    x, center, t : (..., 2) arrays (broadcastable).
+    V : (...) array (> 0).
+    order : 0 (value), 1 (value, gradient) or 2 (value, gradient, Hessian).
+
+    Returns
+    -------
+    G : (...); grad : (..., 2); hess : (..., 2, 2) (as requested by ``order``).
+    """
+    x1, x2 = x[..., 0], x[..., 1]
+    d = x1 - x2
+    a1 = x1 * d
+    a2 = x2 * d
+    s1, s2 = expit(a1), expit(a2)
+    e1, e2 = s1 - t[..., 0], s2 - t[..., 1]
+    r1, r2 = x1 - center[..., 0], x2 - center[..., 1]
+    s2_ = sigma * sigma
+    G = (r1 * r1 + r2 * r2) / (2.0 * V) + s2_ * (e1 * e1 + e2 * e2)
+    if order == 0:
+        return G
+    # da1 = (2 x1 - x2, -x1), da2 = (x2, x1 - 2 x2)
+    g11, g12 = 2 * x1 - x2, -x1
+    g21, g22 = x2, x1 - 2 * x2
+    sp1, sp2 = s1 * (1 - s1), s2 * (1 - s2)
+    c1, c2 = 2 * s2_ * e1 * sp1, 2 * s2_ * e2 * sp2
+    grad = np.stack([r1 / V + c1 * g11 + c2 * g21, r2 / V + c1 * g12 + c2 * g22], axis=-1)
+    if order == 1:
+        return G, grad
+    # second derivatives: 2 sigma^2 [ (s'^2 + e s'') da da^T + e s' Hess(a) ]
+    spp1, spp2 = sp1 * (1 - 2 * s1), sp2 * (1 - 2 * s2)
+    k1 = 2 * s2_ * (sp1 * sp1 + e1 * spp1)
+    k2 = 2 * s2_ * (sp2 * sp2 + e2 * spp2)
+    # Hess a1 = [[2, -1], [-1, 0]], Hess a2 = [[0, 1], [1, -2]]
+    iv = 1.0 / V
+    h11 = iv + k1 * g11 * g11 + k2 * g21 * g21 + 2 * c1
+    h12 = k1 * g11 * g12 + k2 * g21 * g22 - c1 + c2
+    h22 = iv + k1 * g12 * g12 + k2 * g22 * g22 - 2 * c2
+    hess = np.stack([np.stack([h11, h12], -1), np.stack([h12, h22], -1)], -2)
+    return G, grad, hess
+
+
+def _newton(x: np.ndarray, center: np.ndarray, t: np.ndarray, V: np.ndarray, sigma: float,
+            tol: float, max_iter: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Safeguarded Newton from ``x`` (batched, flattened internally; converged problems are dropped
+    from the working set). Returns (x, G, |grad|) with the broadcast shape of the inputs."""
+    shape = np.broadcast_shapes(x.shape, center.shape, t.shape, V.shape + (2,))
+    x = np.broadcast_to(x, shape).reshape(-1, 2).copy()
+    c_all = np.broadcast_to(center, shape).reshape(-1, 2)
+    t_all = np.broadcast_to(t, shape).reshape(-1, 2)
+    V_all = np.broadcast_to(V[..., None], shape)[..., 0].reshape(-1)
+    idx = np.arange(x.shape[0])
+    for _ in range(max_iter):
+        xa, ca, ta, Va = x[idx], c_all[idx], t_all[idx], V_all[idx]
+        G, g, H = prox_objective_and_derivatives(xa, ca, ta, Va, sigma, order=2)
+        iv = 1.0 / Va
+        gnorm = np.sqrt(g[:, 0] ** 2 + g[:, 1] ** 2)
+        keep = gnorm > tol * (1.0 + iv)
+        if not keep.any():
+            break
+        idx, xa, ca, ta, Va, G, g, H, iv = (v[keep] for v in (idx, xa, ca, ta, Va, G, g, H, iv))
+        a, b, c = H[:, 0, 0], H[:, 0, 1], H[:, 1, 1]
+        lmin = 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
+        shift = np.maximum(0.0, 0.05 * iv - lmin)  # H + shift I has smallest eigenvalue >= 1/(20 V)
+        a, c = a + shift, c + shift
+        det = a * c - b * b
+        p = -np.stack([(c * g[:, 0] - b * g[:, 1]) / det, (a * g[:, 1] - b * g[:, 0]) / det], -1)
+        slope = (p * g).sum(-1)  # < 0
+        step = np.ones_like(G)
+        # close to a minimum with a positive-definite Hessian the full Newton step is taken without
+        # a line search (the decrease of G is below its rounding floor there)
+        near = (shift == 0.0) & (gnorm[keep] < 1e-6)
+        todo = np.flatnonzero(~near)
+        for _ in range(30):
+            xn = xa[todo] + step[todo, None] * p[todo]
+            Gn = prox_objective_and_derivatives(xn, ca[todo], ta[todo], Va[todo], sigma, order=0)
+            ok = Gn <= G[todo] + 1e-4 * step[todo] * slope[todo]
+            todo = todo[~ok]
+            if todo.size == 0:
+                break
+            step[todo] *= 0.5
+        # a step that still fails after 30 halvings is at the rounding floor of G: stop moving it
+        step[todo] = 0.0
+        x[idx] = xa + step[:, None] * p
+        moved = step > 0
+        idx = idx[moved]
+        if idx.size == 0:
+            break
+    G, g = prox_objective_and_derivatives(x, c_all, t_all, V_all, sigma, order=1)
+    gn = np.sqrt(g[:, 0] ** 2 + g[:, 1] ** 2)
+    return x.reshape(shape), G.reshape(shape[:-1]), gn.reshape(shape[:-1])
+
+
+def _matching_point(t: np.ndarray) -> np.ndarray:
+    """Points with ``x_l (x_1 - x_2) = logit(t_l)`` (``s(x) = t``); zeros where ``t_1 < t_2``."""
+    tc = np.clip(t, 1e-12, 1 - 1e-12)
+    lg = np.log(tc) - np.log1p(-tc)
+    d2 = lg[..., 0] - lg[..., 1]
+    ok = d2 > 1e-12
+    d = np.sqrt(np.where(ok, d2, 1.0))
+    return np.where(ok[..., None], lg / d[..., None], 0.0)
+
+
+def proximal(center: np.ndarray, t: np.ndarray, V: Any, sigma: float = 0.5, *,
+             extra_starts: Sequence[np.ndarray] = (), match_starts: bool = True, tol: float = 1e-10,
+             max_iter: int = 100, return_all: bool = False, default_starts: bool = True):
+    """Global minimiser (over several starts) of the 2-D proximal problem.
+
+    Minimises ``G(x) = |x - center|^2 / (2 V) + sigma^2 sum_l (s_l(x) - t_l)^2`` over ``x in R^2``
+    with ``s_l = sigmoid(x_l (x_1 - x_2))``, starting from ``center``, from the origin, from the two
+    points where the loss term vanishes and from each of ``extra_starts``, and keeps, per problem,
+    the start that reaches the lowest ``G``. (Centre and origin alone miss the global minimum in
+    about 0.5% of random problems; with the two extra starts none was missed against a brute-force
+    grid, see ``tests/test_phase.py``.)
+
+    Parameters
+    ----------
+    center, t : (..., 2) arrays.
+    V : scalar or (...) array, > 0.
+    extra_starts : further (..., 2) starting points (e.g. the previous iterate's solution).
+    match_starts : also start from the two points ``+-x_t`` where the student's attention equals the
+        teacher's (``s_l(x) = t_l``; they exist when ``t_1 >= t_2``, otherwise the origin is used):
+        the loss term has its two symmetric minima there.
+    tol : stopping rule ``|grad G| <= tol (1 + 1/V)``.
+    default_starts : include the centre and the origin (``False``: only ``extra_starts``, used by
+        the solver between full restarts).
+    return_all : also return the per-start minimisers and values.
+
+    Returns
+    -------
+    x : (..., 2) minimiser; G : (...) value; gnorm : (...) gradient norm at ``x``;
+    and, with ``return_all``, xs (S, ..., 2) and Gs (S, ...).
+    """
+    center = np.asarray(center, dtype=np.float64)
+    t = np.asarray(t, dtype=np.float64)
+    V = np.asarray(V, dtype=np.float64)
+    if center.shape[-1:] != (2,) or t.shape[-1:] != (2,):
+        raise ValueError("center and t must have a last axis of length 2")
+    if not (np.all(np.isfinite(center)) and np.all(np.isfinite(t))):
+        raise ValueError("center and t must be finite")
+    if not np.all(np.isfinite(V)) or np.any(V <= 0):
+        raise ValueError("V must be finite and > 0")
+    sigma = check_real("sigma", sigma, low=0.0, low_open=True)
+    shape = np.broadcast_shapes(center.shape, t.shape, V.shape + (2,))
+    starts = [np.broadcast_to(center, shape), np.zeros(shape)] if default_starts else []
+    if match_starts:
+        xm = _matching_point(np.broadcast_to(t, shape))
+        starts += [xm, -xm]
+    starts += [np.broadcast_to(np.asarray(s, dtype=np.float64), shape) for s in extra_starts]
+    if not starts:
+        raise ValueError("proximal needs at least one start")
+    S = len(starts)
+    x0 = np.stack(starts)  # (S, ..., 2)
+    xs, Gs, gn = _newton(x0, center[None], t[None], V[None], sigma, tol, max_iter)
+    best = np.argmin(Gs, axis=0)  # (...)
+    x = np.take_along_axis(xs, best[None, ..., None], axis=0)[0]
+    G = np.take_along_axis(Gs, best[None], axis=0)[0]
+    gnorm = np.take_along_axis(gn, best[None], axis=0)[0]
+    if return_all:
+        return x, G, gnorm, xs, Gs
+    del S
+    return x, G, gnorm
+
+
+# ----------------------------------------------------------------------------------------------
+# one step of the state evolution (batched over alphas)
+# ----------------------------------------------------------------------------------------------
+def _geometry(q, m, theta, sigma, nodes):
+    """Student centres and teacher pre-activations at the nodes; shapes (A, K, 2)."""
+    rho = sigma * sigma
+    sq = np.sqrt(q)[:, None, None]
+    vstar2 = rho - theta ** 2 / q
+    if np.any(vstar2 < -1e-12):
+        raise StateEvolutionError("theta^2 > rho q: the overlaps left the admissible region "
+                                  "(|theta| <= sigma sqrt(q))")
+    vstar = np.sqrt(np.maximum(vstar2, 1e-300))[:, None, None]
+    xi, Y = nodes[None, :, 0:2], nodes[None, :, 2:4]
+    center = sq * xi + np.stack([m, -m], -1)[:, None, :]
+    u = vstar * Y + (theta / np.sqrt(q))[:, None, None] * xi
+    return center, u, vstar[:, 0, 0], xi, Y
+
+
+def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, sigma: float = 0.5,
+              lam: float = 0.01, A: Any = ((0.6, 0.4), (0.4, 0.6)), n_nodes: int = 10,
+              warm: np.ndarray | None = None, tol: float = 1e-10,
+              restart: bool = True) -> dict[str, np.ndarray]:
+    """One undamped update of the state evolution (overlaps -> conjugates -> overlaps).
+
+    Parameters
+    ----------
+    alpha, q, m, V, theta : arrays of shape (A,) (broadcast together).
+    warm : optional (A, K, 2) proximal solutions used as an extra start.
+    restart : also start from the centre and the origin (if ``False``, only from ``warm``).
+
+    Returns
+    -------
+    dict with the new ``q, m, V, theta`` (A,), the conjugates ``q_hat, m_hat, V_hat, theta_hat``,
+    ``prox`` (A, K, 2) solutions, ``gnorm`` (largest proximal gradient norm), ``train_loss`` and
+    ``test_error`` evaluated at the *input* overlaps.
+    """
+    A_ = check_A(A)
+    alpha, q, m, V, theta = np.broadcast_arrays(*(np.atleast_1d(np.asarray(v, dtype=np.float64))
+                                                  for v in (alpha, q, m, V, theta)))
+    nodes, w = gauss_hermite_4d(n_nodes)
+    rho = sigma * sigma
+    center, u, vstar, xi, Y = _geometry(q, m, theta, sigma, nodes)
+    t = teacher_rows(u, omega, A_)
+    Vb = V[:, None]
+    extra = [] if warm is None else [warm]
+    x, G, gnorm = proximal(center, t, Vb, sigma, extra_starts=extra, tol=tol,
+                           default_starts=restart or warm is None)
+    r = x - center
+    Vc = V
+    m_hat = alpha * np.einsum("k,ak->a", w, r[..., 0] - r[..., 1]) / Vc
+    q_hat = alpha * np.einsum("k,ak->a", w, r[..., 0] ** 2 + r[..., 1] ** 2) / Vc ** 2
+    theta_hat = alpha * np.einsum("k,ak->a", w, (r * Y).sum(-1)) / (Vc * vstar)
+    V_hat = -alpha * np.einsum("k,ak->a", w, (r * xi).sum(-1)) / (Vc * np.sqrt(q)) + theta * theta_hat / q
+    den = lam + V_hat * rho
+    if np.any(den <= 0):
+        raise StateEvolutionError("lambda + V_hat sigma^2 <= 0: the iteration left the admissible region")
+    q_new = rho * (q_hat * rho + m_hat ** 2 + theta_hat ** 2 * rho * rho) / den ** 2
+    V_new = rho / den
+    m_new = m_hat / den
+    theta_new = rho * theta_hat * rho / den
+    # losses at the input point
+    s = expit(x * (x[..., 0] - x[..., 1])[..., None])
+    ell_train = rho * ((s - t) ** 2).sum(-1)
+    train_loss = alpha * np.einsum("k,ak->a", w, ell_train) + lam * q / (2 * rho)
+    return dict(q=q_new, m=m_new, V=V_new, theta=theta_new, q_hat=q_hat, m_hat=m_hat, V_hat=V_hat,
+                theta_hat=theta_hat, prox=x, gnorm=float(gnorm.max()), train_loss=train_loss,
+                test_error=_test_error(q, m, theta, sigma, omega, A_, n_nodes))
+
+
+def _test_error(q, m, theta, sigma, omega, A_, n_nodes):
+    nodes, w = gauss_hermite_4d(n_nodes)
+    center, u, _, _, _ = _geometry(q, m, theta, sigma, nodes)
+    t = teacher_rows(u, omega, A_)
+    s = expit(center * (center[..., 0] - center[..., 1])[..., None])
+    return sigma * sigma * np.einsum("k,ak->a", w, ((s - t) ** 2).sum(-1))
+
+
+def test_error_from_overlaps(q: Any, m: Any, theta: Any, *, omega: float, sigma: float = 0.5,
+                             A: Any = ((0.6, 0.4), (0.4, 0.6)), n_nodes: int = 12) -> np.ndarray:
+    """Asymptotic per-sample test error ``E |y_hat - y|^2 / (2 d) = sigma^2 E sum_l (s_l - t_l)^2``.
+
+    Student pre-activations ``h = sqrt(q) xi + (m, -m)``, teacher ``u = V* Y + theta xi / sqrt(q)``
+    with ``V* = sqrt(sigma^2 - theta^2 / q)``; ``q, m, theta`` in the published normalisation.
+
+    Returns
+    -------
+    (A,) array (broadcast of the inputs).
+    """
+    sigma = check_real("sigma", sigma, low=0.0, low_open=True)
+    omega = check_real("omega", omega, low=0.0, high=1.0)
+    q, m, theta = np.broadcast_arrays(*(np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in (q, m, theta)))
+    if np.any(q <= 0) or not np.all(np.isfinite(q)):
+        raise ValueError("q must be finite and > 0")
+    if np.any(theta ** 2 > sigma ** 2 * q * (1 + 1e-9)):
+        raise ValueError("theta must satisfy theta^2 <= sigma^2 q")
+    return _test_error(q, m, theta, sigma, omega, check_A(A), check_int("n_nodes", n_nodes, minimum=2))
+
+
+# ----------------------------------------------------------------------------------------------
+# the solver
+# ----------------------------------------------------------------------------------------------
+def _initial_point(alpha: np.ndarray, branch: str, sigma: float):
+    rho = sigma * sigma
+    a = np.minimum(alpha, 2.0)
+    q = rho * (0.05 + 0.4 * a / (1 + a))
+    V = np.full_like(alpha, 15.0)
+    if branch == "semantic":
+        theta = 0.6 * np.sqrt(rho * q)
+        m = np.zeros_like(alpha)
+    else:
+        theta = np.zeros_like(alpha)
+        m = np.full_like(alpha, 0.25)
+    return q, m, V, theta
+
+
+def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
+                    A: Any = ((0.6, 0.4), (0.4, 0.6)), branch: str = "semantic",
+                    n_nodes: int = 10, damping: float = 0.5, tol: float = 1e-5,
+                    max_iter: int = 600, init: dict[str, Any] | None = None) -> dict[str, np.ndarray]:
+    """Solve the state evolution on a batch of sample ratios ``alpha = n / d``.
+
+    Damped fixed-point iteration ``z <- damping z + (1 - damping) F(z)`` on ``z = (q, m, V, theta)``
+    for all ``alpha`` at once (converged points are frozen), from an initial point on the requested
+    branch (semantic: ``theta > 0, m = 0``; positional: ``m > 0, theta = 0``). The proximal problems
+    start from the previous iterate's solution, and every 5th update (and before convergence is
+    declared) also from the centre and the origin, keeping the best. On the semantic branch with a
+    swap-symmetric ``A`` (``A[::-1, ::-1] == A``, as the paper's), ``m = 0`` is imposed; on the
+    positional branch ``theta = 0`` is imposed (the teacher is even in ``u``, so ``theta = 0`` is an
+    invariant subspace of the exact update; without the constraint, ties between the proximal
+    problem's symmetric minima let rounding push the iteration off the branch).
+
+    Parameters
+    ----------
+    alpha : positive number or 1-D sequence of positive numbers.
+    omega : positional share of the teacher, in [0, 1].
+    sigma : token noise standard deviation (> 0); ``rho = sigma^2``.
+    lam : ridge penalty ``lambda`` (> 0).
+    A : 2x2 row-stochastic positional matrix of the teacher.
+    branch : ``"semantic"`` or ``"positional"``.
+    n_nodes : Gauss-Hermite nodes per axis (4-D tensor rule, tiny weights pruned).
+    damping : initial weight of the old iterate, in [0, 1); raised per ``alpha`` (up to 0.97)
+        whenever an update does not shrink the change (oscillation).
+    tol : convergence when every overlap changes by less than ``tol`` relative in one update
+        (``|dz| <= tol max(|z|, floor)`` componentwise, floors 1e-4, 1e-2, 1e-2, 1e-4 for
+        ``q, m, V, theta``: ``m`` is zero up to rounding on the semantic branch).
+    max_iter : iteration cap; :class:`StateEvolutionError` if reached.
+    init : optional dict of (A,) initial ``q, m, V, theta`` (overrides the branch's default).
+
+    Returns
+    -------
+    dict of (A,) arrays (scalars for scalar ``alpha``): ``q, m, V, theta``, the conjugates,
+    ``test_error`` (per sample, = mse / 2 of the published files), ``train_loss`` (empirical risk
+    divided by ``d``: ``alpha E[ell(prox)] + lambda q / (2 sigma^2)``; lower is the global minimum),
+    ``n_iter`` and ``residual`` (last relative change).
+
+    Raises
+    ------
+    ValueError
+        For bad arguments (named).
+    StateEvolutionError
+        If the iteration does not converge within ``max_iter`` updates.
+    """
+    alphas, scalar = _check_alphas(alpha)
+    omega = check_real("omega", omega, low=0.0, high=1.0)
+    sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
+    lam = check_real("lam", lam, low=0.0, low_open=True, high=1e3)
+    A_ = check_A(A)
+    branch = check_choice("branch", branch, BRANCHES)
+    n_nodes = check_int("n_nodes", n_nodes, minimum=4, maximum=30)
+    damping = check_real("damping", damping, low=0.0, high=1.0, high_open=True)
+    tol = check_real("tol", tol, low=0.0, low_open=True, high=1e-2)
+    max_iter = check_int("max_iter", max_iter, minimum=1)
+
+    q, m, V, theta = _initial_point(alphas, branch, sigma)
+    if init is not None:
+        q, m, V, theta = (np.broadcast_to(np.asarray(init[k], dtype=np.float64), alphas.shape).copy()
+                          for k in ("q", "m", "V", "theta"))
+    nA = alphas.size
+    restart_every = 5
+    pending = np.zeros(nA, dtype=bool)
+    eta = np.full(nA, damping)
+    prev = np.full(nA, np.inf)
+    # with a swap-symmetric A the semantic branch has m = 0 exactly (the update is odd in m); the
+    # symmetry is imposed so that rounding noise cannot push the iteration off the branch
+    symmetric = branch == "semantic" and np.allclose(A_, A_[::-1, ::-1])
+    if symmetric:
+        m = np.zeros_like(m)
+    active = np.ones(nA, dtype=bool)
+    warm = None
+    n_iter = np.zeros(nA, dtype=int)
+    resid = np.full(nA, np.inf)
+    floor = np.array([1e-4, 1e-2, 1e-2, 1e-4])  # scales of q, m, V, theta below which changes are absolute
+    out: dict[str, np.ndarray] = {}
+    keys_out = ("q_hat", "m_hat", "V_hat", "theta_hat", "train_loss", "test_error")
+    final = {k: np.zeros(nA) for k in keys_out}
+    for it in range(max_iter):
+        idx = np.flatnonzero(active)
+        restart = it % restart_every == 0 or bool(pending[idx].any())
+        up = se_update(alphas[idx], q[idx], m[idx], V[idx], theta[idx], omega=omega, sigma=sigma,
+                       lam=lam, A=A_, n_nodes=n_nodes, warm=None if warm is None else warm[idx],
+                       restart=restart)
+        if symmetric:
+            up["m"] = np.zeros_like(up["m"])
+        if branch == "positional":
+            up["theta"] = np.zeros_like(up["theta"])
+        if warm is None:
+            warm = np.zeros((nA,) + up["prox"].shape[1:])
+        warm[idx] = up["prox"]
+        old = np.stack([q[idx], m[idx], V[idx], theta[idx]], -1)
+        new = np.stack([up["q"], up["m"], up["V"], up["theta"]], -1)
+        if not np.all(np.isfinite(new)):
+            raise StateEvolutionError(f"state evolution produced non-finite overlaps at alpha="
+                                      f"{alphas[idx][~np.all(np.isfinite(new), -1)].tolist()}")
+        rel = np.max(np.abs(new - old) / np.maximum(np.abs(old), floor), axis=-1)
+        resid[idx] = rel
+        n_iter[idx] += 1
+        for k in keys_out:
+            final[k][idx] = up[k]
+        small = rel < tol
+        done = small & restart  # convergence is only declared after a full multi-start update
+        pending[idx] = small & ~restart
+        # adaptive damping: an update that does not shrink the change is an oscillation; damp more
+        grow = rel >= prev[idx]
+        eta[idx] = np.where(grow, np.minimum(0.97, 1 - 0.7 * (1 - eta[idx])), eta[idx])
+        prev[idx] = rel
+        upd = eta[idx, None] * old + (1 - eta[idx, None]) * new
+        upd[done] = old[done]  # a converged point keeps the point at which it was checked
+        q[idx], m[idx], V[idx], theta[idx] = upd.T
+        active[idx[done]] = False
+        if not active.any():
+            break
+    else:
+        bad = alphas[active]
+        raise StateEvolutionError(
+            f"state evolution ({branch} branch, omega={omega}) did not converge within max_iter="
+            f"{max_iter} iterations for alpha={bad.tolist()} (last relative change "
+            f"{resid[active].max():.2e} > tol={tol}); try more iterations or more damping")
+    out = dict(q=q, m=m, V=V, theta=theta, **final, n_iter=n_iter, residual=resid,
+               alpha=alphas)
+    if scalar:
+        out = {k: (v[0] if isinstance(v, np.ndarray) else v) for k, v in out.items()}
+    return out

@@ -1,0 +1,226 @@
+"""Population dynamics: the flow is minus the exact gradient, reaches 1e12, shows the t^(1/4) law,
+GD with a small step follows it, and bad inputs fail early with the argument's name."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import minimize_scalar
+
+from stumplib import dynamics as D
+from stumplib.population import population_loss, population_loss_and_grad
+
+POINTS = [(5.0, 0.0), (3.0, 2.5), (20.0, 18.0), (300.0, 245.0)]
+
+
+@pytest.fixture(scope="module")
+def long_flow():
+    """Two runs to t = 1e12: a small uncalibrated start and an already calibrated one."""
+    return D.integrate_flow([5.0, 5.0], [0.0, 5.0], 1e12, rtol=1e-6, atol=1e-8, n_records=161)
+
+
+# ---------------------------------------------------------------------------------------------
+# the right-hand side
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("beta,b", POINTS)
+def test_velocity_is_minus_finite_difference_gradient(beta, b):
+    vb, vB = D.flow_velocity(beta, b)
+    h = 1e-5 * max(1.0, beta)
+    fd_beta = (population_loss(beta + h, b) - population_loss(beta - h, b)) / (2 * h)
+    fd_b = (population_loss(beta, b + h) - population_loss(beta, b - h)) / (2 * h)
+    scale = max(abs(float(fd_beta)), abs(float(fd_b)))
+    assert abs(float(vb) + float(fd_beta)) < 1e-5 * scale
+    assert abs(float(vB) + float(fd_b)) < 1e-5 * scale
+
+
+def test_log_time_rhs_is_minus_exact_gradient_times_one_plus_t():
+    beta = np.array([p[0] for p in POINTS])
+    b = np.array([p[1] for p in POINTS])
+    _, gb, gB = population_loss_and_grad(torch.tensor(beta), torch.tensor(b), 0.3, 0.7)
+    s = np.log1p(123.0)
+    out = D.log_time_rhs(s, np.concatenate([beta, b]), 0.3, 0.7)
+    np.testing.assert_allclose(out, -124.0 * np.concatenate([gb.numpy(), gB.numpy()]), rtol=1e-12)
+    # vectorised call (2R, k): columns are independent states
+    Y = np.stack([np.concatenate([beta, b]), np.concatenate([beta * 2, b * 2])], 1)
+    outv = D.log_time_rhs(s, Y, 0.3, 0.7)
+    np.testing.assert_allclose(outv[:, 0], out, rtol=1e-12)
+    np.testing.assert_allclose(outv[:, 1], D.log_time_rhs(s, Y[:, 1].copy(), 0.3, 0.7), rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# long-time behaviour
+# ---------------------------------------------------------------------------------------------
+def test_flow_reaches_1e12_finite(long_flow):
+    r = long_flow
+    assert r.t[-1] == pytest.approx(1e12)
+    for arr in (r.beta, r.b, r.loss, r.dbeta_dt, r.db_dt):
+        assert np.all(np.isfinite(arr))
+    late = r.t > 1e3
+    assert np.all(np.diff(r.beta[:, late], axis=1) > 0)          # the scale keeps growing
+    assert np.all(np.diff(r.loss[:, late], axis=1) < 0)          # the loss keeps falling
+    # derived limits: beta^4 / t -> 8 / (1 + tau_hi^2), beta * RMSE -> 1, c -> tau_hi from above
+    ratio = r.beta[:, -1] ** 4 / r.t[-1]
+    assert np.all(np.abs(ratio / D.scale_constant(0.8) - 1) < 0.02)
+    assert np.all(np.abs(r.beta[:, -1] * r.rmse[:, -1] - 1) < 0.005)
+    assert np.all((r.c[:, -1] > 0.8) & (r.c[:, -1] < 0.81))
+
+
+def test_exponents_of_a_short_run_are_one_quarter():
+    r = D.integrate_flow(20.0, 18.0, 1e9, rtol=1e-6, atol=1e-8, n_records=91)
+    fb = D.fit_exponent(r.t, r.beta[0], 1e5, 1e9)
+    fe = D.fit_exponent(r.t, r.rmse[0], 1e5, 1e9)
+    assert abs(fb.slope - 0.25) < 0.03
+    assert abs(fe.slope + 0.25) < 0.03
+    assert fb.ci[0] <= fb.slope <= fb.ci[1]
+
+
+def test_local_exponent_approaches_one_quarter_from_above(long_flow):
+    p = long_flow.dlogbeta_dlogt[0]
+    late = long_flow.t >= 1e6
+    assert np.all(np.diff(p[late]) < 0) and np.all(p[late] > 0.25)
+    assert p[-1] - 0.25 < 1e-3
+    p_inf, (lo, hi) = D.extrapolate_exponent(long_flow.beta[0], p, beta_min=50)
+    assert abs(p_inf - 0.25) < 1e-3 and lo <= p_inf <= hi
+
+
+def test_valley_matches_numerical_minimiser():
+    for beta in (200.0, 800.0):
+        res = minimize_scalar(lambda c: float(population_loss(beta, c * beta)),
+                              bounds=(0.8, 0.9), method="bounded", options={"xatol": 1e-9})
+        pred = D.valley_c(beta, 0.8)
+        assert abs(res.x - pred) < 0.3 / beta                     # O(1/beta) beyond the leading term
+        assert abs((res.x - 0.8) / (pred - 0.8) - 1) < 0.1
+
+
+def test_calibration_time_definition(long_flow):
+    tc = D.calibration_time(long_flow)
+    assert tc[0] > 10 and tc[1] == 0.0                             # c0 = 1 >= tau_hi and beta grows at once
+    beta, b = D.interpolate_flow(long_flow, [tc[0] * 1.05], run=0)
+    assert b[0] / beta[0] >= 0.8
+    r = long_flow
+    before = (r.t > 0) & (r.t < tc[0] * 0.95)
+    h = np.minimum(r.c[0] - 0.8, r.dlogbeta_dlogt[0] - np.abs(r.dc_dlogt[0]))
+    assert np.all(h[before] < 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# gradient descent
+# ---------------------------------------------------------------------------------------------
+def test_gd_with_small_step_follows_the_flow_with_first_order_error():
+    flow = D.integrate_flow(5.0, 0.0, 150.0, rtol=1e-9, atol=1e-11, n_records=300, t_first=0.5)
+    errs = []
+    for lr in (1.0, 0.5):
+        gd = D.population_gd(5.0, 0.0, lr, int(150 / lr), n_records=40)
+        fb, fB = D.interpolate_flow(flow, gd.t[0])
+        errs.append(max(np.max(np.abs(gd.beta[0] / fb - 1)), np.max(np.abs(gd.b[0] - fB))))
+    assert errs[0] < 0.02
+    assert 1.6 < errs[0] / errs[1] < 2.4                           # Euler: error ~ lr
+
+
+def test_gd_batch_equals_single_runs_and_too_large_step_raises():
+    batch = D.population_gd([5.0, 20.0], [0.0, 20.0], [1.0, 10.0], 50, n_records=10)
+    one = D.population_gd(20.0, 20.0, 10.0, 50, n_records=10)
+    np.testing.assert_allclose(batch.beta[1], one.beta[0], rtol=1e-12)
+    with pytest.raises(D.TrainingDiverged, match="lr"):
+        D.population_gd(5.0, 0.0, 1e4, 200, n_records=5)
+
+
+def test_hessian_max_eig_matches_second_differences_of_the_loss():
+    beta, b = 20.0, 18.0
+    h = 1e-3
+    L = lambda x, y: float(population_loss(x, y))  # noqa: E731
+    Hbb = (L(beta + h, b) - 2 * L(beta, b) + L(beta - h, b)) / h ** 2
+    HBB = (L(beta, b + h) - 2 * L(beta, b) + L(beta, b - h)) / h ** 2
+    HbB = (L(beta + h, b + h) - L(beta + h, b - h) - L(beta - h, b + h) + L(beta - h, b - h)) / (4 * h * h)
+    lam = np.linalg.eigvalsh(np.array([[Hbb, HbB], [HbB, HBB]]))[-1]
+    assert D.hessian_max_eig(beta, b)[0] == pytest.approx(lam, rel=1e-3)
+
+
+# ---------------------------------------------------------------------------------------------
+# fits and the field
+# ---------------------------------------------------------------------------------------------
+def test_fit_exponent_recovers_a_pure_power_law_and_brackets_a_drifting_one():
+    t = np.geomspace(1e2, 1e10, 81)
+    f = D.fit_exponent(t, 3 * t ** 0.37, 1e3, 1e9)
+    assert f.slope == pytest.approx(0.37, abs=1e-12) and f.ci_width < 1e-10
+    g = D.fit_exponent(t, t ** 0.25 * (1 + 30 * t ** -0.25), 1e3, 1e9)
+    assert g.ci[0] < g.slope < g.ci[1] and g.ci_width > 1e-3 and g.method == "windows"
+
+
+def test_extrapolate_exponent_on_synthetic_corrections():
+    beta = np.geomspace(30, 3000, 60)
+    p = 0.25 + 0.7 / beta + 0.1 * np.log(beta) / beta
+    p_inf, (lo, hi) = D.extrapolate_exponent(beta, p, beta_min=30)
+    assert p_inf == pytest.approx(0.25, abs=1e-9) and lo <= 0.25 + 1e-6 and hi >= 0.25 - 1e-6
+
+
+def test_gradient_field_is_the_flow_direction():
+    f = D.gradient_field([0.0, 0.5, 0.9], [0.5, 1.0, 2.0])
+    assert f["dc_dt"].shape == (3, 3)
+    vb, vB = D.flow_velocity(10.0, 5.0)
+    assert f["dc_dt"][1, 1] == pytest.approx(float((vB - 0.5 * vb) / 10.0), rel=1e-10)
+    assert f["dlnbeta_dt"][1, 1] == pytest.approx(float(vb / 10.0), rel=1e-10)
+    assert np.all(f["dc_dt"][:, 0] > 0)        # c = 0 lies below every threshold: c is pushed up
+
+
+# ---------------------------------------------------------------------------------------------
+# bad inputs
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs,name", [
+    (dict(beta0=-1.0, b0=0.0, t_max=10.0), "beta0"),
+    (dict(beta0=float("nan"), b0=0.0, t_max=10.0), "beta0"),
+    (dict(beta0=5.0, b0=[], t_max=10.0), "b0"),
+    (dict(beta0=[1.0, 2.0], b0=[0.0, 1.0, 2.0], t_max=10.0), "beta0 and b0"),
+    (dict(beta0=5.0, b0=0.0, t_max=0.0), "t_max"),
+    (dict(beta0=5.0, b0=0.0, t_max=float("inf")), "t_max"),
+    (dict(beta0=5.0, b0=0.0, t_max=10.0, method="RK45"), "method"),
+    (dict(beta0=5.0, b0=0.0, t_max=10.0, tau_lo=0.9, tau_hi=0.1), "tau_lo"),
+    (dict(beta0=5.0, b0=0.0, t_max=10.0, n_records=2), "n_records"),
+    (dict(beta0=5.0, b0=0.0, t_max=10.0, rtol=0.5), "rtol"),
+    (dict(beta0=5.0, b0="x", t_max=10.0), "b0"),
+])
+def test_integrate_flow_rejects_bad_input(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        D.integrate_flow(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    (dict(beta0=5.0, b0=0.0, lr=0.0, steps=10), "lr"),
+    (dict(beta0=5.0, b0=0.0, lr=-1.0, steps=10), "lr"),
+    (dict(beta0=5.0, b0=0.0, lr=1.0, steps=0), "steps"),
+    (dict(beta0=5.0, b0=0.0, lr=1.0, steps=2.5), "steps"),
+    (dict(beta0=[5.0, 6.0, 7.0], b0=0.0, lr=[1.0, 2.0], steps=5), "lr"),
+    (dict(beta0=5.0, b0=0.0, lr=1.0, steps=5, device="tpu"), "device"),
+    (dict(beta0=5.0, b0=0.0, lr=1.0, steps=5, progress="yes"), "progress"),
+])
+def test_population_gd_rejects_bad_input(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        D.population_gd(**kwargs)
+
+
+def test_other_functions_reject_bad_input(long_flow):
+    with pytest.raises(ValueError, match="c_grid"):
+        D.gradient_field([], [0.0, 1.0])
+    with pytest.raises(ValueError, match="log10_beta_grid"):
+        D.gradient_field([0.0, 1.0], [1.0, 0.5])
+    with pytest.raises(ValueError, match="window"):
+        D.fit_exponent(long_flow.t, long_flow.beta[0], 1e5, 1.1e5)
+    with pytest.raises(ValueError, match="t_hi"):
+        D.fit_exponent(long_flow.t, long_flow.beta[0], 1e5, 1e4)
+    with pytest.raises(ValueError, match="result"):
+        D.calibration_time({"t": 1})
+    with pytest.raises(ValueError, match="beta_min"):
+        D.extrapolate_exponent(long_flow.beta[0], long_flow.dlogbeta_dlogt[0], beta_min=1e9)
+    with pytest.raises(ValueError, match="tau_hi"):
+        D.scale_constant(0.0)
+    with pytest.raises(ValueError, match="run"):
+        D.interpolate_flow(long_flow, [1.0], run=5)
+    with pytest.raises(ValueError, match="t must"):
+        D.interpolate_flow(long_flow, [2e12])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available")
+def test_gd_on_cuda_matches_cpu():
+    a = D.population_gd(5.0, 0.0, 1.0, 30, n_records=5, device="cpu")
+    b = D.population_gd(5.0, 0.0, 1.0, 30, n_records=5, device="cuda")
+    np.testing.assert_allclose(a.beta, b.beta, rtol=1e-10)

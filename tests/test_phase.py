@@ -1,0 +1,256 @@
+"""Tests of stumplib.phase: the proximal step, the state evolution, the baseline, gradient descent."""
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from stumplib.phase import data
+from stumplib.phase.attention import attention_test_error, objective_and_grad, train_attention_gd
+from stumplib.phase.baseline import baseline_test_error_of, linear_baseline_test_error, teacher_moments
+from stumplib.phase.state_evolution import (StateEvolutionError, prox_objective_and_derivatives, proximal,
+                                            se_update, state_evolution)
+from stumplib.phase.transition import first_crossing
+
+REF = Path(__file__).resolve().parents[2] / "shared" / "reference" / "cui2024"
+A0 = np.array([[0.6, 0.4], [0.4, 0.6]])
+
+
+def _read(name):
+    with open(REF / name) as fh:
+        rows = list(csv.DictReader(fh))
+    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0] if k}
+
+
+# ---------------------------------------------------------------- proximal step
+def _random_problems(k=400, seed=0):
+    rng = np.random.default_rng(seed)
+    center = rng.normal(0, 0.6, (k, 2))
+    t = rng.uniform(0.05, 0.95, (k, 2))
+    V = rng.uniform(2.0, 30.0, k)
+    return center, t, V
+
+
+def test_prox_derivatives_match_finite_differences():
+    c, t, V = _random_problems(50)
+    x = np.random.default_rng(1).normal(0, 1, (50, 2))
+    G, g, H = prox_objective_and_derivatives(x, c, t, V, 0.5)
+    eps = 1e-6
+    for j in range(2):
+        e = np.zeros(2); e[j] = eps
+        Gp, gp = prox_objective_and_derivatives(x + e, c, t, V, 0.5, order=1)
+        Gm, gm = prox_objective_and_derivatives(x - e, c, t, V, 0.5, order=1)
+        np.testing.assert_allclose((Gp - Gm) / (2 * eps), g[:, j], rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose((gp - gm) / (2 * eps), H[:, :, j], rtol=1e-5, atol=1e-8)
+
+
+def test_prox_is_stationary_and_no_worse_than_other_starts():
+    c, t, V = _random_problems()
+    x, G, gnorm = proximal(c, t, V, 0.5)
+    assert np.all(gnorm < 1e-8)
+    # minimum: positive semi-definite Hessian
+    _, _, H = prox_objective_and_derivatives(x, c, t, V, 0.5)
+    assert np.all(np.linalg.eigvalsh(H)[:, 0] > -1e-8)
+    # no worse than a local search from many other starts (grid of 25 starts)
+    from stumplib.phase.state_evolution import _newton
+    grid = np.stack(np.meshgrid(np.linspace(-2, 2, 5), np.linspace(-2, 2, 5)), -1).reshape(-1, 1, 2)
+    xs, Gs, _ = _newton(np.broadcast_to(grid, (25,) + c.shape), c[None], t[None], V[None], 0.5, 1e-10, 100)
+    assert np.all(G <= Gs.min(0) + 1e-9)
+    # the brute-force minimum on a fine grid is not lower either
+    xx = np.linspace(-3, 3, 301)
+    P = np.stack(np.meshgrid(xx, xx, indexing="ij"), -1).reshape(-1, 1, 2)
+    Gb = prox_objective_and_derivatives(P, c[None], t[None], V[None], 0.5, order=0).min(0)
+    assert np.all(G <= Gb + 1e-9)
+
+
+def test_prox_rejects_bad_input():
+    c, t, V = _random_problems(3)
+    with pytest.raises(ValueError, match="V"):
+        proximal(c, t, -V)
+    with pytest.raises(ValueError, match="sigma"):
+        proximal(c, t, V, sigma=0.0)
+
+
+# ---------------------------------------------------------------- state evolution
+@pytest.fixture(scope="module")
+def se_points():
+    return {br: state_evolution([1.0, 2.0], omega=0.3, branch=br, n_nodes=6) for br in ("semantic", "positional")}
+
+
+def test_fixed_point_satisfies_the_equations(se_points):
+    for br, r in se_points.items():
+        up = se_update([1.0, 2.0], r["q"], r["m"], r["V"], r["theta"], omega=0.3, n_nodes=6)
+        for k in ("q", "V", "theta"):
+            np.testing.assert_allclose(up[k], r[k], rtol=1e-4, atol=1e-8, err_msg=f"{br} {k}")
+        np.testing.assert_allclose(up["m"], r["m"], rtol=1e-4, atol=1e-5, err_msg=f"{br} m")
+        assert np.all(r["theta"] ** 2 <= 0.25 * r["q"])
+
+
+def test_branches_are_what_they_claim(se_points):
+    sem, pos = se_points["semantic"], se_points["positional"]
+    assert np.all(sem["theta"] > 0.05) and np.all(np.abs(sem["m"]) < 1e-8)
+    assert np.all(pos["m"] > 0.1) and np.all(pos["theta"] == 0)
+    # with more data the semantic branch generalises better
+    assert sem["test_error"][1] < sem["test_error"][0]
+
+
+def test_state_evolution_raises_when_not_converged():
+    with pytest.raises(StateEvolutionError, match="did not converge"):
+        state_evolution(1.0, omega=0.3, n_nodes=4, max_iter=2)
+
+
+@pytest.mark.parametrize("kw, name", [(dict(alpha=-1.0), "alpha"), (dict(alpha=[]), "alpha"),
+                                      (dict(alpha=float("nan")), "alpha"), (dict(omega=1.5), "omega"),
+                                      (dict(sigma=0.0), "sigma"), (dict(lam=-0.1), "lam"),
+                                      (dict(branch="agnostic"), "branch"), (dict(A=((1, 0), (0.5, 0.6))), "A"),
+                                      (dict(n_nodes=2), "n_nodes"), (dict(damping=1.0), "damping")])
+def test_state_evolution_rejects_bad_input(kw, name):
+    args = dict(alpha=1.0, omega=0.3)
+    args.update(kw)
+    alpha = args.pop("alpha")
+    with pytest.raises(ValueError, match=name):
+        state_evolution(alpha, **args)
+
+
+@pytest.mark.skipif(not REF.exists(), reason=f"published reference files not present at {REF}")
+def test_theory_matches_published_fixed_points_at_large_alpha():
+    """Test error within 5% of the published fixed points (alpha >= 1, both branches), and the
+    training loss equals minus the published free energy Phi."""
+    for name, br in (("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv", "semantic"),
+                     ("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv", "positional")):
+        ref = _read(name)
+        sel = (ref["alpha"] >= 1.0) & (ref["alpha"] < 1.9)
+        r = state_evolution(ref["alpha"][sel], omega=0.3, branch=br, n_nodes=6)
+        rel = np.abs(r["test_error"] - ref["mse"][sel] / 2) / (ref["mse"][sel] / 2)
+        assert rel.max() < 0.05, (br, rel.max())
+        np.testing.assert_allclose(r["train_loss"], -ref["Phi"][sel], rtol=0.03)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not REF.exists(), reason=f"published reference files not present at {REF}")
+def test_theory_matches_published_fixed_points_everywhere():
+    """All published alphas; a known discrepancy on the semantic branch near alpha ~ 0.8 and the
+    positional branch at alpha = 2 (see the chapter) makes this an expected failure."""
+    bad = []
+    for name, br in (("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv", "semantic"),
+                     ("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv", "positional")):
+        ref = _read(name)
+        r = state_evolution(ref["alpha"], omega=0.3, branch=br, n_nodes=6)
+        rel = np.abs(r["test_error"] - ref["mse"] / 2) / (ref["mse"] / 2)
+        bad += [(br, a, x) for a, x in zip(ref["alpha"], rel) if x >= 0.05]
+    if bad:
+        pytest.xfail(f"test error off by >= 5% at {[(b, round(a, 3), round(x, 3)) for b, a, x in bad]}")
+
+
+@pytest.mark.skipif(not REF.exists(), reason=f"published reference files not present at {REF}")
+def test_linear_baseline_matches_published_empirics():
+    emp = []
+    with open(REF / "empirics_mean_sigma0.5_omega0.3.csv") as fh:
+        emp = [float(r["linear_gen_error_mean"]) for r in csv.DictReader(fh)]
+    ours = linear_baseline_test_error(omega=0.3)
+    assert abs(ours - np.mean(emp)) / np.mean(emp) < 0.02
+
+
+def test_baseline_by_monte_carlo():
+    rng = np.random.default_rng(0)
+    u = rng.normal(0, 0.5, (400_000, 2))
+    d = u[:, 0] - u[:, 1]
+    s = 1 / (1 + np.exp(-u * d[:, None]))
+    t = 0.7 * s + 0.3 * A0[:, 0]
+    mc = 0.25 * t.var(0).sum()  # sigma^2/2 sum_lk Var T_lk = sigma^2 sum_l Var t_l (Var T_l2 = Var T_l1)
+    assert abs(linear_baseline_test_error(omega=0.3) - mc) / mc < 0.01
+    mean, _ = teacher_moments(omega=0.3)
+    assert baseline_test_error_of(mean, omega=0.3) == pytest.approx(linear_baseline_test_error(omega=0.3))
+    assert baseline_test_error_of(np.eye(2), omega=0.3) > linear_baseline_test_error(omega=0.3)
+
+
+# ---------------------------------------------------------------- gradient descent
+def test_objective_gradient_against_autograd():
+    g = torch.Generator().manual_seed(0)
+    d, n = 16, 12
+    Z = data.sample_tokens(n, d, generator=g)
+    qs = data.sample_teacher(d, generator=g)
+    T = data.teacher_matrix(Z, qs, omega=0.3)
+    X = Z + data.positional_encodings(d)
+    Q = torch.randn(1, d, 3, generator=g)
+    mask = (torch.arange(n)[:, None] < torch.tensor([4, 8, 12])[None]).double()[None]
+    L, grad = objective_and_grad(Q, X[None], Z[None], T[None], mask, 0.01)
+    for r, nr in enumerate((4, 8, 12)):
+        q = Q[0, :, r].clone().requires_grad_(True)
+        h = X[:nr] @ q / math.sqrt(d)
+        yh = torch.softmax(h[:, :, None] * h[:, None, :], -1) @ X[:nr]
+        Lb = ((yh - T[:nr] @ Z[:nr]) ** 2).sum() / (2 * d) + 0.005 * (q * q).sum()
+        Lb.backward()
+        assert float(L[0, r]) == pytest.approx(float(Lb), rel=1e-12)
+        torch.testing.assert_close(grad[0, :, r], q.grad, rtol=1e-10, atol=1e-12)
+
+
+def test_rao_blackwellised_test_error_matches_brute_force():
+    g = torch.Generator().manual_seed(1)
+    d = 30
+    qs = data.sample_teacher(d, generator=g)
+    Q = (0.7 * qs + torch.randn(d, generator=g) + 2 * data.positional_encodings(d)[0])[None, :, None]
+    mean, se = attention_test_error(Q, qs[None], omega=0.3, sigma=0.5, A=A0, n_test=40000, generator=g)
+    Z = data.sample_tokens(100_000, d, generator=g)
+    X = Z + data.positional_encodings(d)
+    h = X @ Q[0, :, 0] / math.sqrt(d)
+    err = ((torch.softmax(h[:, :, None] * h[:, None, :], -1) @ X - data.teacher_matrix(Z, qs, omega=0.3) @ Z) ** 2
+           ).sum((-1, -2)) / (2 * d)
+    bf, bf_se = float(err.mean()), float(err.std() / math.sqrt(err.numel()))
+    assert abs(float(mean) - bf) < 4 * math.hypot(float(se), bf_se)
+
+
+@pytest.fixture(scope="module")
+def gd_small():
+    torch.set_num_threads(1)
+    return train_attention_gd([2.0], 80, seeds=3, steps=3000, n_test=4000, progress=False)
+
+
+def test_gd_is_deterministic_and_stays_on_its_branch(gd_small):
+    r = gd_small
+    assert np.all(r["theta_emp"][:, 0, 0] > 0.4) and np.all(np.abs(r["m"][:, 0, 0]) < 0.1)
+    assert np.all(r["m"][:, 0, 1] > 0.15) and np.all(np.abs(r["theta_emp"][:, 0, 1]) < 0.3)
+    again = train_attention_gd([2.0], 80, seeds=[0], steps=3000, n_test=4000, progress=False)
+    np.testing.assert_allclose(again["test_error"][0], r["test_error"][0], rtol=1e-12)
+
+
+def test_gd_small_d_against_theory_within_finite_size_error(gd_small):
+    """d = 80, alpha = 2: GD test error against the state evolution of its branch. The finite-size
+    error is estimated from the seed spread plus an O(1/sqrt(d)) allowance of 3/sqrt(d) (about 34%
+    here): a loose but falsifiable check (the two branches differ by a factor of about 3)."""
+    th = {br: state_evolution(2.0, omega=0.3, branch=br, n_nodes=6) for br in ("semantic", "positional")}
+    for ii, br in enumerate(("semantic", "positional")):
+        te = gd_small["test_error"][:, 0, ii]
+        tol = 3 / math.sqrt(80) + 2 * te.std(ddof=1) / math.sqrt(te.size) / th[br]["test_error"]
+        assert abs(te.mean() - th[br]["test_error"]) / th[br]["test_error"] < tol, br
+    # and the branch ordering matches: semantic generalises better at alpha = 2
+    assert gd_small["test_error"][:, 0, 0].mean() < gd_small["test_error"][:, 0, 1].mean()
+
+
+@pytest.mark.parametrize("kw, name", [(dict(alphas=[]), "alphas"), (dict(d=0), "d"), (dict(lr=-1.0), "lr"),
+                                      (dict(inits=["bogus"]), "inits"), (dict(steps=0), "steps"),
+                                      (dict(omega=float("nan")), "omega"), (dict(alphas=[0.001]), "alphas")])
+def test_gd_rejects_bad_input(kw, name):
+    args = dict(alphas=[1.0], d=20, steps=2, progress=False)
+    args.update(kw)
+    with pytest.raises(ValueError, match=name):
+        train_attention_gd(args.pop("alphas"), args.pop("d"), **args)
+
+
+def test_first_crossing():
+    x = np.array([0.0, 1.0, 2.0, 3.0])
+    assert first_crossing(x, [0, 0, 1, 2], [1, 1, 0, 0]) == pytest.approx(1.5)
+    assert math.isnan(first_crossing(x, [0, 0, 0, 0], [1, 1, 1, 1]))
+    with pytest.raises(ValueError, match="increasing"):
+        first_crossing(x[::-1], x, x)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available")
+def test_gd_cuda_matches_cpu():
+    a = train_attention_gd([1.0], 20, seeds=1, steps=50, n_test=100, progress=False, device="cpu")
+    b = train_attention_gd([1.0], 20, seeds=1, steps=50, n_test=100, progress=False, device="cuda")
+    np.testing.assert_allclose(a["m"], b["m"], rtol=1e-6)
