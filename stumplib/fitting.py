@@ -82,8 +82,8 @@ def fit_power_law(x, y, *, n_boot: int = 2000, level: float = 0.95, seed: int = 
         raise ValueError(f"x must hold at least 3 points to fit a power law; got {x.size}")
     for name, v in (("x", x), ("y", y)):
         if not (np.all(np.isfinite(v)) and np.all(v > 0)):
-            raise ValueError(f"{name} must be finite and positive for a log-log fit; "
-                             f"got {int(np.sum(~np.isfinite(v)))} non-finite and "
+            raise ValueError(f"x and y must be finite and positive for a log-log fit; {name} has "
+                             f"{int(np.sum(~np.isfinite(v)))} non-finite and "
                              f"{int(np.sum(np.isfinite(v) & (v <= 0)))} non-positive entries")
     if np.unique(x).size < 2:
         raise ValueError("x must contain at least two distinct values")

@@ -72,6 +72,12 @@ DEFAULT_LEVEL = 0.5
 _CHUNK_ELEMS = 2 ** 22
 
 
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False; got {value!r}")
+    return value
+
+
 def default_beta_grid(beta_min: float = 1.0, beta_max: float = 2.0 ** 16, per_octave: int = 2
                       ) -> np.ndarray:
     """Log-spaced scales ``beta_min * 2^(k / per_octave)`` up to ``beta_max`` (float64 array)."""
@@ -407,6 +413,7 @@ def certified_scales(ms: Sequence[int], ns: Sequence[int], *, level: float = DEF
     check_real("level", level, low=0.0, low_open=True)
     check_int("n_corpora", n_corpora, minimum=2)
     check_int("seed", seed, minimum=0)
+    _check_bool("progress", progress)
     resolve_device(device)
     it = zip(ms, ns)
     if progress:
@@ -464,6 +471,8 @@ def profile_grid(m: int, n: int, *, beta_min: float = 1.0, per_octave: int = 4,
     """Scales for the profile of ``(m, n)``: ``beta_min * 2^(k/per_octave)`` up to
     ``top_factor * min(m, n)`` (the certified scale lies well below ``m ∧ n``), at least 8 points."""
     m, n = check_int("m", m), check_int("n", n)
+    beta_min = check_real("beta_min", beta_min, low=0.0, low_open=True)
+    per_octave = check_int("per_octave", per_octave, minimum=1, maximum=64)
     top_factor = check_real("top_factor", top_factor, low=0.0, low_open=True)
     top = max(top_factor * min(m, n), beta_min * 2.0 ** (8 / per_octave))
     return default_beta_grid(beta_min, top, per_octave)
@@ -487,6 +496,7 @@ def transfer_profiles(shapes: Sequence[tuple[int, int]], *, n_corpora: int = 32,
     n_corpora = check_int("n_corpora", n_corpora, minimum=2)
     seed = check_int("seed", seed, minimum=0)
     tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
+    _check_bool("progress", progress)
     grids = [profile_grid(m, n, beta_min=beta_min, per_octave=per_octave, top_factor=top_factor)
              for m, n in shp]
     dev = resolve_device(device)

@@ -45,8 +45,14 @@ from conftest import CHAPTERS, ROOT
 
 NAN, INF = math.nan, math.inf
 HAS_CUDA = torch.cuda.is_available()
-#: a bad-argument call must fail within this many seconds (the valid calls use huge sizes)
-FAST_S = 1.0
+#: a bad-argument call must fail within this many seconds (the valid calls use huge sizes, whose
+#: work would take minutes or fail to allocate; the margin absorbs a busy shared CPU)
+FAST_S = 2.0
+
+import matplotlib  # noqa: E402  (imported up front so that no case pays the first-import time)
+
+matplotlib.use("Agg")
+import matplotlib.pyplot  # noqa: E402,F401
 
 # --------------------------------------------------------------------------------------------
 # bad values by kind of argument: (label, value)

@@ -49,7 +49,7 @@ def test_prox_derivatives_match_finite_differences():
 
 
 def test_prox_is_stationary_and_no_worse_than_other_starts():
-    c, t, V = _random_problems()
+    c, t, V = _random_problems(200)
     x, G, gnorm = proximal(c, t, V, 0.5)
     assert np.all(gnorm < 1e-8)
     # minimum: positive semi-definite Hessian
@@ -61,7 +61,7 @@ def test_prox_is_stationary_and_no_worse_than_other_starts():
     xs, Gs, _ = _newton(np.broadcast_to(grid, (25,) + c.shape), c[None], t[None], V[None], 0.5, 1e-10, 100)
     assert np.all(G <= Gs.min(0) + 1e-9)
     # the brute-force minimum on a fine grid is not lower either
-    xx = np.linspace(-3, 3, 301)
+    xx = np.linspace(-3, 3, 241)
     P = np.stack(np.meshgrid(xx, xx, indexing="ij"), -1).reshape(-1, 1, 2)
     Gb = prox_objective_and_derivatives(P, c[None], t[None], V[None], 0.5, order=0).min(0)
     assert np.all(G <= Gb + 1e-9)
@@ -116,6 +116,7 @@ def test_state_evolution_rejects_bad_input(kw, name):
         state_evolution(alpha, **args)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not REF.exists(), reason=f"published reference files not present at {REF}")
 def test_theory_matches_published_fixed_points_at_large_alpha():
     """Test error within 5% of the published fixed points (alpha >= 1, both branches), and the
@@ -123,7 +124,7 @@ def test_theory_matches_published_fixed_points_at_large_alpha():
     for name, br in (("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv", "semantic"),
                      ("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv", "positional")):
         ref = _read(name)
-        sel = (ref["alpha"] >= 1.0) & (ref["alpha"] < 1.9)
+        sel = ref["alpha"] >= 1.0
         r = state_evolution(ref["alpha"][sel], omega=0.3, branch=br, n_nodes=6)
         rel = np.abs(r["test_error"] - ref["mse"][sel] / 2) / (ref["mse"][sel] / 2)
         assert rel.max() < 0.05, (br, rel.max())
@@ -132,9 +133,27 @@ def test_theory_matches_published_fixed_points_at_large_alpha():
 
 @pytest.mark.slow
 @pytest.mark.skipif(not REF.exists(), reason=f"published reference files not present at {REF}")
+def test_transition_matches_published_free_energies():
+    """alpha_c from our training losses against alpha_c from the published Phi (larger Phi wins)."""
+    sem = _read("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv")
+    pos = _read("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv")
+    assert np.allclose(sem["alpha"], pos["alpha"])
+    order = np.argsort(sem["alpha"])
+    a = sem["alpha"][order]
+    ref_c = first_crossing(a, sem["Phi"][order], pos["Phi"][order])
+    sel = (a > 0.9) & (a < 1.8)
+    from stumplib.phase.transition import theory_curves
+    th = theory_curves(a[sel], omega=0.3, n_nodes=6)
+    assert abs(float(th["alpha_c"]) - ref_c) < 0.1, (float(th["alpha_c"]), ref_c)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not REF.exists(), reason=f"published reference files not present at {REF}")
 def test_theory_matches_published_fixed_points_everywhere():
-    """All published alphas; a known discrepancy on the semantic branch near alpha ~ 0.8 and the
-    positional branch at alpha = 2 (see the chapter) makes this an expected failure."""
+    """All published alphas. Known discrepancy: on the semantic branch at alpha ~ 0.7 to 0.9 our
+    fixed point has a smaller theta than the published one (test error 7 to 9% higher, also at 10
+    nodes per axis, so not the quadrature); reported as an expected failure that names the points,
+    so that a fix shows up as XPASS."""
     bad = []
     for name, br in (("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv", "semantic"),
                      ("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv", "positional")):

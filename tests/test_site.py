@@ -148,16 +148,20 @@ def _anchors(rel: str) -> frozenset[str] | None:
     return frozenset(p.ids)
 
 
-_JS_PAGE_FACTS = r"""
+_JS_WAIT_MATH = r"""
 async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
     await MathJax.startup.promise;
     if (MathJax.typesetPromise) { await MathJax.typesetPromise(); }
   }
+  return true;
+}
+"""
+
+# Run after the screenshot: it hides code and rendered math to read the remaining visible text.
+_JS_PAGE_FACTS = r"""
+async () => {
   const main = document.querySelector('main') || document.body;
-  const clone = main.cloneNode(true);
-  clone.querySelectorAll('pre, code, .highlight, script, style, mjx-container, .MathJax, mjx-assistive-mml')
-       .forEach(e => e.remove());
   const maths = Array.from(document.querySelectorAll('.math'));
   const imgs = Array.from(document.querySelectorAll('img'));
   const outs = Array.from(document.querySelectorAll('.cell_output, .output'));
@@ -168,8 +172,16 @@ async () => {
   const wide = Array.from(main.querySelectorAll('table, img, pre, .cell_output'))
       .filter(e => e.getBoundingClientRect().right > main.getBoundingClientRect().right + 4)
       .map(e => e.tagName + (e.className ? '.' + String(e.className).split(' ')[0] : ''));
+  const visibleText = (() => {
+    const hidden = Array.from(main.querySelectorAll('pre, code, .highlight, mjx-container, .MathJax'));
+    const old = hidden.map(e => e.style.display);
+    hidden.forEach(e => { e.style.display = 'none'; });
+    const t = main.innerText;
+    hidden.forEach((e, i) => { e.style.display = old[i]; });
+    return t;
+  })();
   return {
-    text: clone.innerText,
+    text: visibleText,
     nMath: maths.length,
     nMathRendered: maths.filter(m => m.querySelector('mjx-container') || m.tagName === 'MJX-CONTAINER').length,
     nMjx: document.querySelectorAll('mjx-container').length,
@@ -183,6 +195,19 @@ async () => {
     scrollWidth: document.documentElement.scrollWidth,
     clientWidth: document.documentElement.clientWidth,
     wide: wide,
+    uncaptioned: Array.from(main.querySelectorAll('article img, .bd-article img'))
+        .filter(i => !(i.closest('figure') && i.closest('figure').querySelector('figcaption')
+                       && i.closest('figure').querySelector('figcaption').innerText.trim().length > 20))
+        .map(i => i.getAttribute('src')),
+    codeBeforeFirstFigure: (() => {
+      const fig = document.querySelector('article figure, .bd-article figure');
+      if (!fig) return 0;
+      const top = fig.getBoundingClientRect().top;
+      return Array.from(document.querySelectorAll('.cell_input, div.highlight'))
+        .filter(e => e.offsetParent !== null && !e.parentElement.closest('.cell_input'))
+        .filter(e => e.getBoundingClientRect().top < top)
+        .reduce((a, e) => a + e.getBoundingClientRect().height, 0);
+    })(),
     claimsTable: (() => {
       const h = Array.from(document.querySelectorAll('h2')).find(e => e.textContent.trim().startsWith('Claims and verdicts'));
       const t = h && h.closest('section') && h.closest('section').querySelector('table');
@@ -234,9 +259,10 @@ def facts(server, browser):
         errors_ignored = ("Identifier 'THEBE_JS_URL' has already been declared",)
         page.goto(server + rel, wait_until="load", timeout=60_000)
         page.wait_for_load_state("networkidle", timeout=30_000)
+        page.evaluate(_JS_WAIT_MATH)
+        page.screenshot(path=str(SHOTS / f"{_page_id(rel)}.png"), full_page=True)
         f = page.evaluate(_JS_PAGE_FACTS)
         f["pageErrors"] = [e for e in errors if not any(k in e for k in errors_ignored)]
-        page.screenshot(path=str(SHOTS / f"{_page_id(rel)}.png"), full_page=True)
         page.close()
         cache[rel] = f
         return f
@@ -286,6 +312,25 @@ def test_no_raw_markup(rel, facts):
 def test_images_load(rel, facts):
     f = facts(rel)
     assert not f["brokenImgs"], f"{rel}: images that did not load: {f['brokenImgs']}"
+
+
+@pytest.mark.parametrize("rel", _params())
+def test_figures_have_captions(rel, facts):
+    """Every image in the text is a figure with a caption that says what to see."""
+    f = facts(rel)
+    assert not f["uncaptioned"], f"{rel}: images without a caption (use glue:figure): {f['uncaptioned']}"
+
+
+#: visible code (pixels at 1280 px width) a reader may scroll past before the first figure
+MAX_CODE_BEFORE_FIGURE_PX = 1200
+
+
+@pytest.mark.parametrize("rel", _params())
+def test_no_wall_of_code_before_first_figure(rel, facts):
+    f = facts(rel)
+    assert f["codeBeforeFirstFigure"] <= MAX_CODE_BEFORE_FIGURE_PX, (
+        f"{rel}: {f['codeBeforeFirstFigure']:.0f} px of visible code before the first figure "
+        f"(limit {MAX_CODE_BEFORE_FIGURE_PX}); move set-up code into stumplib or tag it hide-input")
 
 
 @pytest.mark.parametrize("rel", _params())
