@@ -121,16 +121,16 @@ def _vector(name: str, value: Any, *, positive: bool = False) -> np.ndarray:
     return arr
 
 
-def _pair(beta0: Any, b0: Any) -> tuple[np.ndarray, np.ndarray]:
-    beta0 = _vector("beta0", beta0, positive=True)
-    b0 = _vector("b0", b0)
+def _pair(beta0: Any, b0: Any, names: tuple[str, str] = ("beta0", "b0")) -> tuple[np.ndarray, np.ndarray]:
+    beta0 = _vector(names[0], beta0, positive=True)
+    b0 = _vector(names[1], b0)
     if beta0.size != b0.size:
         if beta0.size == 1:
             beta0 = np.full(b0.size, beta0[0])
         elif b0.size == 1:
             b0 = np.full(beta0.size, b0[0])
         else:
-            raise ValueError(f"beta0 and b0 must have the same length (or one of them length 1); "
+            raise ValueError(f"{names[0]} and {names[1]} must have the same length (or one of them length 1); "
                              f"got {beta0.size} and {b0.size}")
     return beta0, b0
 
@@ -664,7 +664,7 @@ def hessian_max_eig(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
     -------
     np.ndarray, shape ``(P,)``
     """
-    beta, b = _pair(beta, b)
+    beta, b = _pair(beta, b, ("beta", "b"))
     tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
     rel_step = check_real("rel_step", rel_step, low=1e-8, high=1e-2)
     h = rel_step * beta
@@ -732,7 +732,10 @@ def valley_c(beta: Any, tau_hi: float = 0.8) -> np.ndarray:
     tau_hi : upper end of the prior, in ``(0, 1]``.
     """
     tau_hi = check_real("tau_hi", tau_hi, low=0.0, high=1.0, low_open=True)
-    beta = np.asarray(beta, dtype=float)
+    try:
+        beta = np.asarray(beta, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"beta must be an array of finite numbers > 2/tau_hi; got {beta!r}") from None
     if not (np.all(np.isfinite(beta)) and np.all(beta > 2 / tau_hi)):
         raise ValueError(f"beta must be finite and > 2/tau_hi = {2 / tau_hi:.3g}")
     return tau_hi + np.log(tau_hi * beta / 2) / beta

@@ -245,8 +245,16 @@ def evaluate_frozen(beta: Any, b: Any, N_grid: Sequence[int], *, taus: Sequence[
     if isinstance(baselines, str):
         raise ValueError("baselines must be a list of names")
     baselines = [check_choice(f"baselines[{i}]", nm, list(BASELINES)) for i, nm in enumerate(baselines)]
-    beta_a = np.atleast_1d(np.asarray(beta, dtype=float))
-    b_a = np.atleast_1d(np.asarray(b, dtype=float))
+    if not isinstance(progress, (bool, np.bool_)):
+        raise ValueError(f"progress must be True or False; got {progress!r}")
+    arrs = []
+    for name, v in (("beta", beta), ("b", b)):
+        try:
+            arrs.append(np.atleast_1d(np.asarray(v, dtype=float)))
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a non-empty 1-d array of finite numbers; got {v!r}") from None
+    beta_a = arrs[0]
+    b_a = arrs[1]
     if beta_a.ndim != 1 or beta_a.shape != b_a.shape or beta_a.size == 0:
         raise ValueError(f"beta and b must be non-empty 1-d arrays of the same length; got shapes "
                          f"{beta_a.shape} and {b_a.shape}")
@@ -513,6 +521,8 @@ def certified_scales(shapes: Sequence[tuple[int, int]], *, level: float = 1.0, n
 
     shapes = _check_shapes(shapes)
     level = check_real("level", level, low=0.0, low_open=True)
+    if not isinstance(progress, (bool, np.bool_)):
+        raise ValueError(f"progress must be True or False; got {progress!r}")
     n_corpora = check_int("n_corpora", n_corpora)
     seed = check_int("seed", seed, minimum=0)
     if fn is None:
