@@ -28,6 +28,18 @@ def resolve_profile(profile: Any) -> str:
     return check_choice(f"profile (or the environment variable {ENV_VAR})", profile, PROFILES)
 
 
+def _inline_figures() -> None:
+    """Inside a Jupyter kernel, render figures inline (PNG) whatever ``MPLBACKEND`` says: a
+    non-inline backend would glue figures as the text ``<Figure size ...>`` into the book."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython ships with the notebook stack
+        return
+    ip = get_ipython()
+    if ip is not None and getattr(ip, "kernel", None) is not None:
+        ip.run_line_magic("matplotlib", "inline")
+
+
 def setup_chapter(profile: Any, device: Any, seed: Any = 0) -> tuple[str, torch.device]:
     """Validate the parameters every chapter shares, apply the book style, and report them.
 
@@ -41,6 +53,7 @@ def setup_chapter(profile: Any, device: Any, seed: Any = 0) -> tuple[str, torch.
     profile = resolve_profile(profile)
     dev = resolve_device(device)
     check_int("seed", seed, minimum=0)
+    _inline_figures()
     style.use()
     torch.set_default_dtype(torch.float64)
     print(f"profile={profile}  device={dev}  torch={torch.__version__}  seed={seed}")

@@ -199,6 +199,9 @@ async () => {
         .filter(i => !(i.closest('figure') && i.closest('figure').querySelector('figcaption')
                        && i.closest('figure').querySelector('figcaption').innerText.trim().length > 20))
         .map(i => i.getAttribute('src')),
+    figuresWithoutImage: Array.from(main.querySelectorAll('article figure, .bd-article figure'))
+        .filter(fg => !fg.querySelector('img'))
+        .map(fg => fg.id || (fg.querySelector('figcaption') || fg).innerText.slice(0, 60)),
     codeBeforeFirstFigure: (() => {
       const fig = document.querySelector('article figure, .bd-article figure');
       if (!fig) return 0;
@@ -312,6 +315,8 @@ def test_no_raw_markup(rel, facts):
 def test_images_load(rel, facts):
     f = facts(rel)
     assert not f["brokenImgs"], f"{rel}: images that did not load: {f['brokenImgs']}"
+    # a figure glued without its PNG (e.g. a non-inline matplotlib backend) shows '<Figure size ...>'
+    assert not f["figuresWithoutImage"], f"{rel}: figures without an image: {f['figuresWithoutImage']}"
 
 
 @pytest.mark.parametrize("rel", _params())
