@@ -208,6 +208,8 @@ async () => {
       const top = fig.getBoundingClientRect().top;
       return Array.from(document.querySelectorAll('.cell_input, div.highlight'))
         .filter(e => e.offsetParent !== null && !e.parentElement.closest('.cell_input'))
+        // a collapsed hide-input toggle keeps its box but renders no text: not visible code
+        .filter(e => e.innerText.trim().length > 0)
         .filter(e => e.getBoundingClientRect().top < top)
         .reduce((a, e) => a + e.getBoundingClientRect().height, 0);
     })(),
