@@ -647,10 +647,11 @@ VALID_BY_NAME: dict[str, Any] = {
     "t_max": 10.0, "betas": np.array([10.0, 100.0]), "alpha": 1.0, "omega": 0.3,
     "shapes": [(8, 8)], "ms": [8], "ns": [8], "m_values": [8, 16], "n_values": [8, 16],
     "N_grid": [8, 16], "c_grid": [0.5, 0.9], "log10_beta_grid": [1.0, 2.0], "tau_hi": 0.8,
+    "thetas": [0.05, 0.06],
 }
 SIZE_NAMES = {"m", "n", "N", "n_corpora", "n_tau", "n_seeds", "steps", "n_records", "n_ctx", "n_boot",
               "n_windows", "n_nodes", "max_iter", "per_octave", "n_grid", "iters", "edge_points",
-              "m_fixed", "n_fixed"}
+              "m_fixed", "n_fixed", "log2_points"}
 POSITIVE_REAL_NAMES = {"lr", "t_max", "sigma", "rtol", "atol", "t_first", "beta_max", "beta_from",
                        "beta_to", "edge_step", "width", "separation", "top_factor", "h_rel", "rel_step"}
 ANY_REAL_NAMES = {"beta", "b", "beta0", "b0"}
@@ -682,7 +683,8 @@ def _bad_by_name(name: str) -> list[tuple[str, Any]]:
         return [("unknown", "bogus")]
     if name == "progress":
         return [("str", "yes")]
-    if name in ("shapes", "ms", "ns", "m_values", "n_values", "N_grid", "c_grid", "log10_beta_grid", "betas"):
+    if name in ("shapes", "ms", "ns", "m_values", "n_values", "N_grid", "c_grid", "log10_beta_grid", "betas",
+                "thetas"):
         return [("empty", [])]
     return []
 

@@ -36,6 +36,8 @@ from ..validation import check_choice, check_grid, check_int, check_real
 __all__ = [
     "StateEvolutionError",
     "gauss_hermite_4d",
+    "sobol_normal_4d",
+    "quadrature_4d",
     "teacher_rows",
     "prox_objective_and_derivatives",
     "proximal",
@@ -43,9 +45,11 @@ __all__ = [
     "state_evolution",
     "test_error_from_overlaps",
     "check_A",
+    "theta_profile",
 ]
 
 BRANCHES = ("semantic", "positional")
+RULES = ("gauss-hermite", "sobol")
 
 
 class StateEvolutionError(RuntimeError):
@@ -113,6 +117,48 @@ def gauss_hermite_4d(n_nodes: int = 10, prune: float = 1e-12) -> tuple[np.ndarra
     weights = weights / weights.sum()
     weights.setflags(write=False)
     return nodes, weights
+
+
+@lru_cache(maxsize=8)
+def sobol_normal_4d(log2_points: int = 14, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Scrambled Sobol points mapped to four standard normals (randomised quasi-Monte Carlo).
+
+    Unlike a tensor Gauss-Hermite rule, whose error is erratic when the integrand jumps (the
+    proximal minimiser switches between minima along surfaces in ``(xi, Y)``), this rule has an
+    error that shrinks steadily with the number of points and can be estimated from independent
+    scramblings (``seed``).
+
+    Parameters
+    ----------
+    log2_points : the rule has ``2**log2_points`` points (8 to 20).
+    seed : scrambling seed (fixed: same seed, same nodes).
+
+    Returns
+    -------
+    nodes : (2**log2_points, 4) array, columns ``xi_1, xi_2, Y_1, Y_2``; weights : equal, summing to one.
+    """
+    from scipy.stats import norm, qmc
+
+    log2_points = check_int("log2_points", log2_points, minimum=8, maximum=20)
+    seed = check_int("seed", seed, minimum=0)
+    u = qmc.Sobol(4, scramble=True, seed=seed).random_base2(log2_points)
+    nodes = norm.ppf(np.clip(u, 1e-15, 1 - 1e-15))
+    weights = np.full(nodes.shape[0], 1.0 / nodes.shape[0])
+    nodes.setflags(write=False)
+    weights.setflags(write=False)
+    return nodes, weights
+
+
+def quadrature_4d(rule: str = "gauss-hermite", n_nodes: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """The four-dimensional Gaussian rule used by the state evolution.
+
+    ``rule="gauss-hermite"``: :func:`gauss_hermite_4d` with ``n_nodes`` nodes per axis (4 to 30).
+    ``rule="sobol"``: :func:`sobol_normal_4d` with ``2**n_nodes`` points (``n_nodes`` 8 to 20), seed 0.
+    """
+    rule = check_choice("rule", rule, RULES)
+    if rule == "gauss-hermite":
+        return gauss_hermite_4d(check_int("n_nodes", n_nodes, minimum=2, maximum=60))
+    return sobol_normal_4d(check_int("n_nodes", n_nodes, minimum=8, maximum=20))
 
 
 def teacher_rows(u: np.ndarray, omega: float, A: np.ndarray) -> np.ndarray:
@@ -325,7 +371,7 @@ def _geometry(q, m, theta, sigma, nodes):
 def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, sigma: float = 0.5,
               lam: float = 0.01, A: Any = ((0.6, 0.4), (0.4, 0.6)), n_nodes: int = 10,
               warm: np.ndarray | None = None, tol: float = 1e-10,
-              restart: bool = True) -> dict[str, np.ndarray]:
+              restart: bool = True, rule: str = "gauss-hermite") -> dict[str, np.ndarray]:
     """One undamped update of the state evolution (overlaps -> conjugates -> overlaps).
 
     Parameters
@@ -333,6 +379,7 @@ def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, s
     alpha, q, m, V, theta : arrays of shape (A,) (broadcast together).
     warm : optional (A, K, 2) proximal solutions used as an extra start.
     restart : also start from the centre and the origin (if ``False``, only from ``warm``).
+    rule, n_nodes : the Gaussian quadrature, see :func:`quadrature_4d`.
 
     Returns
     -------
@@ -343,7 +390,7 @@ def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, s
     A_ = check_A(A)
     alpha, q, m, V, theta = np.broadcast_arrays(*(np.atleast_1d(np.asarray(v, dtype=np.float64))
                                                   for v in (alpha, q, m, V, theta)))
-    nodes, w = gauss_hermite_4d(n_nodes)
+    nodes, w = quadrature_4d(rule, n_nodes)
     rho = sigma * sigma
     center, u, vstar, xi, Y = _geometry(q, m, theta, sigma, nodes)
     t = teacher_rows(u, omega, A_)
@@ -370,11 +417,11 @@ def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, s
     train_loss = alpha * np.einsum("k,ak->a", w, ell_train) + lam * q / (2 * rho)
     return dict(q=q_new, m=m_new, V=V_new, theta=theta_new, q_hat=q_hat, m_hat=m_hat, V_hat=V_hat,
                 theta_hat=theta_hat, prox=x, gnorm=float(gnorm.max()), train_loss=train_loss,
-                test_error=_test_error(q, m, theta, sigma, omega, A_, n_nodes))
+                test_error=_test_error(q, m, theta, sigma, omega, A_, n_nodes, rule))
 
 
-def _test_error(q, m, theta, sigma, omega, A_, n_nodes):
-    nodes, w = gauss_hermite_4d(n_nodes)
+def _test_error(q, m, theta, sigma, omega, A_, n_nodes, rule="gauss-hermite"):
+    nodes, w = quadrature_4d(rule, n_nodes)
     center, u, _, _, _ = _geometry(q, m, theta, sigma, nodes)
     t = teacher_rows(u, omega, A_)
     s = expit(center * (center[..., 0] - center[..., 1])[..., None])
@@ -426,7 +473,8 @@ def _initial_point(alpha: np.ndarray, branch: str, sigma: float):
 def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
                     A: Any = ((0.6, 0.4), (0.4, 0.6)), branch: str = "semantic",
                     n_nodes: int = 10, damping: float = 0.5, tol: float = 1e-5,
-                    max_iter: int = 600, init: dict[str, Any] | None = None) -> dict[str, np.ndarray]:
+                    max_iter: int = 600, init: dict[str, Any] | None = None,
+                    rule: str = "gauss-hermite") -> dict[str, np.ndarray]:
     """Solve the state evolution on a batch of sample ratios ``alpha = n / d``.
 
     Damped fixed-point iteration ``z <- damping z + (1 - damping) F(z)`` on ``z = (q, m, V, theta)``
@@ -447,7 +495,9 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     lam : ridge penalty ``lambda`` (> 0).
     A : 2x2 row-stochastic positional matrix of the teacher.
     branch : ``"semantic"`` or ``"positional"``.
-    n_nodes : Gauss-Hermite nodes per axis (4-D tensor rule, tiny weights pruned).
+    n_nodes : Gauss-Hermite nodes per axis (4-D tensor rule, tiny weights pruned, 4 to 30); with
+        ``rule="sobol"``, the base-2 logarithm of the number of quasi-Monte Carlo points (8 to 20).
+    rule : ``"gauss-hermite"`` (default) or ``"sobol"`` (see :func:`quadrature_4d`).
     damping : initial weight of the old iterate, in [0, 1); raised per ``alpha`` (up to 0.97)
         whenever an update does not shrink the change (oscillation).
     tol : convergence when every overlap changes by less than ``tol`` relative in one update
@@ -476,7 +526,9 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     lam = check_real("lam", lam, low=0.0, low_open=True, high=1e3)
     A_ = check_A(A)
     branch = check_choice("branch", branch, BRANCHES)
-    n_nodes = check_int("n_nodes", n_nodes, minimum=4, maximum=30)
+    rule = check_choice("rule", rule, RULES)
+    n_nodes = (check_int("n_nodes", n_nodes, minimum=4, maximum=30) if rule == "gauss-hermite"
+               else check_int("n_nodes", n_nodes, minimum=8, maximum=20))
     damping = check_real("damping", damping, low=0.0, high=1.0, high_open=True)
     tol = check_real("tol", tol, low=0.0, low_open=True, high=1e-2)
     max_iter = check_int("max_iter", max_iter, minimum=1)
@@ -508,7 +560,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
         restart = it % restart_every == 0 or bool(pending[idx].any())
         up = se_update(alphas[idx], q[idx], m[idx], V[idx], theta[idx], omega=omega, sigma=sigma,
                        lam=lam, A=A_, n_nodes=n_nodes, warm=None if warm is None else warm[idx],
-                       restart=restart)
+                       restart=restart, rule=rule)
         if symmetric:
             up["m"] = np.zeros_like(up["m"])
         if branch == "positional":
@@ -550,3 +602,90 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     if scalar:
         out = {k: (v[0] if isinstance(v, np.ndarray) else v) for k, v in out.items()}
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# the semantic branch along theta: a one-dimensional view of the fixed-point problem
+# ----------------------------------------------------------------------------------------------
+def theta_profile(alpha: float, thetas: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
+                  A: Any = ((0.6, 0.4), (0.4, 0.6)), rule: str = "gauss-hermite", n_nodes: int = 10,
+                  tol: float = 1e-4, max_iter: int = 300) -> dict[str, np.ndarray]:
+    """The semantic branch's fixed-point problem restricted to a line in ``theta``.
+
+    For each ``theta`` of the grid, ``m = 0`` (swap-symmetric ``A``) and ``theta`` are held fixed
+    and ``q, V`` are iterated to their fixed point (damping from 0.5, raised where an update
+    oscillates; these two directions are well conditioned); then one more update gives the ``theta`` the equations return, ``F(theta)``. The
+    state evolution's semantic fixed points are the roots of the residual
+    ``g(theta) = F(theta) - theta``. Where ``g`` stays small over a wide range of ``theta`` the
+    fixed point is ill-conditioned: a small error in the Gaussian averages moves the root far.
+
+    Parameters
+    ----------
+    alpha : sample ratio (> 0).
+    thetas : 1-D grid of semantic overlaps, each in ``(0, sigma^2)``; all solved at once.
+    rule, n_nodes : quadrature, see :func:`quadrature_4d`.
+    tol : inner convergence, relative change of the damped ``q`` and ``V`` per update.
+
+    Returns
+    -------
+    dict of (T,) arrays ``theta, F_theta, residual, q, V, test_error, train_loss`` (train loss from
+    the last update's proximal solutions, test error at ``(q, 0, theta)``) and the scalar ``root``:
+    the first sign change of ``residual`` from positive to negative along the grid, linearly
+    interpolated (NaN if none: then no stable semantic fixed point lies inside the grid).
+
+    Raises
+    ------
+    ValueError for bad arguments; StateEvolutionError if the inner iteration does not converge.
+    """
+    alphas, scalar = _check_alphas(alpha)
+    if not scalar:
+        raise ValueError("alpha must be a single number for theta_profile")
+    omega = check_real("omega", omega, low=0.0, high=1.0)
+    sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
+    lam = check_real("lam", lam, low=0.0, low_open=True, high=1e3)
+    A_ = check_A(A)
+    if not np.allclose(A_, A_[::-1, ::-1]):
+        raise ValueError("theta_profile needs a swap-symmetric A (A[::-1, ::-1] == A), so that m = 0")
+    rule = check_choice("rule", rule, RULES)
+    n_nodes = (check_int("n_nodes", n_nodes, minimum=4, maximum=30) if rule == "gauss-hermite"
+               else check_int("n_nodes", n_nodes, minimum=8, maximum=20))
+    rho = sigma * sigma
+    th = np.asarray(check_grid("thetas", list(np.atleast_1d(np.asarray(thetas, dtype=np.float64))),
+                               kind="real", minimum=0.0, maximum=rho), dtype=np.float64)
+    if np.any(th <= 0) or np.any(th >= rho):
+        raise ValueError(f"thetas must lie in (0, sigma^2) = (0, {rho})")
+    tol = check_real("tol", tol, low=0.0, low_open=True, high=1e-2)
+    max_iter = check_int("max_iter", max_iter, minimum=1)
+    a = np.full(th.shape, alphas[0])
+    # start from q with theta^2 / q well inside rho (V* > 0), V as on the branch's default start
+    q0, _, V0, _ = _initial_point(alphas, "semantic", sigma)
+    q = np.maximum(np.full(th.shape, q0[0]), 1.5 * th ** 2 / rho)
+    V = np.full(th.shape, V0[0])
+    zeros = np.zeros_like(th)
+    kw = dict(omega=omega, sigma=sigma, lam=lam, A=A_, n_nodes=n_nodes, rule=rule)
+    eta = np.full(th.shape, 0.5)  # damping, raised per theta when an update does not shrink the change
+    prev = np.full(th.shape, np.inf)
+    for _ in range(max_iter):
+        up = se_update(a, q, zeros, V, th, **kw)
+        qn = np.maximum(up["q"], 1.05 * th ** 2 / rho)  # stay in the admissible region
+        rel = np.maximum(np.abs(qn / q - 1), np.abs(up["V"] / V - 1))
+        # the change of the damped iterate: with a finite rule the update can jump (a node's
+        # proximal minimiser switching branch), leaving a small undamped cycle around the fixed point
+        ch = float(((1 - eta) * rel).max())
+        if ch < tol:
+            break
+        eta = np.where(rel >= prev, np.minimum(0.97, 1 - 0.7 * (1 - eta)), eta)
+        prev = rel
+        q, V = eta * q + (1 - eta) * qn, eta * V + (1 - eta) * up["V"]
+    else:
+        raise StateEvolutionError(f"theta_profile: q, V did not converge within max_iter={max_iter} "
+                                  f"updates at alpha={alphas[0]} (last relative change {ch:.2e})")
+    up = se_update(a, q, zeros, V, th, **kw)
+    g = up["theta"] - th
+    root = float("nan")
+    for i in range(len(th) - 1):
+        if g[i] > 0 >= g[i + 1]:
+            root = float(th[i] + g[i] * (th[i + 1] - th[i]) / (g[i] - g[i + 1]))
+            break
+    return dict(theta=th, F_theta=up["theta"], residual=g, q=q, V=V, test_error=up["test_error"],
+                train_loss=up["train_loss"], root=root)
