@@ -177,7 +177,11 @@ def test_published_semantic_point_in_the_window_is_not_a_fixed_point():
     at their fixed point for that theta, the equations return a theta smaller by more than the
     quadrature's own spread; the residual g(theta) = F(theta) - theta is flat (its slope at the
     root is a few times smaller than at alpha = 2), so the root moves far for a small error in g, and
-    between our root and the published theta the test error changes by more than 5%."""
+    between our root and the published theta the test error changes by more than 5%.
+
+    Measured when this test was written: g(theta_pub) = -0.0031 +- 0.0004 (mean +- sd over four
+    scramblings of 2^13 points; this test uses scrambling 0: -0.0030); Gauss-Hermite 6^4: -0.0044,
+    10^4: -0.0022."""
     ref = _read("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv")
     i = int(np.argmin(np.abs(ref["alpha"] - 0.7927)))
     a, th_pub, te_pub = ref["alpha"][i], ref["theta"][i], ref["mse"][i] / 2
