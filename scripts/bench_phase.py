@@ -19,7 +19,7 @@ import torch
 
 from stumplib.device import resolve_device
 from stumplib.phase.attention import train_attention_gd
-from stumplib.phase.state_evolution import state_evolution
+from stumplib.phase.se import solve_fixed_rule as state_evolution
 from stumplib.validation import check_int
 
 

@@ -21,7 +21,7 @@ import torch
 from stumplib.device import make_generator
 from stumplib.phase import attention as at
 from stumplib.phase.data import positional_encodings, sample_teacher, sample_tokens
-from stumplib.phase.state_evolution import check_A
+from stumplib.phase.se import check_A
 
 
 def main() -> None:

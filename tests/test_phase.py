@@ -12,8 +12,9 @@ import torch
 from stumplib.phase import data
 from stumplib.phase.attention import attention_test_error, objective_and_grad, train_attention_gd
 from stumplib.phase.baseline import baseline_test_error_of, linear_baseline_test_error, teacher_moments
-from stumplib.phase.state_evolution import (StateEvolutionError, quadrature_4d, theta_profile, prox_objective_and_derivatives, proximal,
-                                            se_update, state_evolution)
+from stumplib.phase import AccuracyNotReached, Outcome, state_evolution
+from stumplib.phase.se import (StateEvolutionError, prox_objective_and_derivatives, proximal, quadrature_4d,
+                               se_update, solve_fixed_rule, stroud_secrest_4d, theta_profile)
 from stumplib.phase.transition import first_crossing
 
 REF = Path(__file__).resolve().parents[2] / "shared" / "reference" / "cui2024"
@@ -56,7 +57,7 @@ def test_prox_is_stationary_and_no_worse_than_other_starts():
     _, _, H = prox_objective_and_derivatives(x, c, t, V, 0.5)
     assert np.all(np.linalg.eigvalsh(H)[:, 0] > -1e-8)
     # no worse than a local search from many other starts (grid of 25 starts)
-    from stumplib.phase.state_evolution import _newton
+    from stumplib.phase.se import _newton
     grid = np.stack(np.meshgrid(np.linspace(-2, 2, 5), np.linspace(-2, 2, 5)), -1).reshape(-1, 1, 2)
     xs, Gs, _ = _newton(np.broadcast_to(grid, (25,) + c.shape), c[None], t[None], V[None], 0.5, 1e-10, 100)
     assert np.all(G <= Gs.min(0) + 1e-9)
@@ -78,7 +79,7 @@ def test_prox_rejects_bad_input():
 # ---------------------------------------------------------------- state evolution
 @pytest.fixture(scope="module")
 def se_points():
-    return {br: state_evolution([1.0, 2.0], omega=0.3, branch=br, n_nodes=6) for br in ("semantic", "positional")}
+    return {br: solve_fixed_rule([1.0, 2.0], omega=0.3, branch=br, n_nodes=6) for br in ("semantic", "positional")}
 
 
 def test_fixed_point_satisfies_the_equations(se_points):
@@ -100,7 +101,7 @@ def test_branches_are_what_they_claim(se_points):
 
 def test_state_evolution_raises_when_not_converged():
     with pytest.raises(StateEvolutionError, match="did not converge"):
-        state_evolution(1.0, omega=0.3, n_nodes=4, max_iter=2)
+        solve_fixed_rule(1.0, omega=0.3, n_nodes=4, max_iter=2)
 
 
 @pytest.mark.parametrize("kw, name", [(dict(alpha=-1.0), "alpha"), (dict(alpha=[]), "alpha"),
@@ -113,7 +114,7 @@ def test_state_evolution_rejects_bad_input(kw, name):
     args.update(kw)
     alpha = args.pop("alpha")
     with pytest.raises(ValueError, match=name):
-        state_evolution(alpha, **args)
+        solve_fixed_rule(alpha, **args)
 
 
 @pytest.mark.slow
@@ -125,7 +126,7 @@ def test_theory_matches_published_fixed_points_at_large_alpha():
                      ("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv", "positional")):
         ref = _read(name)
         sel = ref["alpha"] >= 1.0
-        r = state_evolution(ref["alpha"][sel], omega=0.3, branch=br, n_nodes=6)
+        r = solve_fixed_rule(ref["alpha"][sel], omega=0.3, branch=br, n_nodes=6)
         rel = np.abs(r["test_error"] - ref["mse"][sel] / 2) / (ref["mse"][sel] / 2)
         assert rel.max() < 0.05, (br, rel.max())
         np.testing.assert_allclose(r["train_loss"], -ref["Phi"][sel], rtol=0.03)
@@ -163,7 +164,7 @@ def test_theory_matches_published_fixed_points_outside_the_window():
         sel = np.ones(ref["alpha"].shape, dtype=bool)
         if br == "semantic":
             sel = (ref["alpha"] < WINDOW[0]) | (ref["alpha"] > WINDOW[1])
-        r = state_evolution(ref["alpha"][sel], omega=0.3, branch=br, n_nodes=6)
+        r = solve_fixed_rule(ref["alpha"][sel], omega=0.3, branch=br, n_nodes=6)
         rel = np.abs(r["test_error"] - ref["mse"][sel] / 2) / (ref["mse"][sel] / 2)
         assert rel.max() < 0.05, (br, ref["alpha"][sel][np.argmax(rel)], rel.max())
         assert sel.sum() >= 17
@@ -203,7 +204,7 @@ def test_published_semantic_point_in_the_window_is_not_a_fixed_point():
 
 def test_theta_profile_root_is_the_state_evolution_fixed_point():
     """The root of the theta-residual equals the damped iteration's fixed point (same rule)."""
-    se = state_evolution(2.0, omega=0.3, n_nodes=6)
+    se = solve_fixed_rule(2.0, omega=0.3, n_nodes=6)
     p = theta_profile(2.0, np.linspace(0.14, 0.17, 4), omega=0.3, n_nodes=6)
     assert abs(p["root"] / se["theta"] - 1) < 2e-3, (p["root"], se["theta"])
     i = int(np.argmin(np.abs(p["theta"] - se["theta"])))
@@ -308,7 +309,7 @@ def test_gd_small_d_against_theory_within_finite_size_error(gd_small):
     """d = 80, alpha = 2: GD test error against the state evolution of its branch. The finite-size
     error is estimated from the seed spread plus an O(1/sqrt(d)) allowance of 3/sqrt(d) (about 34%
     here): a loose but falsifiable check (the two branches differ by a factor of about 3)."""
-    th = {br: state_evolution(2.0, omega=0.3, branch=br, n_nodes=6) for br in ("semantic", "positional")}
+    th = {br: solve_fixed_rule(2.0, omega=0.3, branch=br, n_nodes=6) for br in ("semantic", "positional")}
     for ii, br in enumerate(("semantic", "positional")):
         te = gd_small["test_error"][:, 0, ii]
         tol = 3 / math.sqrt(80) + 2 * te.std(ddof=1) / math.sqrt(te.size) / th[br]["test_error"]

@@ -33,7 +33,7 @@ from ..trainer import TrainingDiverged
 from ..validation import check_choice, check_grid, check_int, check_real
 from .baseline import baseline_test_error_of
 from .data import positional_encodings, sample_teacher, sample_tokens, softmax_rows, teacher_matrix
-from .state_evolution import check_A
+from .se import check_A
 
 __all__ = ["INITS", "objective_and_grad", "attention_test_error", "train_attention_gd", "TrainingDiverged"]
 

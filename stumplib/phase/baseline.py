@@ -14,7 +14,7 @@ import numpy as np
 from scipy.special import expit
 
 from ..validation import check_int, check_real
-from .state_evolution import check_A
+from .se import check_A
 
 __all__ = ["teacher_moments", "linear_baseline_test_error", "baseline_test_error_of"]
 

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from ..validation import check_int, check_real
-from .state_evolution import check_A
+from .se import check_A
 
 __all__ = ["positional_encodings", "sample_teacher", "sample_tokens", "teacher_matrix", "softmax_rows"]
 

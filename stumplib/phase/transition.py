@@ -49,7 +49,7 @@ def theory_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float =
     baseline).
     """
     from .baseline import linear_baseline_test_error
-    from .state_evolution import state_evolution
+    from .se import solve_fixed_rule as state_evolution
 
     out: dict[str, np.ndarray] = {"alpha": np.asarray(alphas, dtype=np.float64)}
     for br, key in (("semantic", "sem"), ("positional", "pos")):

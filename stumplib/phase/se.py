@@ -42,14 +42,15 @@ __all__ = [
     "prox_objective_and_derivatives",
     "proximal",
     "se_update",
-    "state_evolution",
+    "solve_fixed_rule",
+    "stroud_secrest_4d",
     "test_error_from_overlaps",
     "check_A",
     "theta_profile",
 ]
 
 BRANCHES = ("semantic", "positional")
-RULES = ("gauss-hermite", "sobol")
+RULES = ("gauss-hermite", "sobol", "stroud")
 
 
 class StateEvolutionError(RuntimeError):
@@ -149,16 +150,62 @@ def sobol_normal_4d(log2_points: int = 14, seed: int = 0) -> tuple[np.ndarray, n
     return nodes, weights
 
 
+@lru_cache(maxsize=1)
+def stroud_secrest_4d() -> tuple[np.ndarray, np.ndarray]:
+    """The authors' rule: the 12-point, degree-7 Stroud-Secrest rule for a standard 2-D Gaussian,
+    applied once over ``xi`` and once over ``Y`` (product rule, 144 nodes).
+
+    The 2-D rule: ``sqrt(2) (+-sqrt(3), 0)``, ``sqrt(2) (0, +-sqrt(3))`` with weight 1/36 each;
+    ``sqrt(2) (+-a, +-a)`` with weight ``(5 + 2 sqrt 5)/45`` and ``sqrt(2) (+-b, +-b)`` with weight
+    ``(5 - 2 sqrt 5)/45``, ``a = sqrt((9 - 3 sqrt 5)/8)``, ``b = sqrt((9 + 3 sqrt 5)/8)``.
+
+    Returns
+    -------
+    nodes : (144, 4) array, columns ``xi_1, xi_2, Y_1, Y_2``; weights : (144,) summing to one.
+    """
+    r5 = math.sqrt(5.0)
+    a, b = math.sqrt((9 - 3 * r5) / 8), math.sqrt((9 + 3 * r5) / 8)
+    s3 = math.sqrt(3.0)
+    pts, wts = [], []
+    for p in ((s3, 0), (-s3, 0), (0, s3), (0, -s3)):
+        pts.append(p); wts.append(1 / 36)
+    for c, wc in ((a, (5 + 2 * r5) / 45), (b, (5 - 2 * r5) / 45)):
+        for sx in (1, -1):
+            for sy in (1, -1):
+                pts.append((sx * c, sy * c)); wts.append(wc)
+    p2 = math.sqrt(2.0) * np.array(pts, dtype=np.float64)
+    w2 = np.array(wts, dtype=np.float64)
+    if abs(w2.sum() - 1.0) > 1e-12:
+        raise AssertionError(f"Stroud-Secrest weights sum to {w2.sum()}")
+    i, j = np.meshgrid(np.arange(12), np.arange(12), indexing="ij")
+    nodes = np.concatenate([p2[i.ravel()], p2[j.ravel()]], axis=1)
+    weights = w2[i.ravel()] * w2[j.ravel()]
+    nodes.setflags(write=False)
+    weights.setflags(write=False)
+    return nodes, weights
+
+
 def quadrature_4d(rule: str = "gauss-hermite", n_nodes: int = 10) -> tuple[np.ndarray, np.ndarray]:
     """The four-dimensional Gaussian rule used by the state evolution.
 
     ``rule="gauss-hermite"``: :func:`gauss_hermite_4d` with ``n_nodes`` nodes per axis (4 to 30).
     ``rule="sobol"``: :func:`sobol_normal_4d` with ``2**n_nodes`` points (``n_nodes`` 8 to 20), seed 0.
+    ``rule="stroud"``: :func:`stroud_secrest_4d` (144 nodes; ``n_nodes`` ignored).
     """
     rule = check_choice("rule", rule, RULES)
     if rule == "gauss-hermite":
         return gauss_hermite_4d(check_int("n_nodes", n_nodes, minimum=2, maximum=60))
+    if rule == "stroud":
+        return stroud_secrest_4d()
     return sobol_normal_4d(check_int("n_nodes", n_nodes, minimum=8, maximum=20))
+
+
+def _check_n_nodes(rule: str, n_nodes: Any) -> int:
+    if rule == "gauss-hermite":
+        return check_int("n_nodes", n_nodes, minimum=4, maximum=30)
+    if rule == "sobol":
+        return check_int("n_nodes", n_nodes, minimum=8, maximum=20)
+    return 0
 
 
 def teacher_rows(u: np.ndarray, omega: float, A: np.ndarray) -> np.ndarray:
@@ -362,7 +409,9 @@ def _geometry(q, m, theta, sigma, nodes):
         raise StateEvolutionError("theta^2 > rho q: the overlaps left the admissible region "
                                   "(|theta| <= sigma sqrt(q))")
     vstar = np.sqrt(np.maximum(vstar2, 1e-300))[:, None, None]
-    xi, Y = nodes[None, :, 0:2], nodes[None, :, 2:4]
+    if nodes.ndim == 2:
+        nodes = nodes[None]
+    xi, Y = nodes[..., 0:2], nodes[..., 2:4]
     center = sq * xi + np.stack([m, -m], -1)[:, None, :]
     u = vstar * Y + (theta / np.sqrt(q))[:, None, None] * xi
     return center, u, vstar[:, 0, 0], xi, Y
@@ -371,7 +420,9 @@ def _geometry(q, m, theta, sigma, nodes):
 def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, sigma: float = 0.5,
               lam: float = 0.01, A: Any = ((0.6, 0.4), (0.4, 0.6)), n_nodes: int = 10,
               warm: np.ndarray | None = None, tol: float = 1e-10,
-              restart: bool = True, rule: str = "gauss-hermite") -> dict[str, np.ndarray]:
+              restart: bool = True, rule: str = "gauss-hermite", nodes: np.ndarray | None = None,
+              weights: np.ndarray | None = None, match_starts: bool = True,
+              with_test_error: bool = True) -> dict[str, np.ndarray]:
     """One undamped update of the state evolution (overlaps -> conjugates -> overlaps).
 
     Parameters
@@ -380,6 +431,10 @@ def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, s
     warm : optional (A, K, 2) proximal solutions used as an extra start.
     restart : also start from the centre and the origin (if ``False``, only from ``warm``).
     rule, n_nodes : the Gaussian quadrature, see :func:`quadrature_4d`.
+    nodes, weights : an explicit rule instead, (K, 4) and (K,), or one rule per row, (A, K, 4) and
+        (A, K) (e.g. independent scramblings).
+    match_starts : also start the proximal problems from the two matching points (with ``restart``).
+    with_test_error : also return the test error at the input overlaps (with the same rule).
 
     Returns
     -------
@@ -388,22 +443,27 @@ def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, s
     ``test_error`` evaluated at the *input* overlaps.
     """
     A_ = check_A(A)
+    EIN = "ak,ak->a" if (weights is not None and np.ndim(weights) == 2) else "k,ak->a"
     alpha, q, m, V, theta = np.broadcast_arrays(*(np.atleast_1d(np.asarray(v, dtype=np.float64))
                                                   for v in (alpha, q, m, V, theta)))
-    nodes, w = quadrature_4d(rule, n_nodes)
+    if nodes is None:
+        nodes, w = quadrature_4d(rule, n_nodes)
+    else:
+        w = np.asarray(weights, dtype=np.float64)
     rho = sigma * sigma
     center, u, vstar, xi, Y = _geometry(q, m, theta, sigma, nodes)
     t = teacher_rows(u, omega, A_)
     Vb = V[:, None]
     extra = [] if warm is None else [warm]
     x, G, gnorm = proximal(center, t, Vb, sigma, extra_starts=extra, tol=tol,
-                           default_starts=restart or warm is None)
+                           default_starts=restart or warm is None,
+                           match_starts=match_starts and (restart or warm is None))
     r = x - center
     Vc = V
-    m_hat = alpha * np.einsum("k,ak->a", w, r[..., 0] - r[..., 1]) / Vc
-    q_hat = alpha * np.einsum("k,ak->a", w, r[..., 0] ** 2 + r[..., 1] ** 2) / Vc ** 2
-    theta_hat = alpha * np.einsum("k,ak->a", w, (r * Y).sum(-1)) / (Vc * vstar)
-    V_hat = -alpha * np.einsum("k,ak->a", w, (r * xi).sum(-1)) / (Vc * np.sqrt(q)) + theta * theta_hat / q
+    m_hat = alpha * np.einsum(EIN, w, r[..., 0] - r[..., 1]) / Vc
+    q_hat = alpha * np.einsum(EIN, w, r[..., 0] ** 2 + r[..., 1] ** 2) / Vc ** 2
+    theta_hat = alpha * np.einsum(EIN, w, (r * Y).sum(-1)) / (Vc * vstar)
+    V_hat = -alpha * np.einsum(EIN, w, (r * xi).sum(-1)) / (Vc * np.sqrt(q)) + theta * theta_hat / q
     den = lam + V_hat * rho
     if np.any(den <= 0):
         raise StateEvolutionError("lambda + V_hat sigma^2 <= 0: the iteration left the admissible region")
@@ -414,18 +474,24 @@ def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, s
     # losses at the input point
     s = expit(x * (x[..., 0] - x[..., 1])[..., None])
     ell_train = rho * ((s - t) ** 2).sum(-1)
-    train_loss = alpha * np.einsum("k,ak->a", w, ell_train) + lam * q / (2 * rho)
+    train_loss = alpha * np.einsum(EIN, w, ell_train) + lam * q / (2 * rho)
     return dict(q=q_new, m=m_new, V=V_new, theta=theta_new, q_hat=q_hat, m_hat=m_hat, V_hat=V_hat,
                 theta_hat=theta_hat, prox=x, gnorm=float(gnorm.max()), train_loss=train_loss,
-                test_error=_test_error(q, m, theta, sigma, omega, A_, n_nodes, rule))
+                test_error=(_test_error_nodes(q, m, theta, sigma, omega, A_, nodes, w)
+                            if with_test_error else None))
 
 
 def _test_error(q, m, theta, sigma, omega, A_, n_nodes, rule="gauss-hermite"):
     nodes, w = quadrature_4d(rule, n_nodes)
+    return _test_error_nodes(q, m, theta, sigma, omega, A_, nodes, w)
+
+
+def _test_error_nodes(q, m, theta, sigma, omega, A_, nodes, w):
     center, u, _, _, _ = _geometry(q, m, theta, sigma, nodes)
     t = teacher_rows(u, omega, A_)
     s = expit(center * (center[..., 0] - center[..., 1])[..., None])
-    return sigma * sigma * np.einsum("k,ak->a", w, ((s - t) ** 2).sum(-1))
+    ein = "ak,ak->a" if w.ndim == 2 else "k,ak->a"
+    return sigma * sigma * np.einsum(ein, w, ((s - t) ** 2).sum(-1))
 
 
 def test_error_from_overlaps(q: Any, m: Any, theta: Any, *, omega: float, sigma: float = 0.5,
@@ -470,7 +536,7 @@ def _initial_point(alpha: np.ndarray, branch: str, sigma: float):
     return q, m, V, theta
 
 
-def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
+def solve_fixed_rule(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
                     A: Any = ((0.6, 0.4), (0.4, 0.6)), branch: str = "semantic",
                     n_nodes: int = 10, damping: float = 0.5, tol: float = 1e-5,
                     max_iter: int = 600, init: dict[str, Any] | None = None,
@@ -527,8 +593,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     A_ = check_A(A)
     branch = check_choice("branch", branch, BRANCHES)
     rule = check_choice("rule", rule, RULES)
-    n_nodes = (check_int("n_nodes", n_nodes, minimum=4, maximum=30) if rule == "gauss-hermite"
-               else check_int("n_nodes", n_nodes, minimum=8, maximum=20))
+    n_nodes = _check_n_nodes(rule, n_nodes)
     damping = check_real("damping", damping, low=0.0, high=1.0, high_open=True)
     tol = check_real("tol", tol, low=0.0, low_open=True, high=1e-2)
     max_iter = check_int("max_iter", max_iter, minimum=1)
@@ -647,8 +712,7 @@ def theta_profile(alpha: float, thetas: Any, *, omega: float, sigma: float = 0.5
     if not np.allclose(A_, A_[::-1, ::-1]):
         raise ValueError("theta_profile needs a swap-symmetric A (A[::-1, ::-1] == A), so that m = 0")
     rule = check_choice("rule", rule, RULES)
-    n_nodes = (check_int("n_nodes", n_nodes, minimum=4, maximum=30) if rule == "gauss-hermite"
-               else check_int("n_nodes", n_nodes, minimum=8, maximum=20))
+    n_nodes = _check_n_nodes(rule, n_nodes)
     rho = sigma * sigma
     th = np.asarray(check_grid("thetas", list(np.atleast_1d(np.asarray(thetas, dtype=np.float64))),
                                kind="real", minimum=0.0, maximum=rho), dtype=np.float64)
