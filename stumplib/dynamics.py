@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from .device import DEFAULT_DTYPE, resolve_device
-from .fitting import PowerLawFit, fit_power_law
+from .stats import PowerLawFit, fit_power_law
 from .population import population_loss_and_grad
 from .trainer import TrainingDiverged
 from .validation import check_choice, check_int, check_prior, check_real
@@ -514,7 +514,7 @@ def fit_exponent(t: Any, y: Any, t_lo: float, t_hi: float, *, n_windows: int = 4
     """Power-law exponent of ``y(t)`` over ``[t_lo, t_hi]``, with an interval over fit windows.
 
     The point estimate is the log-log least-squares slope over all records in ``[t_lo, t_hi]``
-    (:func:`stumplib.fitting.fit_power_law`). A deterministic trajectory has no sampling noise; what
+    (:func:`stumplib.stats.fit_power_law`). A deterministic trajectory has no sampling noise; what
     is uncertain is the exponent's dependence on *where* one fits, since finite-time corrections
     make the local exponent drift. The interval is therefore the central ``level`` range of the
     slopes fitted on ``n_windows`` random sub-windows ``[10^u, 10^v]`` inside ``[t_lo, t_hi]`` whose

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from .device import DEFAULT_DTYPE, resolve_device
-from .fitting import PowerLawFit, _ols
+from .stats import PowerLawFit, ols as _ols
 from .results_io import load_results, save_results
 from .population import population_loss_and_grad
 from .tasks import sample_tasks

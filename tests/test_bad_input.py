@@ -138,8 +138,8 @@ def _specs_core() -> list[Spec]:
     s += [
         Spec("device.resolve_device", {"device": "auto"}, {"device": DEVICE}),
         Spec("device.make_generator", {"seed": 0, "device": torch.device("cpu")}, {"seed": SEED}),
-        Spec("profiles.resolve_profile", {"profile": "quick"}, {"profile": PROFILE}),
-        Spec("profiles.setup_chapter", {"profile": "smoke", "device": "cpu", "seed": 0},
+        Spec("book.resolve_profile", {"profile": "quick"}, {"profile": PROFILE}),
+        Spec("book.setup", {"profile": "smoke", "device": "cpu", "seed": 0},
              {"profile": PROFILE, "device": DEVICE, "seed": SEED}),
     ]
     # tasks
@@ -200,7 +200,7 @@ def _specs_core() -> list[Spec]:
                    "tau_lo": PRIOR_LO, "tau_hi": PRIOR_HI}))
     # fitting
     xs = np.logspace(0, 6, 200_000)
-    s.append(Spec("fitting.fit_power_law", {"x": xs, "y": xs ** 0.25, "n_boot": 100_000, "level": 0.95,
+    s.append(Spec("stats.fit_power_law", {"x": xs, "y": xs ** 0.25, "n_boot": 100_000, "level": 0.95,
                                             "seed": 0, "weights": None},
                   {"x": [("nan", np.r_[NAN, xs[1:]]), ("negative", -xs), ("too few", xs[:2]),
                          ("constant", np.ones_like(xs)), ("length mismatch", xs[:10])],
@@ -241,7 +241,7 @@ def _specs_core() -> list[Spec]:
 #: calls) and why they are not in the table
 EXEMPT = {
     "style.use": "takes no arguments",
-    "fitting.PowerLawFit": "result container built by fit_power_law, not user input",
+    "stats.PowerLawFit": "result container built by fit_power_law, not user input",
     "trainer.TrainResult": "result container built by train_gd / TrainResult.load",
     "trainer.TrainingDiverged": "an exception class",
 }
@@ -339,8 +339,8 @@ def test_valid_calls_are_valid_on_small_sizes():
 
 #: modules whose every public callable has a hand-written row in the table; the others are
 #: covered by the name-driven cases of :func:`test_named_parameters_of_every_module`
-TABLE_MODULES = ("validation", "device", "profiles", "tasks", "model", "population", "baselines",
-                 "fitting", "results_io", "style", "trainer")
+TABLE_MODULES = ("validation", "device", "book", "tasks", "model", "population", "baselines",
+                 "stats", "results_io", "style", "trainer")
 
 
 def test_every_public_callable_is_covered():

@@ -9,11 +9,11 @@ import torch
 
 from stumplib import baselines
 from stumplib.device import resolve_device
-from stumplib.fitting import fit_power_law
+from stumplib.stats import fit_power_law
 from stumplib.model import attention_weights, estimate, estimate_and_grad
 from stumplib.population import (population_error, population_estimate, population_loss,
                                  population_loss_and_grad, population_moments, prior_quadrature)
-from stumplib.profiles import resolve_profile, setup_chapter
+from stumplib.book import resolve_profile, setup as setup_chapter
 from stumplib.results_io import load_results, save_results
 from stumplib.tasks import labels, reflect, sample_contexts, sample_tasks, sample_thresholds
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from stumplib.fitting import fit_power_law
+from stumplib.stats import fit_power_law
 from stumplib.frozen import (bound, certified_scale_fallback, certified_scales, evaluate_frozen,
                              freeze_at_scale, freeze_final, fresh_contexts, error_by_shape, baseline_error, grid_configs,
                              mn_cross_grid, regime_points, resolve_certified_scale, seed_interval,

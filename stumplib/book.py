@@ -1,0 +1,243 @@
+"""Chapter services: profiles and settings, cached results, tables, glue and verdicts.
+
+Every chapter uses these and nothing else for its plumbing:
+
+- :func:`setup` validates the parameters every chapter shares (``profile``, ``device``, ``seed``),
+  applies the book style and float64.
+- :func:`settings` resolves a profile's settings (with the chapter's parameter overrides) and
+  :func:`show_settings` shows all three profiles side by side.
+- :func:`cached` ``(name, config, compute)`` reloads a result from ``results/`` when both its
+  configuration *and* the library code that produced it (:func:`code_version`, a hash of every
+  ``stumplib`` source file) are unchanged, and otherwise computes and stores it atomically.
+  ``STUMPBOOK_CACHE=0`` turns reloading off (fresh computation, nothing reused).
+- :func:`glue_value`, :func:`glue_estimate` glue numbers (an estimate with its interval in one
+  call, as ``name``, ``name_lo``, ``name_hi``); :func:`verdict` turns an estimate and a target into a
+  sentence computed from the data; :func:`table` shows rows as a Markdown table.
+
+Profiles: ``smoke`` (seconds; the tests), ``quick`` (the default; a 2-core CPU in minutes) and
+``full`` (paper scale, meant for a GPU). The parameters cell of every chapter reads
+``profile = os.environ.get("STUMPBOOK_PROFILE", "quick")``.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from .device import resolve_device
+from .results_io import config_key, load_results, save_results
+from .stats import Estimate
+from .validation import check_choice, check_int
+
+__all__ = ["PROFILES", "ENV_VAR", "CACHE_ENV", "RESULTS_ENV", "resolve_profile", "setup", "settings",
+           "show_settings", "code_version", "results_dir", "cache_enabled", "cached", "glue_value",
+           "glue_estimate", "verdict", "table"]
+
+PROFILES = ("smoke", "quick", "full")
+ENV_VAR = "STUMPBOOK_PROFILE"
+CACHE_ENV = "STUMPBOOK_CACHE"
+RESULTS_ENV = "STUMPBOOK_RESULTS"
+PACKAGE = Path(__file__).resolve().parent
+
+
+# ------------------------------------------------------------------------------------ set-up
+def resolve_profile(profile: Any) -> str:
+    """Validate a profile name (one of :data:`PROFILES`)."""
+    return check_choice(f"profile (or the environment variable {ENV_VAR})", profile, PROFILES)
+
+
+def _inline_figures() -> None:
+    """Inside a Jupyter kernel, render figures inline (PNG) whatever ``MPLBACKEND`` says: a
+    non-inline backend would glue figures as the text ``<Figure size ...>`` into the book."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython ships with the notebook stack
+        return
+    ip = get_ipython()
+    if ip is not None and getattr(ip, "kernel", None) is not None:
+        ip.run_line_magic("matplotlib", "inline")
+
+
+def setup(profile: Any, device: Any, seed: Any = 0) -> tuple[str, torch.device]:
+    """Validate the parameters every chapter shares, apply the book style and float64, report them.
+
+    Returns
+    -------
+    (profile, device)
+    """
+    from . import style
+
+    profile = resolve_profile(profile)
+    dev = resolve_device(device)
+    check_int("seed", seed, minimum=0)
+    _inline_figures()
+    style.use()
+    torch.set_default_dtype(torch.float64)
+    print(f"profile={profile}  device={dev}  torch={torch.__version__}  seed={seed}  "
+          f"code={code_version()}  cache={'on' if cache_enabled() else 'off'}")
+    return profile, dev
+
+
+def settings(profile: str, table: Mapping[str, Mapping[str, Any]], **overrides: Any) -> dict[str, Any]:
+    """The settings of ``profile`` from a chapter's table ``{profile: {name: value}}``, with every
+    override that is not ``None`` (a chapter parameter left at ``None`` means "from the profile").
+    An override naming no setting is an error."""
+    S = dict(table[resolve_profile(profile)])
+    for k, v in overrides.items():
+        if k not in S:
+            raise ValueError(f"{k} is not a setting of this chapter; settings: {', '.join(S)}")
+        if v is not None:
+            S[k] = v
+    return S
+
+
+def _fmt(v: Any, floatfmt: str = ".4g") -> str:
+    if isinstance(v, Estimate):
+        return format(v, floatfmt)
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (float, np.floating)):
+        return format(float(v), floatfmt)
+    if isinstance(v, (list, tuple)) and len(v) > 8:
+        return f"{len(v)} values, {_fmt(v[0])} to {_fmt(v[-1])}"
+    return str(v).replace("|", "\\|")
+
+
+def table(rows: Sequence[Mapping[str, Any]], *, floatfmt: str = ".4g", display: bool = True):
+    """Rows (dicts with the same keys) as a Markdown table; displayed, and returned as Markdown."""
+    from IPython.display import Markdown, display as _display
+
+    if not rows:
+        raise ValueError("rows must hold at least one row")
+    cols = list(rows[0])
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(_fmt(r.get(c, ""), floatfmt) for c in cols) + " |" for r in rows]
+    md = Markdown("\n".join(lines))
+    if display:
+        _display(md)
+    return md
+
+
+def show_settings(table_: Mapping[str, Mapping[str, Any]], profile: str,
+                  descriptions: Mapping[str, str] | None = None):
+    """All profiles' settings side by side, the running profile's column marked; one row a setting."""
+    descriptions = descriptions or {}
+    names = list(table_[PROFILES[1]] if PROFILES[1] in table_ else next(iter(table_.values())))
+    rows = []
+    for k in names:
+        row = {"setting": f"`{k}`"}
+        if descriptions:
+            row["meaning"] = descriptions.get(k, "")
+        for p in table_:
+            row[f"**{p}** (this run)" if p == profile else p] = table_[p].get(k, "")
+        rows.append(row)
+    return table(rows)
+
+
+# ------------------------------------------------------------------------------------ cache
+def code_version() -> str:
+    """A hash (16 hex digits) of every ``stumplib`` source file: results computed by other code are
+    never reused."""
+    h = hashlib.sha256()
+    for p in sorted(PACKAGE.rglob("*.py")):
+        if "__pycache__" in p.parts:
+            continue
+        h.update(str(p.relative_to(PACKAGE)).encode())
+        h.update(b"\0")
+        h.update(p.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def results_dir() -> Path:
+    """``results/`` at the repository's root (or ``$STUMPBOOK_RESULTS``)."""
+    env = os.environ.get(RESULTS_ENV)
+    return Path(env) if env else PACKAGE.parent / "results"
+
+
+def cache_enabled() -> bool:
+    """Whether :func:`cached` may reload stored results (``STUMPBOOK_CACHE=0`` turns it off)."""
+    return os.environ.get(CACHE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def cached(name: str, config: Mapping[str, Any], compute: Callable[[], Mapping[str, Any]], *,
+           verbose: bool = True) -> dict[str, np.ndarray]:
+    """Reload ``results/<name>-<key>.npz`` or compute and store it.
+
+    Parameters
+    ----------
+    name : a short name, ``chNN_what`` by convention (letters, digits, ``_`` and ``-``).
+    config : everything the result depends on besides the code (JSON-serialisable values; the
+        profile belongs here when the settings do not already pin the result).
+    compute : a function returning ``{array name: array}``; called only when nothing matches.
+
+    Returns
+    -------
+    dict of numpy arrays. The key is a hash of the configuration and of :func:`code_version`, so a
+    smoke run never overwrites a quick one, and a change to the library recomputes.
+    """
+    if not name or not all(ch.isalnum() or ch in "_-" for ch in name):
+        raise ValueError(f"name must be non-empty letters, digits, '_' or '-'; got {name!r}")
+    full = {"config": dict(config), "code": code_version()}
+    key = hashlib.sha256(config_key(full).encode()).hexdigest()[:16]
+    path = results_dir() / f"{name}-{key}.npz"
+    if cache_enabled():
+        got = load_results(path, full)
+        if got is not None:
+            if verbose:
+                print(f"{name}: reloaded {path.name}")
+            return got
+    t0 = time.time()
+    arrays = {k: np.asarray(v) for k, v in dict(compute()).items()}
+    save_results(path, arrays, full)
+    if verbose:
+        print(f"{name}: computed in {time.time() - t0:.1f} s, stored as {path.name}")
+    return arrays
+
+
+# ------------------------------------------------------------------------------------ glue
+def _glue(name: str, value: Any) -> None:
+    from myst_nb import glue
+
+    glue(name, value, display=False)
+
+
+def glue_value(name: str, value: Any) -> Any:
+    """Glue one value (numbers as plain Python floats/ints, so the page formats them); returns it."""
+    if isinstance(value, (np.floating, np.integer)):
+        value = value.item()
+    _glue(name, value)
+    return value
+
+
+def glue_estimate(name: str, est: Estimate) -> Estimate:
+    """Glue an estimate as ``name`` (value), ``name_lo`` and ``name_hi``; returns it."""
+    glue_value(name, float(est.value))
+    glue_value(f"{name}_lo", float(est.lo))
+    glue_value(f"{name}_hi", float(est.hi))
+    return est
+
+
+def verdict(est: Estimate, target: float, *, what: str, tol: float = 0.0, fmt: str = ".3g") -> str:
+    """A sentence, computed from the data, saying whether ``est`` is consistent with ``target``.
+
+    Consistent means ``target`` lies in the estimate's interval widened by ``tol`` on each side (a
+    censored lower bound is consistent with every target at or above it). The sentence names the
+    quantity, the estimate with its interval and the target.
+    """
+    if est.censored == "lower":
+        ok = target >= est.value - tol
+    elif est.censored == "upper":
+        ok = target <= est.value + tol
+    else:
+        ok = math.isfinite(est.lo) and math.isfinite(est.hi) and est.contains(target, tol)
+    margin = f" (tolerance {tol:{fmt}})" if tol else ""
+    word = "consistent" if ok else "not consistent"
+    kind = f"{est.kind} interval" if est.censored is None else "bound"
+    return f"{what} = {est:{fmt}} ({kind}) is {word} with {target:{fmt}}{margin}."

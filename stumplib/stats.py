@@ -1,0 +1,358 @@
+"""Statistics: the book's one estimate-with-interval type, and every fit, bootstrap and crossing.
+
+Every number a chapter reports with an uncertainty is an :class:`Estimate`: a value, an interval
+``[lo, hi]``, what kind of interval it is (``kind``) and its level. The same type serves
+
+- ``"seeds"``: a Student-t interval over independent replicates (:func:`mean_interval`);
+- ``"bootstrap"``: a percentile bootstrap interval (:func:`bootstrap`, :func:`ratio_of_means`,
+  :func:`fit_power_law`, :func:`fit_replicates`);
+- ``"windows"``: the spread of a fit over sub-windows of a deterministic curve;
+- ``"censored"``: a bound rather than a value (``censored="lower"``: the truth is at least ``value``;
+  the interval is then ``[value, inf]``);
+- ``"quadrature"``: a numerical-integration error bar;
+- ``"plain"``: an interval supplied by the caller.
+
+Crossings of a curve through a level, interpolated linearly or in log-log, are :func:`crossing`
+(scanning a curve) and :func:`interp_crossing` (between two grid points).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["Estimate", "PowerLawFit", "mean_interval", "bootstrap", "ratio_of_means", "fit_power_law",
+           "fit_replicates", "ols", "interp_crossing", "crossing"]
+
+KINDS = ("plain", "seeds", "bootstrap", "windows", "censored", "quadrature")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value with an interval.
+
+    Attributes
+    ----------
+    value : the point estimate.
+    lo, hi : the interval's ends (``lo <= value <= hi`` for every kind but ``"plain"``, where the
+        caller vouches for it).
+    kind : one of ``"plain", "seeds", "bootstrap", "windows", "censored", "quadrature"``.
+    level : the interval's nominal coverage (``nan`` where it has none, e.g. a quadrature error bar).
+    censored : ``None``, ``"lower"`` (``value`` is a lower bound: the truth lies in ``[value, inf]``) or
+        ``"upper"`` (an upper bound).
+    n : the number of replicates, points or resamples behind it, where meaningful.
+    """
+
+    value: float
+    lo: float
+    hi: float
+    kind: str = "plain"
+    level: float = 0.95
+    censored: str | None = None
+    n: int | None = None
+
+    @classmethod
+    def lower_bound(cls, value: float, n: int | None = None) -> "Estimate":
+        """A censored estimate: the quantity is at least ``value``."""
+        return cls(float(value), float(value), math.inf, "censored", float("nan"), "lower", n)
+
+    @classmethod
+    def with_error(cls, value: float, err: float, kind: str = "quadrature", n: int | None = None) -> "Estimate":
+        """``value +- err`` (e.g. a quadrature error estimate)."""
+        return cls(float(value), float(value - abs(err)), float(value + abs(err)), kind, float("nan"), None, n)
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        return (self.lo, self.hi)
+
+    @property
+    def width(self) -> float:
+        return float(self.hi - self.lo)
+
+    @property
+    def half_width(self) -> float:
+        return 0.5 * self.width
+
+    def contains(self, v: float, tol: float = 0.0) -> bool:
+        """Whether ``v`` lies in ``[lo - tol, hi + tol]``."""
+        return bool(self.lo - tol <= v <= self.hi + tol)
+
+    def scaled(self, factor: float) -> "Estimate":
+        """The estimate of ``factor * quantity`` (the interval flips for a negative factor)."""
+        lo, hi = sorted((self.lo * factor, self.hi * factor))
+        cens = self.censored
+        if factor < 0 and cens is not None:
+            cens = "upper" if cens == "lower" else "lower"
+        return replace(self, value=self.value * factor, lo=lo, hi=hi, censored=cens)
+
+    def __format__(self, spec: str) -> str:
+        spec = spec or ".3g"
+        if self.censored == "lower":
+            return f">= {self.value:{spec}}"
+        if self.censored == "upper":
+            return f"<= {self.value:{spec}}"
+        return f"{self.value:{spec}} [{self.lo:{spec}}, {self.hi:{spec}}]"
+
+    def __str__(self) -> str:
+        return format(self, ".3g")
+
+
+def _quantiles(samples: np.ndarray, level: float) -> tuple[float, float]:
+    a = (1 - level) / 2
+    s = samples[np.isfinite(samples)]
+    if s.size < 10:
+        return float("nan"), float("nan")
+    lo, hi = np.quantile(s, [a, 1 - a])
+    return float(lo), float(hi)
+
+
+def mean_interval(values: Any, *, axis: int = 0, level: float = 0.95) -> Estimate | tuple[np.ndarray, ...]:
+    """Mean over independent replicates with a Student-t interval.
+
+    Parameters
+    ----------
+    values : array_like, replicates along ``axis`` (at least 2), finite.
+
+    Returns
+    -------
+    An :class:`Estimate` (kind ``"seeds"``) for 1-D input; for higher dimensions the arrays
+    ``(mean, lo, hi)`` of the shape of ``values`` without ``axis``.
+    """
+    from scipy import stats as st
+
+    v = np.asarray(values, dtype=float)
+    if v.ndim == 0 or v.shape[axis] < 2:
+        raise ValueError("values must hold at least 2 replicates along axis")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("values must be finite")
+    S = v.shape[axis]
+    mean = v.mean(axis)
+    half = st.t.ppf(0.5 + level / 2, S - 1) * v.std(axis, ddof=1) / math.sqrt(S)
+    if v.ndim == 1:
+        return Estimate(float(mean), float(mean - half), float(mean + half), "seeds", level, None, S)
+    return mean, mean - half, mean + half
+
+
+def bootstrap(data: Any, statistic: Callable[[np.ndarray], float], *, n_boot: int = 2000,
+              level: float = 0.95, seed: int = 0) -> Estimate:
+    """Percentile bootstrap of ``statistic`` over the rows (axis 0) of ``data``.
+
+    Parameters
+    ----------
+    data : array_like, shape ``(C, ...)``: ``C`` independent units (contexts, corpora, seeds).
+    statistic : maps an array of the shape of ``data`` to a float.
+    """
+    d = np.asarray(data, dtype=float)
+    if d.ndim == 0 or d.shape[0] < 2:
+        raise ValueError("data must hold at least 2 independent rows")
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, d.shape[0], size=(n_boot, d.shape[0]))
+    boots = np.array([statistic(d[i]) for i in idx], dtype=float)
+    lo, hi = _quantiles(boots, level)
+    return Estimate(float(statistic(d)), lo, hi, "bootstrap", level, None, n_boot)
+
+
+def ratio_of_means(num: Any, den: Any, *, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> Estimate:
+    """``mean(num) / mean(den)`` over paired samples (shape ``(C,)``) with a pairs-bootstrap interval."""
+    a = np.asarray(num.detach().cpu() if hasattr(num, "detach") else num, dtype=float).ravel()
+    d = np.asarray(den.detach().cpu() if hasattr(den, "detach") else den, dtype=float).ravel()
+    if a.shape != d.shape or a.size < 2:
+        raise ValueError("num and den must be paired samples of the same length >= 2")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(d))) or d.mean() <= 0:
+        raise ValueError("num and den must be finite with a positive mean denominator")
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, a.size, size=(n_boot, a.size))
+    boots = a[idx].mean(1) / d[idx].mean(1)
+    lo, hi = _quantiles(boots, level)
+    return Estimate(float(a.mean() / d.mean()), lo, hi, "bootstrap", level, None, n_boot)
+
+
+# ------------------------------------------------------------------------------------ power laws
+def ols(lx: np.ndarray, ly: np.ndarray, w: np.ndarray | None = None) -> tuple[float, float]:
+    """Weighted least-squares line ``ly = slope * lx + intercept``; ``(nan, nan)`` if ``lx`` is constant."""
+    if w is None:
+        w = np.ones_like(lx)
+    W = w.sum()
+    mx, my = (w * lx).sum() / W, (w * ly).sum() / W
+    sxx = (w * (lx - mx) ** 2).sum()
+    if sxx <= 0:
+        return float("nan"), float("nan")
+    slope = (w * (lx - mx) * (ly - my)).sum() / sxx
+    return float(slope), float(my - slope * mx)
+
+
+@dataclass(frozen=True)
+class PowerLawFit:
+    """``y ≈ prefactor * x ** slope`` fitted by least squares in log-log space.
+
+    ``ci`` is a ``level`` interval for the slope (``method`` says how it was obtained);
+    :attr:`estimate` is the slope as an :class:`Estimate`.
+    """
+
+    slope: float
+    prefactor: float
+    ci: tuple[float, float]
+    stderr: float
+    n_points: int
+    method: str = "bootstrap"
+    level: float = 0.95
+
+    @property
+    def estimate(self) -> Estimate:
+        kind = self.method if self.method in KINDS else "bootstrap"
+        return Estimate(self.slope, self.ci[0], self.ci[1], kind, self.level, None, self.n_points)
+
+    @property
+    def ci_width(self) -> float:
+        return float(self.ci[1] - self.ci[0])
+
+    def contains(self, value: float) -> bool:
+        """Whether ``value`` lies in the interval."""
+        return bool(self.ci[0] <= value <= self.ci[1])
+
+    def __call__(self, x: Any) -> np.ndarray:
+        return self.prefactor * np.asarray(x, dtype=float) ** self.slope
+
+    def __str__(self) -> str:
+        return f"{self.slope:.3f} [{self.ci[0]:.3f}, {self.ci[1]:.3f}]"
+
+
+def _log_xy(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    arrays = {}
+    for name, v in (("x", x), ("y", y)):
+        try:
+            arrays[name] = np.asarray(v, dtype=float).ravel()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name} must be an array of positive finite numbers; got {v!r} ({exc})") from None
+    x, y = arrays["x"], arrays["y"]
+    if x.shape != y.shape:
+        raise ValueError(f"x and y must have the same length; got {x.size} and {y.size}")
+    if x.size < 3:
+        raise ValueError(f"x must hold at least 3 points to fit a power law; got {x.size}")
+    for name, v in (("x", x), ("y", y)):
+        if not (np.all(np.isfinite(v)) and np.all(v > 0)):
+            raise ValueError(f"x and y must be finite and positive for a log-log fit; {name} has "
+                             f"{int(np.sum(~np.isfinite(v)))} non-finite and "
+                             f"{int(np.sum(np.isfinite(v) & (v <= 0)))} non-positive entries")
+    if np.unique(x).size < 2:
+        raise ValueError("x must contain at least two distinct values")
+    return np.log(x), np.log(y)
+
+
+def _stderr(lx: np.ndarray, ly: np.ndarray, slope: float, icpt: float) -> float:
+    resid = ly - (slope * lx + icpt)
+    dof = max(lx.size - 2, 1)
+    return float(np.sqrt((resid ** 2).sum() / dof / ((lx - lx.mean()) ** 2).sum()))
+
+
+def fit_power_law(x: Any, y: Any, *, n_boot: int = 2000, level: float = 0.95, seed: int = 0,
+                  weights: Any = None) -> PowerLawFit:
+    """Fit ``log y = slope * log x + const`` with a pairs-bootstrap interval.
+
+    Parameters
+    ----------
+    x, y : array_like, shape ``(K,)``
+        Positive values; ``K >= 3`` points with at least two distinct ``x``.
+    n_boot : bootstrap resamples.
+    level : interval level in (0, 1).
+    weights : array_like, shape ``(K,)``, optional
+        Non-negative weights of the log-space least squares (e.g. inverse variances of ``log y``).
+    """
+    lx, ly = _log_xy(x, y)
+    w = None if weights is None else np.asarray(weights, dtype=float).ravel()
+    if w is not None and (w.shape != lx.shape or np.any(w < 0) or not np.all(np.isfinite(w))):
+        raise ValueError("weights must be finite, non-negative and of the same length as x")
+    slope, icpt = ols(lx, ly, w)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, lx.size, size=(n_boot, lx.size))
+    boots = np.array([ols(lx[i], ly[i], None if w is None else w[i])[0] for i in idx])
+    lo, hi = _quantiles(boots, level)
+    return PowerLawFit(slope=slope, prefactor=float(np.exp(icpt)), ci=(lo, hi),
+                       stderr=_stderr(lx, ly, slope, icpt), n_points=int(lx.size), level=level)
+
+
+def fit_replicates(x: Any, y: Any, y_reps: Any, *, level: float = 0.95,
+                   method: str = "bootstrap") -> PowerLawFit:
+    """Log-log slope of ``y`` against ``x`` with an interval from refitting every replicate row of
+    ``y_reps`` (shape ``(B, K)``: bootstrap replicates of ``y``, or per-window/per-seed curves).
+
+    Points where ``y`` is not finite and positive are dropped (and the same columns of ``y_reps``);
+    replicates with a non-finite entry in the kept columns are dropped. Needs >= 2 distinct ``x``.
+    """
+    x = np.asarray(x, dtype=float).ravel()
+    y = np.asarray(y, dtype=float).ravel()
+    yb = np.asarray(y_reps, dtype=float)
+    if x.shape != y.shape or yb.ndim != 2 or yb.shape[1] != x.size:
+        raise ValueError("x, y must have shape (K,) and y_reps shape (B, K)")
+    keep = np.isfinite(y) & (y > 0) & np.isfinite(x) & (x > 0)
+    if np.unique(x[keep]).size < 2:
+        raise ValueError("x must hold at least two distinct values with finite positive y")
+    lx, ly = np.log(x[keep]), np.log(y[keep])
+    slope, icpt = ols(lx, ly)
+    yb = yb[:, keep]
+    ok = np.all(np.isfinite(yb) & (yb > 0), axis=1)
+    boots = np.array([ols(lx, np.log(row))[0] for row in yb[ok]])
+    lo, hi = _quantiles(boots, level)
+    return PowerLawFit(slope=float(slope), prefactor=float(np.exp(icpt)), ci=(lo, hi),
+                       stderr=_stderr(lx, ly, slope, icpt), n_points=int(lx.size), method=method,
+                       level=level)
+
+
+# ------------------------------------------------------------------------------------ crossings
+def interp_crossing(x0: float, x1: float, y0: float, y1: float, level: float = 0.0, *,
+                    log_x: bool = False, log_y: bool = False) -> float:
+    """Where the segment from ``(x0, y0)`` to ``(x1, y1)`` crosses ``y = level``.
+
+    Interpolation is linear in ``log x`` / ``log y`` where asked (then the values must be positive);
+    the result is clipped to ``[x0, x1]``; a flat or non-finite segment returns ``x1``.
+    """
+    fx = np.log if log_x else (lambda v: v)
+    fy = np.log if log_y else (lambda v: v)
+    if not (np.isfinite(y0) and np.isfinite(y1)) or y0 == y1 or (log_y and min(y0, y1, level) <= 0):
+        return float(x1)
+    t = (fy(level) - fy(y0)) / (fy(y1) - fy(y0))
+    t = min(max(float(t), 0.0), 1.0)
+    u = fx(x0) + t * (fx(x1) - fx(x0))
+    return float(np.exp(u) if log_x else u)
+
+
+def crossing(x: Any, y: Any, level: float = 0.0, *, direction: str = "up", which: str = "first",
+             start: int = 0, log_x: bool = False, log_y: bool = False) -> float:
+    """Interpolated crossing of the curve ``y(x)`` through ``level``.
+
+    Parameters
+    ----------
+    x : (K,) strictly increasing grid. y : (K,) values (NaN counts as above ``level``).
+    direction : ``"up"`` (from below ``level`` to at-or-above it) or ``"down"``.
+    which : ``"first"`` crossing at or after index ``start``, or ``"last"``: the crossing that starts
+        the final run of points on the far side (``x[0]`` if the whole curve is there).
+    log_x, log_y : interpolate in log space.
+
+    Returns
+    -------
+    The crossing; ``nan`` if there is none (the curve never gets to the far side, or for
+    ``which="last"`` does not end there).
+    """
+    x = np.asarray(x, dtype=float).ravel()
+    y = np.asarray(y, dtype=float).ravel()
+    if x.ndim != 1 or x.size < 2 or y.shape != x.shape:
+        raise ValueError("x and y must be 1-D arrays of the same length >= 2")
+    if not np.all(np.diff(x) > 0):
+        raise ValueError("x must be strictly increasing")
+    above = ~(y < level)  # NaN counts as above
+    far = above if direction == "up" else ~above
+    if which == "last":
+        if not far[-1]:
+            return float("nan")
+        near = np.flatnonzero(~far)
+        if near.size == 0:
+            return float(x[0])
+        k = int(near[-1]) + 1
+    else:
+        cand = np.flatnonzero(far[start + 1:] & ~far[start:-1])
+        if cand.size == 0:
+            return float("nan")
+        k = start + int(cand[0]) + 1
+    return interp_crossing(x[k - 1], x[k], y[k - 1], y[k], level, log_x=log_x, log_y=log_y)
