@@ -3,8 +3,11 @@
 The Gaussian averages of the state evolution (:mod:`.se`) are computed with a randomised quasi-Monte
 Carlo rule: ``K`` independent scramblings of a Sobol sequence of ``2**p`` points, mapped to four
 standard normals. Each scrambling gives its own fixed point; their spread (standard error over the
-``K`` scramblings) is the quadrature error of the mean, reported for every output. The number of
-points is doubled until the test error's standard error is below ``rtol`` times the test error.
+``K`` scramblings) is the quadrature error of the mean, reported for every output. The fixed points
+also carry a bias that shrinks with the number of points, so the reported error combines the
+standard error with the change from the nested rule of half as many points (same scramblings'
+seeds): ``err = sqrt(se^2 + (mean_N - mean_{N/2})^2)``. The number of points is doubled until the
+test error's error is below ``rtol`` times the test error.
 
 Per scrambling, the fixed point is found by Anderson acceleration of the undamped map (depth 4,
 falling back to a damped step when an extrapolated point leaves the admissible region), with the
@@ -252,7 +255,8 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     omega, sigma, lam, A : the model (positional share, token noise, ridge, positional matrix).
     branch : ``"semantic"`` (``theta > 0``; ``m = 0`` imposed for a swap-symmetric ``A``) or
         ``"positional"`` (``m > 0``, ``theta = 0`` imposed).
-    rtol : accuracy target: standard error of the test error over the scramblings at most ``rtol``
+    rtol : accuracy target: quadrature error of the test error (standard error over the scramblings
+        combined with the change from the nested rule of half as many points) at most ``rtol``
         times the test error (1e-5 to 0.1).
     n_scramblings : number ``K`` of independent scramblings (3 to 32).
     min_log2_points, max_log2_points : range of the number of points per scrambling, ``2**p``
@@ -269,7 +273,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     Returns
     -------
     dict of (A,) arrays (scalars for scalar ``alpha``): for ``k`` in ``q, m, V, theta, test_error,
-    train_loss`` the mean over scramblings ``k`` and its standard error ``k_err`` (NaN unless
+    train_loss`` the mean over scramblings ``k`` and its quadrature error ``k_err`` (NaN unless
     converged or undecided with every scrambling on the branch); ``outcome`` (one of
     :class:`Outcome`), ``reason`` (a sentence), ``log2_points``, ``n_scramblings``, ``n_updates``
     (total updates), ``suppressed_derivative`` (``dF_m/dm`` or ``dF_theta/dtheta``, mean over
@@ -314,12 +318,12 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                unstable=np.zeros(nA, dtype=bool), unstable_undamped=np.zeros(nA, dtype=bool),
                seconds=np.zeros(nA))
     order = np.argsort(-alphas, kind="stable")
-    z_prev, p_prev, prox_prev = None, pmin, None
+    z_prev, p_prev, prox_store = None, pmin + 1, {}
     for i in order:
         t0 = time.perf_counter()
         a = float(alphas[i])
         if z_prev is not None and continuation:
-            z0, p = z_prev, p_prev
+            z0, p = z_prev, max(pmin, p_prev - 1)
         elif init is not None:
             z0 = np.array([float(init[k]) for k in ("q", "m", "V", "theta")])
             p = pmin
@@ -327,19 +331,30 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
             z0 = np.array([v[0] for v in _initial_point(np.array([a]), branch, sigma)])
             p = pmin
         n_up = 0
+        coarse = None  # the mean at the previous (nested, half as many points) level for this alpha
         while True:
             nodes, w = scrambled_rules(p, K, seed)
+            warm0 = prox_store.get(p) if continuation else None
             r = _solve_rows(a, z0, nodes, w, free=free, branch=branch, kw=kw, rho=rho, ftol=ftol,
-                            max_updates=max_updates,
-                            warm0=prox_prev if (prox_prev is not None and prox_prev.shape[1] == 2 ** p) else None)
-            prox_prev = r["prox"] if continuation else None
+                            max_updates=max_updates, warm0=warm0)
+            if continuation:
+                prox_store[p] = r["prox"]
             n_up += r["n_updates"]
             st = r["status"]
             conv = st == "converged"
             vals = np.column_stack([r["z"], r["test_error"], r["train_loss"]])
             if conv.all():
                 mean = vals.mean(0)
-                err = vals.std(0, ddof=1) / math.sqrt(K)
+                se = vals.std(0, ddof=1) / math.sqrt(K)
+                if coarse is None:  # need the nested level's mean before judging the error
+                    coarse = mean
+                    z0 = mean[:4]
+                    p += 1
+                    continue
+                # quadrature error: standard error over scramblings, combined with the change from
+                # the nested rule of half as many points (a bias of the fixed point that shrinks
+                # with N; over-estimated by the change, which errs on the safe side)
+                err = np.sqrt(se ** 2 + (mean - coarse) ** 2)
                 order_par = 3 if branch == "semantic" else 1
                 if mean[order_par] - tq * err[order_par] <= 0:
                     outcome, reason = Outcome.UNDECIDED, (
@@ -349,7 +364,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                 if err[4] <= rtol * abs(mean[4]):
                     outcome, reason = Outcome.CONVERGED, (
                         f"test error to {err[4] / abs(mean[4]):.1e} relative (standard error over {K} "
-                        f"scramblings of 2^{p} points)")
+                        f"scramblings of 2^{p} points combined with the change from 2^{p - 1})")
                     break
                 if p >= pmax:
                     msg = (f"state evolution ({branch}, alpha={a:.4g}, omega={omega}): fixed point found "
@@ -360,12 +375,8 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                         raise AccuracyNotReached(msg)
                     outcome, reason = Outcome.UNDECIDED, msg
                     break
+                coarse = mean
                 z0 = mean[:4]
-                # jump to the number of points predicted by an error decreasing like 1/N (randomised
-                # QMC on this integrand), at least doubling
-                need = math.log2(err[4] / (rtol * abs(mean[4])))
-                p = min(pmax, p + max(1, math.ceil(need - 0.15)))
-                continue
             elif (st == "left_branch").all():
                 outcome, reason = Outcome.NO_FIXED_POINT, (
                     f"the iteration leaves the {branch} branch "
@@ -373,7 +384,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                 mean = np.full(6, np.nan); err = np.full(6, np.nan)
                 break
             else:
-                counts = {s: int((st == s).sum()) for s in ("converged", "left_branch", "not_settled")}
+                counts = {s_: int((st == s_).sum()) for s_ in ("converged", "left_branch", "not_settled")}
                 if p >= pmax:
                     outcome, reason = Outcome.UNDECIDED, (
                         f"the scramblings disagree at 2^{p} points: {counts['converged']} converged, "
@@ -381,6 +392,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                     mean = vals[conv].mean(0) if conv.any() else np.full(6, np.nan)
                     err = np.full(6, np.nan)
                     break
+                coarse = None
                 if conv.any():
                     z0 = vals[conv].mean(0)[:4]
             p += 1

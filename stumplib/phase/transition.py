@@ -1,11 +1,20 @@
-"""Transition points from curves on a grid: where one branch's curve crosses another's."""
+"""Transition points and theory curves: where one branch's curve crosses another's, with intervals.
+
+Crossings go through :func:`stumplib.stats.crossing` (the book's one crossing function); intervals
+through :class:`stumplib.stats.Estimate`.
+"""
 from __future__ import annotations
 
+import csv
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["first_crossing", "theory_curves"]
+from ..stats import Estimate, crossing
+
+__all__ = ["first_crossing", "theory_curves", "accurate_curves", "crossing_estimate", "branch_end",
+           "read_published", "published_curves"]
 
 
 def first_crossing(x: Any, above: Any, below: Any) -> float:
@@ -17,8 +26,8 @@ def first_crossing(x: Any, above: Any, below: Any) -> float:
 
     Returns
     -------
-    The interpolated crossing of ``above - below`` from <= 0 to > 0 that starts the final run of
-    positive differences; ``x[0]`` if positive everywhere; NaN if not positive at the end of the grid.
+    The interpolated crossing of ``above - below`` through 0 that starts the final run of positive
+    differences; ``x[0]`` if positive everywhere; NaN if not positive at the end of the grid.
     """
     x = np.asarray(x, dtype=np.float64)
     diff = np.asarray(above, dtype=np.float64) - np.asarray(below, dtype=np.float64)
@@ -28,18 +37,81 @@ def first_crossing(x: Any, above: Any, below: Any) -> float:
         raise ValueError("x must be strictly increasing")
     if not np.all(np.isfinite(diff)):
         raise ValueError("above and below must be finite")
-    if diff[-1] <= 0:
-        return float("nan")
-    neg = np.flatnonzero(diff <= 0)
-    if neg.size == 0:
-        return float(x[0])
-    k = neg[-1]
-    return float(x[k] + (x[k + 1] - x[k]) * (-diff[k]) / (diff[k + 1] - diff[k]))
+    return crossing(x, diff, 0.0, direction="up", which="last")
+
+
+def crossing_estimate(x: Any, y: Any, err: Any, *, direction: str = "up", nsig: float = 3.0) -> Estimate:
+    """Where ``y(x)`` crosses 0 (the crossing that starts the final run on the far side), with an
+    interval from the crossings of ``y -+ nsig err`` (kind ``"quadrature"``: the curve's own
+    numerical error; the linear interpolation between grid points is not included).
+
+    Returns an :class:`Estimate`; NaN value when the curve does not end on the far side.
+    """
+    x, y, err = (np.asarray(v, dtype=np.float64) for v in (x, y, err))
+    c = crossing(x, y, 0.0, direction=direction, which="last")
+    ends = [crossing(x, y + s * nsig * err, 0.0, direction=direction, which="last") for s in (-1, 1)]
+    lo, hi = float(np.nanmin(ends)) if np.isfinite(ends).any() else np.nan, float(np.nanmax(ends)) if np.isfinite(ends).any() else np.nan
+    if not np.all(np.isfinite(ends)):  # one shifted curve does not cross inside the grid
+        lo = min(lo, float(x[0])) if np.isfinite(lo) else float(x[0])
+        hi = float(x[-1]) if not np.isfinite(hi) else hi
+    lo, hi = (min(lo, c), max(hi, c)) if np.isfinite(c) else (lo, hi)
+    return Estimate(float(c), float(lo), float(hi), "quadrature", float("nan"))
+
+
+def branch_end(alphas: Any, outcomes: Any) -> Estimate:
+    """Where a branch followed down in ``alpha`` ends, bracketed by the grid.
+
+    ``hi``: the smallest ``alpha`` above which every point converged; ``lo``: the largest ``alpha``
+    below it with no fixed point; undecided points in between widen the bracket. If every point down
+    to the grid's smallest converged, the branch continues: an upper-censored estimate (the end, if
+    any, lies below ``alpha.min()``). If none converged, a lower-censored one (the end lies above).
+    """
+    a = np.asarray(alphas, dtype=np.float64)
+    o = np.asarray(outcomes, dtype=object)
+    order = np.argsort(-a)
+    a, o = a[order], o[order]
+    conv = o == "converged"
+    if conv.all():
+        return Estimate(float(a[-1]), -np.inf, float(a[-1]), "censored", float("nan"), "upper", a.size)
+    if not conv[0]:
+        return Estimate(float(a[0]), float(a[0]), np.inf, "censored", float("nan"), "lower", a.size)
+    k = int(np.argmin(conv))  # first non-converged point going down
+    hi = float(a[k - 1])
+    nofp = np.flatnonzero(o[k:] == "no_fixed_point")
+    lo = float(a[k + nofp[0]]) if nofp.size else float(a[-1])
+    return Estimate(0.5 * (lo + hi), lo, hi, "plain", float("nan"), None, a.size)
+
+
+def accurate_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
+                    A: Any = ((0.6, 0.4), (0.4, 0.6)), rtol: float = 3e-3, max_log2_points: int = 14,
+                    branches=("semantic", "positional"), **kw) -> dict[str, np.ndarray]:
+    """Both branches with the accuracy-controlled solver (:func:`stumplib.phase.state_evolution`):
+    ``{sem,pos}_{alpha, q, m, V, theta, test_error, train_loss}``, their ``_err``, ``_outcome``,
+    ``_seconds``, ``_log2_points``, ``_suppressed_derivative``, and the exact ``baseline``.
+    Points that miss the target at ``max_log2_points`` are reported undecided, not raised."""
+    from .baseline import linear_baseline_test_error
+    from .solver import state_evolution
+
+    out: dict[str, np.ndarray] = {}
+    for br in branches:
+        key = "sem" if br == "semantic" else "pos"
+        r = state_evolution(alphas, omega=omega, sigma=sigma, lam=lam, A=A, branch=br, rtol=rtol,
+                            max_log2_points=max_log2_points, on_accuracy="undecided", **kw)
+        for k in ("alpha", "q", "m", "V", "theta", "test_error", "train_loss", "seconds", "log2_points",
+                  "suppressed_derivative", "unstable"):
+            out[f"{key}_{k}"] = np.atleast_1d(r[k])
+        for k in ("q", "m", "V", "theta", "test_error", "train_loss"):
+            out[f"{key}_{k}_err"] = np.atleast_1d(r[f"{k}_err"])
+        out[f"{key}_outcome"] = np.atleast_1d(r["outcome"]).astype(str)
+    out["baseline"] = np.asarray(linear_baseline_test_error(omega=omega, sigma=sigma, A=A))
+    return out
 
 
 def theory_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
-                  A: Any = ((0.6, 0.4), (0.4, 0.6)), n_nodes: int = 10) -> dict[str, np.ndarray]:
-    """Both branches of the state evolution on a grid of ``alpha`` and the linear baseline.
+                  A: Any = ((0.6, 0.4), (0.4, 0.6)), n_nodes: int = 10, rule: str = "gauss-hermite"
+                  ) -> dict[str, np.ndarray]:
+    """Both branches of the state evolution with a fixed rule (:func:`.se.solve_fixed_rule`) on a
+    grid of ``alpha`` and the linear baseline (no error estimate: see :func:`accurate_curves`).
 
     Returns
     -------
@@ -49,11 +121,11 @@ def theory_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float =
     baseline).
     """
     from .baseline import linear_baseline_test_error
-    from .se import solve_fixed_rule as state_evolution
+    from .se import solve_fixed_rule
 
     out: dict[str, np.ndarray] = {"alpha": np.asarray(alphas, dtype=np.float64)}
     for br, key in (("semantic", "sem"), ("positional", "pos")):
-        r = state_evolution(alphas, omega=omega, sigma=sigma, lam=lam, A=A, branch=br, n_nodes=n_nodes)
+        r = solve_fixed_rule(alphas, omega=omega, sigma=sigma, lam=lam, A=A, branch=br, n_nodes=n_nodes, rule=rule)
         for k in ("q", "m", "V", "theta", "test_error", "train_loss"):
             out[f"{key}_{k}"] = np.atleast_1d(r[k])
     base = linear_baseline_test_error(omega=omega, sigma=sigma, A=A)
@@ -61,4 +133,43 @@ def theory_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float =
     out["alpha_c"] = np.asarray(first_crossing(out["alpha"], out["pos_train_loss"], out["sem_train_loss"]))
     out["alpha_l"] = np.asarray(first_crossing(out["alpha"], np.full_like(out["alpha"], base),
                                                out["sem_test_error"]))
+    return out
+
+
+FILES = {"sem": "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv",
+         "pos": "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv"}
+
+
+def read_published(path: Path) -> dict[str, np.ndarray]:
+    """One published theory file (columns q, m, V, theta, mse, alpha, lambda, Phi), rows sorted by
+    increasing alpha."""
+    with open(path) as fh:
+        rows = list(csv.DictReader(fh))
+    d = {k: np.array([float(r[k]) for r in rows]) for k in rows[0] if k}
+    o = np.argsort(d["alpha"])
+    return {k: v[o] for k, v in d.items()}
+
+
+def published_curves(ref_dir: Path, *, alpha_min: float = 0.3) -> dict[str, np.ndarray]:
+    """The published omega = 0.3 curves (alpha >= alpha_min; test error = mse / 2, train loss =
+    -Phi) and our replay of the authors' rule: the exact fixed points of the 144-node Stroud-Secrest
+    product rule (:func:`.se.solve_fixed_rule` with ``rule="stroud"``) at the same alphas."""
+    from .se import solve_fixed_rule, test_error_from_overlaps
+
+    out: dict[str, np.ndarray] = {}
+    for key, br in (("sem", "semantic"), ("pos", "positional")):
+        d = read_published(Path(ref_dir) / FILES[key])
+        sel = d["alpha"] >= alpha_min
+        out[f"{key}_alpha"] = d["alpha"][sel]
+        for k in ("q", "m", "V", "theta"):
+            out[f"{key}_{k}"] = d[k][sel]
+        out[f"{key}_test_error"] = d["mse"][sel] / 2
+        out[f"{key}_train_loss"] = -d["Phi"][sel]
+        r = solve_fixed_rule(d["alpha"][sel], omega=0.3, branch=br, rule="stroud", tol=1e-8, max_iter=3000)
+        for k in ("q", "m", "V", "theta"):
+            out[f"{key}_replay_{k}"] = np.asarray(r[k])
+        # the test error at the replayed overlaps with an accurate rule (smooth integrand), as the
+        # authors computed theirs with a finer rule than the one of the fixed point
+        out[f"{key}_replay_test_error"] = test_error_from_overlaps(r["q"], r["m"], r["theta"], omega=0.3,
+                                                                   n_nodes=16)
     return out
