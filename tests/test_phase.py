@@ -498,3 +498,11 @@ def test_solver_named_outcome_where_the_fixed_rule_raised():
     r = state_evolution(1.03, omega=0.5, branch="semantic", rtol=3e-3, max_log2_points=14,
                         on_accuracy="undecided", stability=False)
     assert r["outcome"] in Outcome.ALL
+
+
+def test_solver_estimate_is_the_book_type(accurate_alpha2):
+    from stumplib.phase.solver import estimate
+    from stumplib.stats import Estimate
+    e = estimate(accurate_alpha2, "test_error")
+    assert isinstance(e, Estimate) and e.kind == "quadrature"
+    assert e.lo < accurate_alpha2["test_error"] < e.hi

@@ -746,10 +746,7 @@ def theta_profile(alpha: float, thetas: Any, *, omega: float, sigma: float = 0.5
                                   f"updates at alpha={alphas[0]} (last relative change {ch:.2e})")
     up = se_update(a, q, zeros, V, th, **kw)
     g = up["theta"] - th
-    root = float("nan")
-    for i in range(len(th) - 1):
-        if g[i] > 0 >= g[i + 1]:
-            root = float(th[i] + g[i] * (th[i + 1] - th[i]) / (g[i] - g[i + 1]))
-            break
+    from ..stats import crossing
+    root = crossing(th, g, 0.0, direction="down", which="first") if th.size >= 2 else float("nan")
     return dict(theta=th, F_theta=up["theta"], residual=g, q=q, V=V, test_error=up["test_error"],
                 train_loss=up["train_loss"], root=root)

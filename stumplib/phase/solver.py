@@ -52,7 +52,7 @@ import numpy as np
 from ..validation import check_choice, check_int, check_real
 from .se import (BRANCHES, StateEvolutionError, _check_alphas, _initial_point, check_A, se_update)
 
-__all__ = ["Outcome", "AccuracyNotReached", "state_evolution", "scrambled_rules", "OUTPUT_KEYS"]
+__all__ = ["Outcome", "AccuracyNotReached", "state_evolution", "scrambled_rules", "estimate", "OUTPUT_KEYS"]
 
 OUTPUT_KEYS = ("q", "m", "V", "theta", "test_error", "train_loss")
 
@@ -434,3 +434,15 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     if scalar:
         out = {k: v[0] for k, v in out.items()}
     return out
+
+
+def estimate(result: dict, key: str, index: int | None = None):
+    """One output of :func:`state_evolution` as a :class:`stumplib.stats.Estimate` (kind
+    ``"quadrature"``: value +- its quadrature error), for a scalar result or entry ``index``."""
+    from ..stats import Estimate
+    if key not in OUTPUT_KEYS:
+        raise ValueError(f"key must be one of {OUTPUT_KEYS}; got {key!r}")
+    v, e = result[key], result[f"{key}_err"]
+    if index is not None:
+        v, e = v[index], e[index]
+    return Estimate.with_error(float(v), float(e), kind="quadrature")

@@ -61,24 +61,23 @@ def crossing_estimate(x: Any, y: Any, err: Any, *, direction: str = "up", nsig: 
 def branch_end(alphas: Any, outcomes: Any) -> Estimate:
     """Where a branch followed down in ``alpha`` ends, bracketed by the grid.
 
-    ``hi``: the smallest ``alpha`` above which every point converged; ``lo``: the largest ``alpha``
-    below it with no fixed point; undecided points in between widen the bracket. If every point down
-    to the grid's smallest converged, the branch continues: an upper-censored estimate (the end, if
-    any, lies below ``alpha.min()``). If none converged, a lower-censored one (the end lies above).
+    ``hi``: the smallest ``alpha`` at which the branch converged; ``lo``: the largest ``alpha`` below
+    it with no fixed point, or the grid's smallest ``alpha`` if none (undecided points in between
+    widen the bracket). If every point converged, the branch continues: an upper-censored estimate
+    (the end, if any, lies below ``alpha.min()``); if none converged, a lower-censored one.
     """
     a = np.asarray(alphas, dtype=np.float64)
     o = np.asarray(outcomes, dtype=object)
-    order = np.argsort(-a)
-    a, o = a[order], o[order]
     conv = o == "converged"
     if conv.all():
-        return Estimate(float(a[-1]), -np.inf, float(a[-1]), "censored", float("nan"), "upper", a.size)
-    if not conv[0]:
-        return Estimate(float(a[0]), float(a[0]), np.inf, "censored", float("nan"), "lower", a.size)
-    k = int(np.argmin(conv))  # first non-converged point going down
-    hi = float(a[k - 1])
-    nofp = np.flatnonzero(o[k:] == "no_fixed_point")
-    lo = float(a[k + nofp[0]]) if nofp.size else float(a[-1])
+        return Estimate(float(a.min()), -np.inf, float(a.min()), "censored", float("nan"), "upper", a.size)
+    if not conv.any():
+        return Estimate(float(a.max()), float(a.max()), np.inf, "censored", float("nan"), "lower", a.size)
+    hi = float(a[conv].min())
+    below = (a < hi) & (o == "no_fixed_point")
+    lo = float(a[below].max()) if below.any() else float(a.min())
+    if lo == hi:  # the lowest grid point converged and nothing below: the branch continues
+        return Estimate(hi, -np.inf, hi, "censored", float("nan"), "upper", a.size)
     return Estimate(0.5 * (lo + hi), lo, hi, "plain", float("nan"), None, a.size)
 
 
