@@ -61,12 +61,6 @@ def use() -> None:
 
 def figure(ncols: int = 1, nrows: int = 1, width: float = 6.4, height: float = 4.0, **kw):
     """``plt.subplots`` with the book's panel size (``width`` x ``height`` inches per panel)."""
-    from .validation import check_int, check_real
-
-    ncols = check_int("ncols", ncols, maximum=64)
-    nrows = check_int("nrows", nrows, maximum=64)
-    width = check_real("width", width, low=0.0, high=100.0, low_open=True)
-    height = check_real("height", height, low=0.0, high=100.0, low_open=True)
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows),
                              constrained_layout=True, **kw)
     return fig, axes
@@ -75,11 +69,8 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 6.4, height: float = 4
 def label_panels(axes) -> None:
     """Write (a), (b), ... in the top-left corner of each panel."""
     import numpy as np
-    from matplotlib.axes import Axes
 
     flat = list(np.ravel(np.asarray(axes, dtype=object)))
-    if not flat or not all(isinstance(ax, Axes) for ax in flat):
-        raise ValueError(f"axes must be a matplotlib Axes or an array of them; got {axes!r}")
     for i, ax in enumerate(flat):
         ax.text(-0.12, 1.04, f"({chr(97 + i)})", transform=ax.transAxes, fontsize=11,
                 fontweight="bold", va="bottom")
