@@ -47,7 +47,7 @@ from .device import DEFAULT_DTYPE, resolve_device
 from .population import population_hessian, population_loss_and_grad
 from .stats import Estimate, PowerLawFit, fit_power_law, interp_crossing, ols
 from .trainer import TrainingDiverged
-from .validation import check_choice, check_int, check_prior, check_real
+from .validation import check_bool, check_choice, check_int, check_prior, check_real
 
 __all__ = [
     "FlowDiverged",
@@ -134,12 +134,6 @@ def _pair(beta0: Any, b0: Any, names: tuple[str, str] = ("beta0", "b0")) -> tupl
             raise ValueError(f"{names[0]} and {names[1]} must have the same length (or one of them length 1); "
                              f"got {beta0.size} and {b0.size}")
     return beta0, b0
-
-
-def _check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False; got {value!r}")
-    return bool(value)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -415,7 +409,7 @@ def population_gd(beta0: Any, b0: Any, lr: Any, steps: int, *, tau_lo: float = 0
     steps = check_int("steps", steps, minimum=1)
     tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
     n_records = check_int("n_records", n_records, minimum=2)
-    _check_bool("progress", progress)
+    check_bool("progress", progress)
     max_loss_ratio = check_real("max_loss_ratio", max_loss_ratio, low=1.0)
     if dtype not in (torch.float32, torch.float64):
         raise ValueError(f"dtype must be torch.float32 or torch.float64; got {dtype!r}")

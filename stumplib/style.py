@@ -27,6 +27,9 @@ COLORS = {
     "positional": "#D55E00",
     "linear": "#7F7F7F",
     "fit": "#D55E00",
+    "beta small": "#56B4E9",
+    "beta mid": "#0072B2",
+    "beta large": "#000000",
     "gd": "#009E73",
 }
 
