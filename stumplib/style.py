@@ -8,7 +8,7 @@ from __future__ import annotations
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 
-__all__ = ["use", "COLORS", "figure", "label_panels"]
+__all__ = ["use", "COLORS", "figure", "panels", "label_panels"]
 
 #: fixed colours for recurring curves (colour-blind-safe Okabe-Ito palette)
 COLORS = {
@@ -67,6 +67,20 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 6.4, height: float = 4
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows),
                              constrained_layout=True, **kw)
     return fig, axes
+
+
+def panels(n: int, width: float = 3.8, height: float = 2.9, **kw):
+    """``n`` panels, at most two per row (the book's text width fits two): ``(fig, [axes])``.
+
+    A last row with a single panel keeps the panel size (left-aligned); unused slots are removed.
+    """
+    ncols = min(n, 2)
+    nrows = -(-n // 2)
+    fig, axes = figure(ncols=ncols, nrows=nrows, width=width, height=height, squeeze=False, **kw)
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.remove()
+    return fig, flat[:n]
 
 
 def label_panels(axes) -> None:
