@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from .device import DEFAULT_DTYPE
-from .validation import as_real_tensor, check_int, check_prior, check_tensor_finite
+from .validation import as_real_tensor, check_int, check_prior
 
 __all__ = [
     "population_moments",
@@ -142,16 +142,9 @@ def prior_quadrature(beta: torch.Tensor, b: torch.Tensor, tau_lo: float, tau_hi:
     Returns
     -------
     nodes, weights : torch.Tensor, shape ``S + (K,)``; the weights sum to 1 along the last axis.
+
+    Unchecked: an internal step of :func:`population_loss_and_grad`, which checks its arguments.
     """
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
-    order = check_int("order", order, minimum=1, maximum=64)
-    uniform_panels = check_int("uniform_panels", uniform_panels, minimum=1)
-    for name, v in (("beta", beta), ("b", b)):
-        if not torch.is_tensor(v) or not v.is_floating_point():
-            raise ValueError(f"{name} must be a floating-point torch tensor; got {type(v).__name__}")
-        check_tensor_finite(name, v)
-    if beta.shape != b.shape:
-        raise ValueError(f"beta and b must have the same shape; got {tuple(beta.shape)} and {tuple(b.shape)}")
     dtype, device = beta.dtype, beta.device
     abs_beta = beta.abs().clamp_min(1e-300)
     c = torch.where(beta != 0, b / torch.where(beta != 0, beta, torch.ones_like(beta)),
@@ -188,13 +181,14 @@ def population_loss_and_grad(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: flo
     ----------
     beta, b : float or torch.Tensor, broadcastable to shape ``S``
     tau_lo, tau_hi : the uniform prior, ``0 <= tau_lo < tau_hi <= 1``.
-    order : Gauss-Legendre nodes per panel.
+    order : Gauss-Legendre nodes per panel, in ``[1, 64]``.
 
     Returns
     -------
     L, dL_dbeta, dL_db : torch.Tensor, shape ``S``
     """
     tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
+    order = check_int("order", order, minimum=1, maximum=64)
     beta_t, b_t = _params(beta, b)
     nodes, weights = prior_quadrature(beta_t, b_t, tau_lo, tau_hi, order=order)
     mom = population_moments(nodes, beta_t[..., None], b_t[..., None])

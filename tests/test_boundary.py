@@ -218,8 +218,6 @@ def test_bad_inputs():
         exact_mse("median", 0.5, 10)
     with pytest.raises(ValueError, match="N must"):
         side_empty_probability(0.5, 2.0)
-    with pytest.raises(ValueError, match="rule"):
-        combine(x[0], x[0], torch.tensor(1), 5, "max")
     err = torch.zeros(5, 10)
     with pytest.raises(ValueError, match="upper boundary"):
         boundary_excess(err, torch.linspace(0, 0.5, 5), 100)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import numpy as np
 
 from .. import style
 from ..model import attention_weights, estimate
