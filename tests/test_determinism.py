@@ -8,7 +8,6 @@
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -109,9 +108,8 @@ def test_interrupted_first_write_leaves_no_file(tmp_path: Path, monkeypatch):
 # --------------------------------------------------------------------------------------------
 # chapters: two executions, identical glue
 # --------------------------------------------------------------------------------------------
-def _glued(nb_path: Path) -> dict[str, object]:
-    """name -> glued payload (text/plain for values, PNG/SVG data for figures)."""
-    nb = json.loads(nb_path.read_text())
+def _glued(nb: dict) -> dict[str, object]:
+    """name -> glued payload (text/plain for values, PNG/SVG data for figures) of an executed notebook."""
     out: dict[str, object] = {}
     for cell in nb["cells"]:
         for o in cell.get("outputs", []):
