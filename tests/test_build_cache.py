@@ -293,36 +293,45 @@ def test_failed_build_retries_on_next_build(tb):
 
 # ------------------------------------------------------------------ book.cached (no book build)
 _CACHED_SCRIPT = """
+import os, sys
 import numpy as np
 from stumplib import book
 calls = []
-r = book.cached("unit", {"a": 1}, lambda: calls.append(1) or {"x": np.arange(4.0)}, verbose=False)
-assert float(r["x"].sum()) == 6.0
-print("COMPUTED" if calls else "REUSED", book.code_version())
+
+def run():
+    calls.clear()
+    r = book.cached("unit", {"a": 1}, lambda: calls.append(1) or {"x": np.arange(4.0)}, verbose=False)
+    assert float(r["x"].sum()) == 6.0
+    return "COMPUTED" if calls else "REUSED"
+
+print("first", run(), book.code_version())
+print("again", run(), book.code_version())
+os.environ["STUMPBOOK_CACHE"] = "0"
+print("off", run(), book.code_version())
+del os.environ["STUMPBOOK_CACHE"]
+with open(sys.argv[1], "a") as f:  # change the library copy (code_version reads the files)
+    f.write("\\n# a library change\\n")
+print("changed", run(), book.code_version())
+print("after", run(), book.code_version())
 """
 
 
 def test_cached_recomputes_after_a_library_change(tmp_path):
+    """``book.cached`` against a copy of the library, in a subprocess: unchanged code reuses the
+    stored result, ``STUMPBOOK_CACHE=0`` recomputes, a changed library file recomputes."""
     lib = tmp_path / "lib"
     shutil.copytree(ROOT / "stumplib", lib / "stumplib",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("STUMPBOOK_")}
     env.update(PYTHONPATH=str(lib), STUMPBOOK_RESULTS=str(tmp_path / "results"),
                PYTHONDONTWRITEBYTECODE="1")
-
-    def run(**extra):
-        r = subprocess.run([sys.executable, "-c", _CACHED_SCRIPT], env={**env, **extra},
-                           text=True, capture_output=True, timeout=300, cwd=tmp_path)
-        assert r.returncode == 0, r.stderr[-3000:]
-        return r.stdout.split()
-
-    first, v1 = run()
-    again, v1b = run()
-    assert (first, again) == ("COMPUTED", "REUSED") and v1 == v1b
-    off, _ = run(STUMPBOOK_CACHE="0")
-    assert off == "COMPUTED", "STUMPBOOK_CACHE=0 reused a stored result"
-    with (lib / "stumplib" / "stats.py").open("a") as f:
-        f.write("\n# a library change\n")
-    changed, v2 = run()
-    assert changed == "COMPUTED" and v2 != v1, "a library change reused the old result"
-    assert run()[0] == "REUSED"
+    r = subprocess.run([sys.executable, "-c", _CACHED_SCRIPT, str(lib / "stumplib" / "stats.py")],
+                       env=env, text=True, capture_output=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = {line.split()[0]: line.split()[1:] for line in r.stdout.splitlines()}
+    assert got["first"][0] == "COMPUTED" and got["again"][0] == "REUSED", got
+    assert got["again"][1] == got["first"][1]
+    assert got["off"][0] == "COMPUTED", "STUMPBOOK_CACHE=0 reused a stored result"
+    assert got["changed"][0] == "COMPUTED", "a library change reused the old result"
+    assert got["changed"][1] != got["first"][1], "code_version did not change with the library"
+    assert got["after"][0] == "REUSED", got

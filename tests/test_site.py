@@ -343,7 +343,11 @@ def facts(server, browser):
         # only used by launch buttons, which are off); every other script error fails.
         errors_ignored = ("Identifier 'THEBE_JS_URL' has already been declared",)
         page.goto(server + rel, wait_until="load", timeout=60_000)
-        page.wait_for_load_state("networkidle", timeout=30_000)
+        try:
+            page.wait_for_load_state("networkidle", timeout=30_000)
+        except Exception as exc:  # noqa: BLE001 - a slow machine; the checks below still apply
+            if "Timeout" not in type(exc).__name__:
+                raise
         page.evaluate(_JS_WAIT_MATH)
         page.screenshot(path=str(SHOTS / f"{_page_id(rel)}.png"), full_page=True)
         f = page.evaluate(_JS_PAGE_FACTS)
