@@ -45,7 +45,7 @@ import torch
 
 from .device import DEFAULT_DTYPE, resolve_device
 from .population import population_hessian, population_loss_and_grad
-from .stats import Estimate, PowerLawFit, fit_power_law, interp_crossing, ols
+from .stats import Estimate, PowerLawFit, fit_power_law, interp_crossing, ols, window_interval, window_refits
 from .trainer import TrainingDiverged
 from .validation import check_bool, check_choice, check_int, check_prior, check_real
 
@@ -60,7 +60,6 @@ __all__ = [
     "calibration_time",
     "fit_exponent",
     "extrapolate_exponent",
-    "window_refits",
     "interpolate_flow",
     "hessian_max_eig",
     "gradient_field",
@@ -497,39 +496,6 @@ def _window_mask(t: np.ndarray, t_lo: float, t_hi: float) -> np.ndarray:
     return (t >= t_lo * (1 - 1e-12)) & (t <= t_hi * (1 + 1e-12))
 
 
-def window_refits(u: np.ndarray, refit, n_windows: int, *, min_fraction: float = 0.5,
-                  min_points: int = 3, seed: int = 0) -> np.ndarray:
-    """Refit on ``n_windows`` random sub-windows of the coordinate ``u`` (e.g. ``log t``).
-
-    Each sub-window ``[a, a + w]`` has a width ``w`` drawn uniformly in ``[min_fraction, 1]`` times
-    the span of ``u`` and a start ``a`` drawn uniformly so that it fits; windows holding fewer than
-    ``min_points`` points are redrawn. ``refit(mask)`` returns a number or a sequence of numbers
-    for the points ``mask``; the result stacks them, shape ``(n_windows,)`` or ``(n_windows, k)``.
-    A deterministic curve has no sampling noise: the spread of these refits measures how much a
-    fitted quantity depends on where one fits (an :class:`~stumplib.stats.Estimate` of kind
-    ``"windows"``).
-    """
-    lo = float(u.min())
-    span = float(u.max()) - lo
-    rng = np.random.default_rng(seed)
-    out = []
-    while len(out) < n_windows:
-        width = span * rng.uniform(min_fraction, 1.0)
-        a = lo + rng.uniform(0.0, span - width)
-        m = (u >= a - 1e-12) & (u <= a + width + 1e-12)
-        if m.sum() < min_points:
-            continue
-        out.append(refit(m))
-    return np.asarray(out, dtype=float)
-
-
-def _window_interval(point: float, reps: np.ndarray, level: float) -> tuple[float, float]:
-    """Central ``level`` range of the refits, widened to contain the point estimate."""
-    a = (1 - level) / 2
-    lo, hi = np.quantile(np.ravel(reps), [a, 1 - a])
-    return float(min(lo, point)), float(max(hi, point))
-
-
 def fit_exponent(t: Any, y: Any, t_lo: float, t_hi: float, *, n_windows: int = 400,
                  min_fraction: float = 0.5, level: float = 0.95, seed: int = 0) -> PowerLawFit:
     """Power-law exponent of ``y(t)`` over ``[t_lo, t_hi]``, with an interval over fit windows.
@@ -576,7 +542,7 @@ def fit_exponent(t: Any, y: Any, t_lo: float, t_hi: float, *, n_windows: int = 4
     slopes = window_refits(lt, lambda m: ols(lt[m], ly[m])[0], n_windows,
                            min_fraction=min_fraction, min_points=3, seed=seed)
     return PowerLawFit(slope=base.slope, prefactor=base.prefactor,
-                       ci=_window_interval(base.slope, slopes, level), stderr=base.stderr,
+                       ci=window_interval(base.slope, slopes, level), stderr=base.stderr,
                        n_points=base.n_points, method="windows", level=level)
 
 
@@ -625,7 +591,7 @@ def extrapolate_exponent(beta: Any, local: Any, *, beta_min: float, n_windows: i
     lb = np.log(bb)
     icpts = window_refits(lb, lambda m: (icpt(m, True), icpt(m, False)), n_windows,
                           min_fraction=0.5, min_points=4, seed=seed)
-    lo, hi = _window_interval(p_inf, icpts, level)
+    lo, hi = window_interval(p_inf, icpts, level)
     return Estimate(p_inf, lo, hi, "windows", level, None, int(bb.size))
 
 

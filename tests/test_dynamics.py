@@ -8,6 +8,7 @@ import torch
 from scipy.optimize import minimize_scalar
 
 from stumplib import dynamics as D
+from stumplib.stats import window_refits
 from stumplib.population import population_loss, population_loss_and_grad
 
 POINTS = [(5.0, 0.0), (3.0, 2.5), (20.0, 18.0), (300.0, 245.0)]
@@ -156,11 +157,11 @@ def test_extrapolate_exponent_on_synthetic_corrections():
 
 def test_window_refits_draw_windows_of_the_requested_size():
     u = np.linspace(0.0, 10.0, 101)
-    spans = D.window_refits(u, lambda m: (u[m].min(), u[m].max()), 200, min_fraction=0.5, seed=3)
+    spans = window_refits(u, lambda m: (u[m].min(), u[m].max()), 200, min_fraction=0.5, seed=3)
     assert spans.shape == (200, 2)
     width = spans[:, 1] - spans[:, 0]
     assert np.all(width >= 5.0 - 0.1 - 1e-9) and np.all(spans[:, 0] >= 0) and np.all(spans[:, 1] <= 10)
-    again = D.window_refits(u, lambda m: (u[m].min(), u[m].max()), 200, min_fraction=0.5, seed=3)
+    again = window_refits(u, lambda m: (u[m].min(), u[m].max()), 200, min_fraction=0.5, seed=3)
     np.testing.assert_array_equal(spans, again)
 
 
