@@ -63,6 +63,11 @@ TAIL_EXPONENT = 50.0
 #: triggers a new choice before its next step.
 TAIL_FLOOR = 0.8
 
+#: The task axis is padded to a multiple of this (dummy tasks of weight 0): vectorised CPU kernels
+#: of ``exp``, ``log`` and ``sigmoid`` then treat every task of every run alike whatever the batch
+#: (a scalar remainder loop rounds differently), so a batch gives the same bits as its runs one by one.
+TASK_MULTIPLE = 16
+
 #: Steps between two choices of the kept columns (they shrink as ``beta`` grows).
 REFRESH_EVERY = 32
 
@@ -170,6 +175,18 @@ def _layout(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, mask: torch.Ten
     and 0 for padded ones (which must keep at least one example, see :func:`make_corpora`).
     """
     R, M, N = x.shape
+    pad = -M % TASK_MULTIPLE
+    if pad:  # dummy tasks of weight 0 with one example, so every run's block is a whole number of vectors
+        if mask is None:
+            mask = torch.ones(x.shape, dtype=torch.bool, device=x.device)
+        dummy = torch.zeros((R, pad, N), dtype=torch.bool, device=x.device)
+        dummy[..., 0] = True
+        x = torch.cat([x, x.new_full((R, pad, N), 0.5)], 1)
+        y = torch.cat([y, y.new_zeros((R, pad, N))], 1)
+        mask = torch.cat([mask, dummy], 1)
+        tau = torch.cat([tau, tau.new_full((R, pad), 0.5)], 1)
+        task_weight = torch.cat([task_weight, task_weight.new_zeros((R, pad))], 1)
+        M += pad
     pos = y > 0.5
     neg = ~pos
     if mask is not None:
@@ -191,7 +208,7 @@ def _layout(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, mask: torch.Ten
     return {"tau": tau, "tw": task_weight, "x": xs, "pos": pos, "neg": neg, "dx": dx, "feat": feat,
             "xref": xref, "dxref": xref[..., 1] - xref[..., 0], "xref_tau": xref[..., 0] - tau,
             "signs": torch.tensor([1.0, -2.0, 2.0], dtype=x.dtype, device=x.device),
-            "cols": None, "floor": None}
+            "floor": None}
 
 
 def _dense_corpora(configs: Sequence[RunConfig], device: torch.device, dtype: torch.dtype) -> dict[str, Any]:
@@ -213,36 +230,31 @@ def _padded_layout(corpora: dict[str, torch.Tensor]) -> dict[str, Any]:
     return lay
 
 
-def _choose_columns(lay: dict[str, Any], beta: torch.Tensor, keep: torch.Tensor) -> bool:
+def _choose_columns(lay: dict[str, Any], beta: torch.Tensor, keep: torch.Tensor) -> None:
     """Choose the columns of the fast kernel for the current ``beta`` of the runs in ``keep``.
 
-    Returns False when a kept run has ``beta <= 0`` (the model path must be used). Otherwise keeps,
-    per group, the first columns that can hold a term within :data:`TAIL_EXPONENT` of the group's
-    largest for any ``beta >= TAIL_FLOOR * beta`` (all columns when that is most of them), and sets
-    ``lay["floor"]``: the scale below which the choice must be renewed.
+    Keeps the first and last columns that can hold a term within :data:`TAIL_EXPONENT` of its
+    group's largest for any ``beta >= TAIL_FLOOR * beta`` (all columns when that is most of them),
+    and sets ``lay["floor"]``, the scale at or below which the choice must be renewed, and
+    ``lay["mode"]``: ``"fast"``, ``"model"`` (every kept run has ``beta <= 0``) or ``"mixed"``.
     """
     dx = lay["dx"]
     R, M, N = dx.shape
+    ok = keep & (beta > 0)
     inf = torch.full_like(beta, float("inf"))
-    if bool((keep & ~(beta > 0)).any()):
-        lay["floor"] = torch.where(keep, inf, -inf)  # renew at every step while it lasts
-        return False
-    floor = torch.where(keep, TAIL_FLOOR * beta, -inf)
-    cut = torch.where(keep, TAIL_EXPONENT / floor, -inf)[:, None, None]
-    near = dx <= cut
-    kp, kn = (int(v) for v in torch.stack([(near & lay["pos"]).sum(-1).amax(), (near & lay["neg"]).sum(-1).amax()]).tolist())
+    # a kept run with beta <= 0 renews the choice at every step (to see it turn positive)
+    lay["floor"] = torch.where(ok, TAIL_FLOOR * beta, torch.where(keep, inf, -inf))
+    near = dx <= torch.where(ok, TAIL_EXPONENT / (TAIL_FLOOR * beta), -inf)[:, None, None]
+    kp, kn, n_ok, n_keep = (int(v) for v in torch.stack([
+        (near & lay["pos"]).sum(-1).amax(), (near & lay["neg"]).sum(-1).amax(), ok.sum(), keep.sum()]).tolist())
+    lay["mode"] = "fast" if n_ok == n_keep else "model" if n_ok == 0 else "mixed"
     if kp + kn >= 0.75 * N:
         _all_columns(lay)
-        lay["floor"] = torch.where(keep, torch.zeros_like(beta), -inf)
+        lay["floor"] = torch.where(ok, torch.zeros_like(beta), lay["floor"])
     else:
-        lay["cols"] = kp + kn
-        lay["dx_k"] = torch.cat([dx[..., :kp], dx[..., N - kn:]], -1)
         feat = lay["feat"]
+        lay["dx_k"] = torch.cat([dx[..., :kp], dx[..., N - kn:]], -1)
         lay["feat_k"] = torch.cat([feat[:, :kp], feat[:, N - kn:]], 1)
-        lay["floor"] = floor
-    if lay.get("buf") is None or lay["buf"].shape[-1] != lay["cols"]:
-        lay["buf"] = torch.empty((R, M, lay["cols"]), dtype=dx.dtype, device=dx.device)
-    return True
 
 
 def _fast_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
@@ -253,15 +265,18 @@ def _fast_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
     features ``[1, dx, dx^2]`` of each label group (the sums ``S_k^-, S_k^+``), then a few
     operations per task (few and fused: for small corpora they cost as much as the pass itself).
     """
-    dx, buf = lay["dx_k"], lay["buf"]
+    dx = lay["dx_k"]
     R, M, K = dx.shape
+    buf = lay.get("buf")
+    if buf is None or buf.shape != dx.shape:
+        buf = lay["buf"] = torch.empty_like(dx)
     e = torch.mul(dx, beta.neg().view(R, 1, 1), out=buf).exp_()
     S0, S1, S2 = torch.bmm(e.view(R * M, 1, K), lay["feat_k"]).view(R, M, 2, 3).unbind(-1)  # (R, M, 2) each
     # S0 >= 1 for a non-empty group (its reference has weight exactly 1); 0 for an empty one
     inv = S0.clamp_min(1.0).reciprocal_()
     r1 = S1 * inv  # E_g[dx]
     var = (S2 * inv).addcmul_(r1, r1, value=-1.0).clamp_min_(0.0)  # Var_g: centred at x_g, no cancellation
-    lg_neg, lg_pos = S0.log().unbind(-1)  # -inf for an empty group: its weight is then exactly 0
+    lg_neg, lg_pos = S0.contiguous().log_().unbind(-1)  # -inf for an empty group: its weight is then exactly 0
     d = (lg_pos - lg_neg).add_(b.view(R, 1)).addcmul_(beta.view(R, 1), lay["dxref"], value=-1.0)
     p, q = torch.sigmoid(d), torch.sigmoid(d.neg_())  # weight of the positives, 1 - p without cancellation
     r1_neg, r1_pos = r1.unbind(-1)
@@ -287,19 +302,30 @@ def _model_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
 
 def _all_columns(lay: dict[str, Any]) -> None:
     """Use every column (no tail dropped)."""
-    lay["cols"], lay["dx_k"], lay["feat_k"] = lay["dx"].shape[-1], lay["dx"], lay["feat"]
+    lay["dx_k"], lay["feat_k"] = lay["dx"], lay["feat"]
+
+
+def _grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
+          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Loss and gradient on the chosen columns in ``lay["mode"]``: the fast kernel, the model's
+    (:func:`_model_grad`), or the fast one for ``beta > 0`` and the model's for the other runs."""
+    if lay["mode"] == "model":
+        return _model_grad(lay, beta, b)
+    out = _fast_grad(lay, beta, b)
+    if lay["mode"] == "mixed":
+        pos = beta > 0
+        out = tuple(torch.where(pos, f, g) for f, g in zip(out, _model_grad(lay, beta, b)))
+    return out
 
 
 def _layout_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Loss and gradient on all columns: the fast kernel when every ``beta > 0``, else the model's."""
-    if not bool((beta > 0).all()):
-        return _model_grad(lay, beta, b)
-    if lay["cols"] != lay["dx"].shape[-1]:
-        _all_columns(lay)
-    if lay.get("buf") is None or lay["buf"].shape != lay["dx"].shape:
-        lay["buf"] = torch.empty_like(lay["dx"])
-    return _fast_grad(lay, beta, b)
+    """Loss and gradient on all columns (the fast kernel where ``beta > 0``, else the model's)."""
+    _all_columns(lay)
+    n_pos = int((beta > 0).sum())
+    lay["mode"] = "fast" if n_pos == beta.numel() else "model" if n_pos == 0 else "mixed"
+    lay["floor"] = None  # the training loop must choose its columns afresh
+    return _grad(lay, beta, b)
 
 
 def _moments(x: torch.Tensor, y: torch.Tensor, beta: torch.Tensor, b: torch.Tensor,
@@ -461,8 +487,8 @@ def _group_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor, alive:
     """One group's loss and gradient in the training loop: renews the kept columns when asked to or
     when a live run's ``beta`` fell to the floor they were chosen for (one host sync)."""
     if renew or lay["floor"] is None or bool((beta <= lay["floor"]).any()):
-        lay["fast"] = _choose_columns(lay, beta, alive)
-    return _fast_grad(lay, beta, b) if lay["fast"] else _model_grad(lay, beta, b)
+        _choose_columns(lay, beta, alive)
+    return _grad(lay, beta, b)
 
 
 def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, device: Any = "auto",
