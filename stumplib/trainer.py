@@ -414,6 +414,15 @@ def corpus_loss_and_grad(beta: torch.Tensor, b: torch.Tensor, corpora: dict[str,
     return _layout_grad(_padded_layout(corpora), beta.to(x.dtype).to(x.device), b.to(x.dtype).to(x.device))
 
 
+def _config_key(c: RunConfig) -> dict[str, Any]:
+    """A run's configuration as saved with its result; ``beta_stop`` only when set, so results
+    saved before that field existed still match runs without a stop scale."""
+    key = asdict(c)
+    if key["beta_stop"] is None:
+        del key["beta_stop"]
+    return key
+
+
 @dataclass
 class TrainResult:
     """Trajectories of a batch of runs.
@@ -453,13 +462,13 @@ class TrainResult:
         for name in ("diverged_at", "stop_step"):
             if getattr(self, name) is not None:
                 arrays[name] = getattr(self, name)
-        save_results(path, arrays, {"configs": [asdict(c) for c in self.configs]})
+        save_results(path, arrays, {"configs": [_config_key(c) for c in self.configs]})
 
     @classmethod
     def load(cls, path, configs: Sequence[RunConfig], steps: int | None = None) -> "TrainResult | None":
         """Reload a saved result if it was made with exactly ``configs`` (and ``steps`` when given);
         ``None`` otherwise (the caller recomputes)."""
-        data = load_results(path, {"configs": [asdict(c) for c in configs]})
+        data = load_results(path, {"configs": [_config_key(c) for c in configs]})
         if data is None or (steps is not None and int(data["steps"][-1]) != steps):
             return None
         return cls(list(configs), data["steps"], data["beta"], data["b"], data["loss"],
