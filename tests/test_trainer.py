@@ -312,11 +312,12 @@ def test_a_falling_scale_renews_the_kept_columns():
     lay = trainer._padded_layout(corp)
     keep = torch.ones(R, dtype=torch.bool)
     hi = torch.full((R,), 3000.0, dtype=torch.float64)
-    trainer._group_grad(lay, hi, 0.8 * hi, keep, renew=True)
+    lay["floor"] = None  # a fresh choice
+    trainer._group_grad(lay, hi, 0.8 * hi, keep)
     width = lay["dx_k"].shape[-1]
     assert width < N
     lo = torch.full((R,), 40.0, dtype=torch.float64)
-    got = trainer._group_grad(lay, lo, 0.8 * lo, keep, renew=False)  # below the floor: renewed anyway
+    got = trainer._group_grad(lay, lo, 0.8 * lo, keep)  # below the floor: chosen again
     assert lay["dx_k"].shape[-1] > width
     ref = _model_loss_and_grad(corp, lo, 0.8 * lo)
     for a, r in zip(got, ref):
