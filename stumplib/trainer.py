@@ -333,17 +333,15 @@ def _layout_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
 
 
 def _moments(x: torch.Tensor, y: torch.Tensor, beta: torch.Tensor, b: torch.Tensor,
-             bias: torch.Tensor | None = None, ny: torch.Tensor | None = None,
-             work: list | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+             ny: torch.Tensor | None = None, work: list | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Fused ``f, -Var_w(x), Cov_w(x, y)`` over the last axis of unsorted corpora (no argument checks).
 
     The general-purpose kernel behind :func:`_dense_corpus_grad`, which :mod:`stumplib.transfer`
     uses to evaluate many scales on one set of corpora (``beta`` broadcast against ``x``); the
     trainer itself uses the sorted fast kernel (:func:`_fast_grad`).
 
-    ``x, y`` have shape ``(..., n)``; ``beta, b`` broadcast against ``x.shape[:-1]``; ``bias`` is an
-    optional additive score (``0`` for real examples, ``-inf`` for padding); ``ny`` optionally the
-    precomputed ``1 - y``; ``work`` an optional list holding two reusable buffers of the broadcast
+    ``x, y`` have shape ``(..., n)``; ``beta, b`` broadcast against ``x.shape[:-1]``; ``ny`` optionally
+    the precomputed ``1 - y``; ``work`` an optional list holding two reusable buffers of the broadcast
     shape (filled on first use): fresh large temporaries cost page faults at every step, which made
     up a third of the time. Centred moments (two passes: the mean, then the centred sums), so no
     cancellation at large ``beta``. Dot products over the last axis go through ``einsum`` (batched
@@ -359,8 +357,6 @@ def _moments(x: torch.Tensor, y: torch.Tensor, beta: torch.Tensor, b: torch.Tens
         if work is not None:
             work[:] = [s_buf, d_buf]
     s = torch.mul(y, b[..., None], out=s_buf).addcmul_(x, beta[..., None], value=-1.0)
-    if bias is not None:
-        s.add_(bias)
     w = s.sub_(s.amax(-1, keepdim=True)).exp_()  # in place: s is a buffer
     Z = w.sum(-1)
     f = _dot(w, x) / Z
