@@ -245,18 +245,21 @@ def main(argv: list[str] | None = None) -> str:
 
 
 READING = """
-**Reading.** A step of the trainer costs one `exp` pass over the `(R, m, n)` corpus, a scaling pass
-before it and one batched matrix product against six fixed float64 features per example (the
-sorted label groups' `[1, dx, dx^2]`), then about forty small operations per task: in units of one
-`exp` that is about 2.5 to 3.5 on one CPU thread at the default start, where the product's 48 bytes
-of features per example and, for small `n`, the per-task operations cost about as much as the
-exponential itself. It is 2 to 4 times faster than the trainer it replaced, and as `beta` grows it
-gets cheaper still: the exponential tail (terms `e^-50` below their group's largest) is dropped,
-so at `beta0 = 2000` a step touches a few percent of the columns. `torch.compile` of a fused
-kernel (one loop: exp and six masked sums) was measured as well: 1.3x one `exp` for `1 x 1024 x 1024`
-but no faster for `16 x 128 x 128`, with 5 to 35 s of compilation per process on this machine, so
-the eager code path is kept (the same on CPU and CUDA). Timings on a small shared CPU are noisy;
-the ratios within a row are the meaningful part.
+**Reading.** A step of the trainer is one scaling pass and one `exp` pass over the `(R, m, n)`
+corpus (sorted once, positives from the left, negatives from the right), one batched matrix product
+of the weights with six fixed float64 features per example (each label group's `[1, dx, dx^2]`),
+then about forty small operations per task. On one CPU thread the `exp` pass with its scaling costs
+about 1.3 `exp`, the product about 1.4 to 1.7 (it reads 56 bytes per example) and the per-task
+operations about 0.5 for `n = 128`: about 3 to 3.5 `exp` per element-step for the kernel, more for
+the whole step on a loaded machine and for small `n`, where fixed per-step costs dominate (for
+`32 x 32` corpora the replaced trainer is faster). The target of 2.5 `exp` per element-step is not
+reached at the default start; the batched product and the per-task operations are what is left. As `beta` grows a step gets much cheaper: terms
+more than `e^-50` below their group's largest are dropped, so at `beta0 = 2000` a step touches a few
+percent of the columns and costs less than two `exp` per element. `torch.compile` of a fused kernel
+(one loop: `exp` and six masked sums) measured about 1.3 `exp` for `1 x 1024 x 1024` but was no
+faster for `16 x 128 x 128`, after 5 to 35 s of compilation per process here, so the eager code path
+is kept (the same on CPU and CUDA). Timings on a small shared CPU are noisy (here the same `exp` took
+1.7 to 3.5 ns in one run); the ratios within a row are the meaningful part.
 """
 
 
