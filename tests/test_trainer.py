@@ -440,6 +440,6 @@ def test_cuda_fast_kernel_matches_cpu():
     be = torch.tensor([1000.0, -5.0, 20.0], dtype=torch.float64)
     bb = torch.tensor([800.0, 1.0, 20.0], dtype=torch.float64)
     ref = corpus_loss_and_grad(be, bb, corp)
-    corp_gpu = {k: v.cuda() for k, v in corp.items()}
+    corp_gpu = {k: v.cuda() for k, v in corp.items() if not k.startswith("_")}  # not the CPU layout
     for a, r in zip(corpus_loss_and_grad(be.cuda(), bb.cuda(), corp_gpu), ref):
         np.testing.assert_allclose(a.cpu().numpy(), r.numpy(), rtol=1e-10, atol=1e-300)
