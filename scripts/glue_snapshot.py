@@ -27,7 +27,8 @@ def glued_values(nb: dict) -> dict[str, object]:
             if not meta:
                 continue
             data = o.get("data", {})
-            txt = data.get("text/plain")
+            # papermill stores glued data under "application/papermill.record/<mime>"
+            txt = next((v for k, v in data.items() if k.endswith("text/plain")), None)
             if txt is None:
                 out[meta["name"]] = "<" + ",".join(sorted(data)) + ">"
                 continue

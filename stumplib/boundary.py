@@ -33,7 +33,6 @@ the range, are in :func:`exact_mse`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -41,12 +40,12 @@ import torch
 
 from .baselines import bayes_posterior_mean, midpoint, min_positive
 from .model import estimate
+from .stats import Estimate, ratio_of_means
 from .tasks import reflect
 from .validation import check_choice, check_int, check_prior, check_real, check_tensor_finite
 
 __all__ = ["ESTIMATORS", "HEAD_ESTIMATORS", "threshold_grid", "reflected_estimate", "combine", "estimate_all",
-           "profile_errors", "side_empty_probability", "exact_mse", "RatioEstimate",
-           "ratio_of_means", "interior_ratio", "boundary_excess", "mse_profile"]
+           "profile_errors", "side_empty_probability", "exact_mse", "interior_ratio", "boundary_excess", "mse_profile"]
 
 #: every estimator of the chapter, in plotting order
 ESTIMATORS = ("one-head", "reflected", "symmetrized", "count-weighted", "boundary-aware",
@@ -125,9 +124,9 @@ def combine(f: torch.Tensor, f_ref: torch.Tensor, n_pos: torch.Tensor, N: int,
     n_pos : torch.Tensor, shape broadcastable to ``S``: number of positive examples in the context
     N : context size
     rule : ``"symmetrized"`` (plain average), ``"count-weighted"`` or ``"boundary-aware"``
-        (see the module docstring).
+        (see the module docstring; any other value gives the boundary-aware rule: callers pass
+        names checked by :func:`estimate_all` or :func:`profile_errors`).
     """
-    rule = check_choice("rule", rule, ("symmetrized", "count-weighted", "boundary-aware"))
     if rule == "symmetrized":
         return 0.5 * (f + f_ref)
     n_pos = n_pos.to(f.dtype)
@@ -335,45 +334,6 @@ def exact_mse(name: str, tau: Any, N: int) -> np.ndarray:
     return 0.25 * (A_pos + A_neg - 2 * cross)
 
 
-@dataclass(frozen=True)
-class RatioEstimate:
-    """A ratio of mean squared errors with a bootstrap interval (resampling contexts)."""
-
-    value: float
-    ci: tuple[float, float]
-    level: float
-
-    def contains(self, v: float) -> bool:
-        return bool(self.ci[0] <= v <= self.ci[1])
-
-    def __str__(self) -> str:
-        return f"{self.value:.3f} [{self.ci[0]:.3f}, {self.ci[1]:.3f}]"
-
-
-def _check_boot(n_boot: int, level: float) -> tuple[int, float]:
-    n_boot = check_int("n_boot", n_boot, minimum=100)
-    level = check_real("level", level, low=0.0, high=1.0, low_open=True, high_open=True)
-    return n_boot, level
-
-
-def ratio_of_means(num: torch.Tensor | np.ndarray, den: torch.Tensor | np.ndarray, *,
-                   n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> RatioEstimate:
-    """``mean(num) / mean(den)`` over paired samples (shape ``(C,)``) with a pairs-bootstrap interval."""
-    n_boot, level = _check_boot(n_boot, level)
-    a = np.asarray(num.detach().cpu() if torch.is_tensor(num) else num, dtype=float).ravel()
-    d = np.asarray(den.detach().cpu() if torch.is_tensor(den) else den, dtype=float).ravel()
-    if a.shape != d.shape or a.size < 2:
-        raise ValueError("num and den must be paired samples of the same length >= 2")
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(d))) or d.mean() <= 0:
-        raise ValueError("num and den must be finite with a positive mean denominator")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, a.size, size=(n_boot, a.size))
-    boots = a[idx].mean(1) / d[idx].mean(1)
-    q = (1 - level) / 2
-    lo, hi = np.quantile(boots, [q, 1 - q])
-    return RatioEstimate(float(a.mean() / d.mean()), (float(lo), float(hi)), level)
-
-
 def _tau_mask(tau: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
     m = (tau >= lo) & (tau <= hi)
     if not bool(m.any()):
@@ -383,7 +343,7 @@ def _tau_mask(tau: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
 
 def interior_ratio(err_num: torch.Tensor, err_den: torch.Tensor, tau: torch.Tensor,
                    interior: tuple[float, float] = (0.2, 0.8), *, n_boot: int = 2000,
-                   level: float = 0.95, seed: int = 0) -> RatioEstimate:
+                   level: float = 0.95, seed: int = 0) -> Estimate:
     """MSE of one estimator over another's, averaged over the interior thresholds.
 
     Parameters
@@ -393,7 +353,8 @@ def interior_ratio(err_num: torch.Tensor, err_den: torch.Tensor, tau: torch.Tens
     tau : torch.Tensor, shape ``(T,)``
     interior : the thresholds ``interior[0] <= tau <= interior[1]`` that are averaged
 
-    The interval resamples contexts (each context's squared errors averaged over the interior
+    Returns a :class:`~stumplib.stats.Estimate` (:func:`stumplib.stats.ratio_of_means`): the
+    interval resamples contexts (each context's squared errors averaged over the interior
     thresholds form one paired sample).
     """
     lo, hi = check_prior(*interior)
@@ -406,7 +367,7 @@ def interior_ratio(err_num: torch.Tensor, err_den: torch.Tensor, tau: torch.Tens
 
 def boundary_excess(err: torch.Tensor, tau: torch.Tensor, N: int, *, width: float = 2.0,
                     interior: tuple[float, float] = (0.2, 0.8), n_boot: int = 2000,
-                    level: float = 0.95, seed: int = 0) -> RatioEstimate:
+                    level: float = 0.95, seed: int = 0) -> Estimate:
     """The largest MSE within ``width / N`` of the upper boundary over the interior average MSE.
 
     Parameters
@@ -415,10 +376,11 @@ def boundary_excess(err: torch.Tensor, tau: torch.Tensor, N: int, *, width: floa
     tau : torch.Tensor, shape ``(T,)``
     N : context size
     width : the boundary zone is ``tau >= 1 - width / N``
+
+    Returns a :class:`~stumplib.stats.Estimate` with a bootstrap interval over contexts.
     """
     N = check_int("N", N)
     width = check_real("width", width, low=0.0, low_open=True)
-    n_boot, level = _check_boot(n_boot, level)
     lo, hi = check_prior(*interior)
     if err.ndim != 2 or err.shape[0] != tau.shape[0]:
         raise ValueError("err must have shape (T, C) with T = len(tau)")
@@ -442,7 +404,7 @@ def boundary_excess(err: torch.Tensor, tau: torch.Tensor, N: int, *, width: floa
     boots = np.concatenate(boots)
     q = (1 - level) / 2
     lo_b, hi_b = np.quantile(boots, [q, 1 - q])
-    return RatioEstimate(value, (float(lo_b), float(hi_b)), level)
+    return Estimate(value, float(lo_b), float(hi_b), "bootstrap", level, None, n_boot)
 
 
 def mse_profile(err: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:

@@ -44,10 +44,10 @@ import numpy as np
 import torch
 
 from .device import DEFAULT_DTYPE, resolve_device
-from .stats import PowerLawFit, fit_power_law
-from .population import population_loss_and_grad
+from .population import population_hessian, population_loss_and_grad
+from .stats import Estimate, PowerLawFit, fit_power_law, interp_crossing, ols, window_interval, window_refits
 from .trainer import TrainingDiverged
-from .validation import check_choice, check_int, check_prior, check_real
+from .validation import check_bool, check_choice, check_int, check_prior, check_real
 
 __all__ = [
     "FlowDiverged",
@@ -133,12 +133,6 @@ def _pair(beta0: Any, b0: Any, names: tuple[str, str] = ("beta0", "b0")) -> tupl
             raise ValueError(f"{names[0]} and {names[1]} must have the same length (or one of them length 1); "
                              f"got {beta0.size} and {b0.size}")
     return beta0, b0
-
-
-def _check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False; got {value!r}")
-    return bool(value)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -414,7 +408,7 @@ def population_gd(beta0: Any, b0: Any, lr: Any, steps: int, *, tau_lo: float = 0
     steps = check_int("steps", steps, minimum=1)
     tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
     n_records = check_int("n_records", n_records, minimum=2)
-    _check_bool("progress", progress)
+    check_bool("progress", progress)
     max_loss_ratio = check_real("max_loss_ratio", max_loss_ratio, low=1.0)
     if dtype not in (torch.float32, torch.float64):
         raise ValueError(f"dtype must be torch.float32 or torch.float64; got {dtype!r}")
@@ -480,8 +474,6 @@ def calibration_time(result: FlowResult) -> np.ndarray:
     -------
     np.ndarray, shape ``(R,)``
     """
-    if not isinstance(result, FlowResult):
-        raise ValueError(f"result must be a FlowResult; got {type(result).__name__}")
     t = result.t
     # velocities per unit log time at t > 0; at t = 0 use the real-time velocities (same sign)
     scale = np.where(t > 0, t, 1.0)
@@ -494,14 +486,9 @@ def calibration_time(result: FlowResult) -> np.ndarray:
         if ok.size == 0:
             continue
         k = int(ok[0])
-        if k == 0:
-            out[r] = 0.0
-        elif k == 1:
-            out[r] = t[1]
-        else:
-            lt0, lt1 = np.log(t[k - 1]), np.log(t[k])
-            h0, h1 = h[r, k - 1], h[r, k]
-            out[r] = float(np.exp(lt0 + (lt1 - lt0) * (-h0) / (h1 - h0)))
+        # t[0] = 0 has no logarithm: a crossing in the first interval is put at t[1]
+        out[r] = 0.0 if k == 0 else t[1] if k == 1 else interp_crossing(
+            t[k - 1], t[k], h[r, k - 1], h[r, k], 0.0, log_x=True)
     return out
 
 
@@ -552,25 +539,15 @@ def fit_exponent(t: Any, y: Any, t_lo: float, t_hi: float, *, n_windows: int = 4
         raise ValueError("y must be finite and positive inside the fit window")
     base = fit_power_law(tt, yy, n_boot=100, seed=seed)
     lt, ly = np.log10(tt), np.log10(yy)
-    span = lt[-1] - lt[0]
-    rng = np.random.default_rng(seed)
-    slopes = []
-    while len(slopes) < n_windows:
-        width = span * rng.uniform(min_fraction, 1.0)
-        u = lt[0] + rng.uniform(0.0, span - width)
-        m = (lt >= u - 1e-12) & (lt <= u + width + 1e-12)
-        if m.sum() < 3:
-            continue
-        slopes.append(np.polyfit(lt[m], ly[m], 1)[0])
-    a = (1 - level) / 2
-    lo, hi = np.quantile(np.asarray(slopes), [a, 1 - a])
-    lo, hi = min(lo, base.slope), max(hi, base.slope)
-    return PowerLawFit(slope=base.slope, prefactor=base.prefactor, ci=(float(lo), float(hi)),
-                       stderr=base.stderr, n_points=base.n_points, method="windows")
+    slopes = window_refits(lt, lambda m: ols(lt[m], ly[m])[0], n_windows,
+                           min_fraction=min_fraction, min_points=3, seed=seed)
+    return PowerLawFit(slope=base.slope, prefactor=base.prefactor,
+                       ci=window_interval(base.slope, slopes, level), stderr=base.stderr,
+                       n_points=base.n_points, method="windows", level=level)
 
 
 def extrapolate_exponent(beta: Any, local: Any, *, beta_min: float, n_windows: int = 200,
-                         level: float = 0.95, seed: int = 0) -> tuple[float, tuple[float, float]]:
+                         level: float = 0.95, seed: int = 0) -> Estimate:
     """Asymptotic exponent: the limit of the local exponent as ``beta -> inf``.
 
     The local exponent ``p = d log beta / d log t`` approaches its limit with corrections of order
@@ -590,7 +567,8 @@ def extrapolate_exponent(beta: Any, local: Any, *, beta_min: float, n_windows: i
 
     Returns
     -------
-    p_inf, (lo, hi)
+    Estimate
+        ``p_inf`` with its interval (kind ``"windows"``).
     """
     beta = np.asarray(beta, dtype=float).ravel()
     local = np.asarray(local, dtype=float).ravel()
@@ -611,19 +589,10 @@ def extrapolate_exponent(beta: Any, local: Any, *, beta_min: float, n_windows: i
 
     p_inf = icpt(np.ones(bb.size, bool), True)
     lb = np.log(bb)
-    span = lb.max() - lb.min()
-    rng = np.random.default_rng(seed)
-    icpts: list[float] = []
-    while len(icpts) < 2 * n_windows:
-        width = span * rng.uniform(0.5, 1.0)
-        u = lb.min() + rng.uniform(0.0, span - width)
-        m = (lb >= u - 1e-12) & (lb <= u + width + 1e-12)
-        if m.sum() < 4:
-            continue
-        icpts += [icpt(m, True), icpt(m, False)]
-    a = (1 - level) / 2
-    lo, hi = np.quantile(np.asarray(icpts), [a, 1 - a])
-    return p_inf, (float(min(lo, p_inf)), float(max(hi, p_inf)))
+    icpts = window_refits(lb, lambda m: (icpt(m, True), icpt(m, False)), n_windows,
+                          min_fraction=0.5, min_points=4, seed=seed)
+    lo, hi = window_interval(p_inf, icpts, level)
+    return Estimate(p_inf, lo, hi, "windows", level, None, int(bb.size))
 
 
 def interpolate_flow(result: FlowResult, t: Any, run: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -651,7 +620,7 @@ def interpolate_flow(result: FlowResult, t: Any, run: int = 0) -> tuple[np.ndarr
 
 def hessian_max_eig(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
                     rel_step: float = 1e-5) -> np.ndarray:
-    """Largest eigenvalue of the population Hessian, by central differences of the exact gradient.
+    """Largest eigenvalue of the population Hessian (:func:`stumplib.population.population_hessian`).
 
     Constant-step GD is linearly stable where ``lr < 2 / lambda_max``.
 
@@ -665,19 +634,8 @@ def hessian_max_eig(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
     np.ndarray, shape ``(P,)``
     """
     beta, b = _pair(beta, b, ("beta", "b"))
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
-    rel_step = check_real("rel_step", rel_step, low=1e-8, high=1e-2)
-    h = rel_step * beta
-    H = np.empty((beta.size, 2, 2))
-    for j in range(2):
-        e = np.array([1.0, 0.0]) if j == 0 else np.array([0.0, 1.0])
-        bp = torch.from_numpy(np.concatenate([beta + h * e[0], beta - h * e[0]]))
-        cp = torch.from_numpy(np.concatenate([b + h * e[1], b - h * e[1]]))
-        with _one_thread():
-            _, gb, gc = population_loss_and_grad(bp, cp, tau_lo, tau_hi)
-        g = np.stack([gb.numpy(), gc.numpy()], 1)
-        H[:, :, j] = (g[:beta.size] - g[beta.size:]) / (2 * h[:, None])
-    H = 0.5 * (H + H.transpose(0, 2, 1))
+    with _one_thread():
+        H = population_hessian(beta, b, tau_lo, tau_hi, rel_step=rel_step)
     return np.linalg.eigvalsh(H)[:, -1]
 
 

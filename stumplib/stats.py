@@ -24,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["Estimate", "PowerLawFit", "mean_interval", "bootstrap", "ratio_of_means", "fit_power_law",
-           "fit_replicates", "ols", "interp_crossing", "crossing"]
+           "fit_replicates", "ols", "window_refits", "window_interval", "interp_crossing", "crossing"]
 
 KINDS = ("plain", "seeds", "bootstrap", "windows", "censored", "quadrature")
 
@@ -298,6 +298,40 @@ def fit_replicates(x: Any, y: Any, y_reps: Any, *, level: float = 0.95,
     return PowerLawFit(slope=float(slope), prefactor=float(np.exp(icpt)), ci=(lo, hi),
                        stderr=_stderr(lx, ly, slope, icpt), n_points=int(lx.size), method=method,
                        level=level)
+
+
+# ------------------------------------------------------------------------------------ fit windows
+def window_refits(u: np.ndarray, refit, n_windows: int, *, min_fraction: float = 0.5,
+                  min_points: int = 3, seed: int = 0) -> np.ndarray:
+    """Refit on ``n_windows`` random sub-windows of the coordinate ``u`` (e.g. ``log t``).
+
+    Each sub-window ``[a, a + w]`` has a width ``w`` drawn uniformly in ``[min_fraction, 1]`` times
+    the span of ``u`` and a start ``a`` drawn uniformly so that it fits; windows holding fewer than
+    ``min_points`` points are redrawn. ``refit(mask)`` returns a number or a sequence of numbers
+    for the points ``mask``; the result stacks them, shape ``(n_windows,)`` or ``(n_windows, k)``.
+    A deterministic curve has no sampling noise: the spread of these refits measures how much a
+    fitted quantity depends on where one fits (an :class:`~stumplib.stats.Estimate` of kind
+    ``"windows"``).
+    """
+    lo = float(u.min())
+    span = float(u.max()) - lo
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < n_windows:
+        width = span * rng.uniform(min_fraction, 1.0)
+        a = lo + rng.uniform(0.0, span - width)
+        m = (u >= a - 1e-12) & (u <= a + width + 1e-12)
+        if m.sum() < min_points:
+            continue
+        out.append(refit(m))
+    return np.asarray(out, dtype=float)
+
+
+def window_interval(point: float, reps: np.ndarray, level: float) -> tuple[float, float]:
+    """Central ``level`` range of the refits, widened to contain the point estimate."""
+    a = (1 - level) / 2
+    lo, hi = np.quantile(np.ravel(reps), [a, 1 - a])
+    return float(min(lo, point)), float(max(hi, point))
 
 
 # ------------------------------------------------------------------------------------ crossings

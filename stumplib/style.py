@@ -8,7 +8,7 @@ from __future__ import annotations
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 
-__all__ = ["use", "COLORS", "figure", "label_panels"]
+__all__ = ["use", "COLORS", "figure", "panels", "label_panels"]
 
 #: fixed colours for recurring curves (colour-blind-safe Okabe-Ito palette)
 COLORS = {
@@ -17,16 +17,18 @@ COLORS = {
     "population": "#000000",
     "reflected": "#E69F00",
     "symmetrized": "#009E73",
-    "two-head": "#CC79A7",
+    "boundary-aware": "#CC79A7",
     "min positive": "#56B4E9",
     "max negative": "#E69F00",
     "midpoint": "#D55E00",
     "Bayes": "#7F7F7F",
-    "ERM stump": "#CC79A7",
     "semantic": "#0072B2",
     "positional": "#D55E00",
     "linear": "#7F7F7F",
     "fit": "#D55E00",
+    "beta small": "#56B4E9",
+    "beta mid": "#0072B2",
+    "beta large": "#000000",
     "gd": "#009E73",
 }
 
@@ -61,25 +63,30 @@ def use() -> None:
 
 def figure(ncols: int = 1, nrows: int = 1, width: float = 6.4, height: float = 4.0, **kw):
     """``plt.subplots`` with the book's panel size (``width`` x ``height`` inches per panel)."""
-    from .validation import check_int, check_real
-
-    ncols = check_int("ncols", ncols, maximum=64)
-    nrows = check_int("nrows", nrows, maximum=64)
-    width = check_real("width", width, low=0.0, high=100.0, low_open=True)
-    height = check_real("height", height, low=0.0, high=100.0, low_open=True)
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows),
                              constrained_layout=True, **kw)
     return fig, axes
 
 
+def panels(n: int, width: float = 3.8, height: float = 2.9, **kw):
+    """``n`` panels, at most two per row (the book's text width fits two): ``(fig, [axes])``.
+
+    A last row with a single panel keeps the panel size (left-aligned); unused slots are removed.
+    """
+    ncols = min(n, 2)
+    nrows = -(-n // 2)
+    fig, axes = figure(ncols=ncols, nrows=nrows, width=width, height=height, squeeze=False, **kw)
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.remove()
+    return fig, flat[:n]
+
+
 def label_panels(axes) -> None:
     """Write (a), (b), ... in the top-left corner of each panel."""
     import numpy as np
-    from matplotlib.axes import Axes
 
     flat = list(np.ravel(np.asarray(axes, dtype=object)))
-    if not flat or not all(isinstance(ax, Axes) for ax in flat):
-        raise ValueError(f"axes must be a matplotlib Axes or an array of them; got {axes!r}")
     for i, ax in enumerate(flat):
         ax.text(-0.12, 1.04, f"({chr(97 + i)})", transform=ax.transAxes, fontsize=11,
                 fontweight="bold", va="bottom")

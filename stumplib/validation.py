@@ -18,6 +18,7 @@ __all__ = [
     "check_real",
     "check_prior",
     "check_choice",
+    "check_bool",
     "check_tensor_finite",
     "check_grid",
     "as_real_tensor",
@@ -79,6 +80,13 @@ def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {list(choices)}; got {value!r}")
     return value
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """Return ``value`` if it is ``True`` or ``False`` (not a number, not a string)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False; got {value!r}")
+    return bool(value)
 
 
 def check_tensor_finite(name: str, value: torch.Tensor) -> torch.Tensor:

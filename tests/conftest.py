@@ -1,6 +1,14 @@
-"""Shared fixtures: repository paths and float64 by default."""
+"""Shared fixtures: repository paths, float64 by default, and every chapter executed once.
+
+:func:`executed_chapter` executes a chapter at most once per test session at the ``smoke`` profile
+(papermill, a fresh kernel, ``STUMPBOOK_CACHE=0`` so nothing is reloaded, results written under a
+temporary ``STUMPBOOK_RESULTS``); every test that needs an executed notebook shares that run.
+"""
 from __future__ import annotations
 
+import json
+import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -17,3 +25,50 @@ def _float64():
     torch.set_default_dtype(torch.float64)
     yield
     torch.set_default_dtype(old)
+
+
+@contextmanager
+def _environment(**env: str):
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def execute(path: Path, out: Path, parameters: dict, results: Path, timeout: int = 900) -> dict:
+    """Execute ``path`` with papermill into ``out`` (caching off, results under ``results``) and return
+    the executed notebook; a failing cell raises :class:`papermill.PapermillExecutionError`."""
+    import papermill as pm
+
+    with _environment(STUMPBOOK_CACHE="0", STUMPBOOK_RESULTS=str(results), MPLBACKEND="Agg"):
+        pm.execute_notebook(str(path), str(out), parameters=parameters, cwd=str(path.parent),
+                            kernel_name="python3", progress_bar=False, execution_timeout=timeout)
+    return json.loads(out.read_text())
+
+
+@pytest.fixture(scope="session")
+def executed_chapter(tmp_path_factory):
+    """``executed_chapter(path)`` -> the chapter's notebook executed once at ``smoke`` on the CPU (the
+    same dict for every caller); the execution error, re-raised, if it failed."""
+    runs: dict[Path, object] = {}
+
+    def get(path: Path) -> dict:
+        if path not in runs:
+            tmp = tmp_path_factory.mktemp(path.stem)
+            try:
+                runs[path] = execute(path, tmp / path.name, {"profile": "smoke", "device": "cpu"},
+                                     tmp / "results")
+            except Exception as exc:  # noqa: BLE001  (recorded once, re-raised to every user)
+                runs[path] = exc
+        got = runs[path]
+        if isinstance(got, Exception):
+            raise got
+        return got  # type: ignore[return-value]
+
+    return get

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from stumplib.boundary import (ESTIMATORS, boundary_excess, combine, estimate_all, exact_mse,
-                               interior_ratio, mse_profile, profile_errors, ratio_of_means,
-                               reflected_estimate, side_empty_probability)
+                               interior_ratio, mse_profile, profile_errors, reflected_estimate,
+                               side_empty_probability)
+from stumplib.stats import Estimate, ratio_of_means
 from stumplib.baselines import max_negative, midpoint
 from stumplib.model import estimate
 from stumplib.tasks import labels, reflect, sample_contexts
@@ -32,6 +33,24 @@ def test_reflection_maps_threshold_tau_to_one_minus_tau():
     has_neg = (y < 0.5).any(-1)
     f_sharp = reflected_estimate(x, y, 1e6, 1.1e6)
     assert torch.allclose(f_sharp[has_neg], max_negative(x, y)[has_neg], atol=1e-5)
+
+
+@pytest.mark.parametrize("beta,b", [(3.0, 2.0), (40.0, 44.0), (5000.0, 5500.0), (1e6, 1.1e6)])
+def test_fast_paths_match_model_estimate(beta, b):
+    """The profile fast path (sorted contexts, cumulative log-sum-exps) and the reflection path give
+    exactly what the one definition of the estimator, ``model.estimate``, gives."""
+    C, N = 150, 10
+    x = _rand(C, N, seed=5)
+    tau = torch.tensor([0.0, 0.003, 0.31, 0.5, 0.97, 1.0], dtype=torch.float64)
+    fast = profile_errors(x, tau, beta, b, estimators=("one-head", "reflected"))
+    atol = 1e-11 * max(1.0, beta / 1e4)  # rounding of beta * x, relative 1e-16, grows with beta
+    for t in range(tau.shape[0]):
+        y = labels(x, tau[t].expand(C))
+        f = estimate(x, y, beta, b)
+        f_ref = 1.0 - estimate(1.0 - x, 1.0 - y, beta, b)
+        assert torch.allclose(fast["one-head"][t], f - tau[t], atol=atol, rtol=0), t
+        assert torch.allclose(fast["reflected"][t], f_ref - tau[t], atol=atol, rtol=0), t
+        assert torch.allclose(reflected_estimate(x, y, beta, b), f_ref, atol=1e-13, rtol=0), t
 
 
 @pytest.mark.parametrize("beta,b", [(3.0, 2.0), (40.0, 44.0), (5000.0, 5500.0)])
@@ -162,6 +181,7 @@ def test_ratio_of_means_interval():
     a = _rand(4000, seed=12) * 4
     b = _rand(4000, seed=13)
     r = ratio_of_means(a, b, n_boot=500)
+    assert isinstance(r, Estimate) and r.kind == "bootstrap"
     assert r.ci[0] < r.value < r.ci[1]
     assert r.contains(4.0)
     assert r.ci[1] - r.ci[0] < 0.5
@@ -198,8 +218,6 @@ def test_bad_inputs():
         exact_mse("median", 0.5, 10)
     with pytest.raises(ValueError, match="N must"):
         side_empty_probability(0.5, 2.0)
-    with pytest.raises(ValueError, match="rule"):
-        combine(x[0], x[0], torch.tensor(1), 5, "max")
     err = torch.zeros(5, 10)
     with pytest.raises(ValueError, match="upper boundary"):
         boundary_excess(err, torch.linspace(0, 0.5, 5), 100)
@@ -207,7 +225,5 @@ def test_bad_inputs():
         boundary_excess(err, tau, 10, width=-1.0)
     with pytest.raises(ValueError, match="err_num"):
         interior_ratio(err, err[:, :3], tau)
-    with pytest.raises(ValueError, match="n_boot"):
-        ratio_of_means(np.ones(5), np.ones(5), n_boot=10)
     with pytest.raises(ValueError, match="tau_lo"):
         interior_ratio(err, err, tau, interior=(0.8, 0.2))

@@ -1,20 +1,19 @@
 """Same seed, same numbers; cached results are written atomically and reloaded only when they match.
 
-- Every chapter executed twice at the ``smoke`` profile (papermill, fresh kernels) glues identical
-  values: numbers and strings equal exactly, figures equal as PNG bytes (``slow``).
+- Every chapter executed twice at the ``smoke`` profile (papermill, fresh kernels, caching off so
+  that both runs compute) glues identical values: numbers and strings equal exactly, figures equal
+  as PNG bytes (``slow``). The first run is the session's shared one (``conftest.executed_chapter``).
 - :func:`stumplib.results_io.save_results` interrupted mid-write leaves the previous file intact and
   no temporary file behind; a reload with a different configuration returns ``None`` (recompute).
 """
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import CHAPTERS
+from conftest import CHAPTERS, execute
 from stumplib import results_io
 
 
@@ -109,9 +108,8 @@ def test_interrupted_first_write_leaves_no_file(tmp_path: Path, monkeypatch):
 # --------------------------------------------------------------------------------------------
 # chapters: two executions, identical glue
 # --------------------------------------------------------------------------------------------
-def _glued(nb_path: Path) -> dict[str, object]:
-    """name -> glued payload (text/plain for values, PNG/SVG data for figures)."""
-    nb = json.loads(nb_path.read_text())
+def _glued(nb: dict) -> dict[str, object]:
+    """name -> glued payload (text/plain for values, PNG/SVG data for figures) of an executed notebook."""
     out: dict[str, object] = {}
     for cell in nb["cells"]:
         for o in cell.get("outputs", []):
@@ -120,8 +118,9 @@ def _glued(nb_path: Path) -> dict[str, object]:
                 continue
             data = o.get("data", {})
             for mime in ("image/png", "image/svg+xml", "text/html", "text/plain"):
-                if mime in data:
-                    v = data[mime]
+                got = [k for k in data if k.endswith(mime)]  # papermill records: application/papermill.record/<mime>
+                if got:
+                    v = data[got[0]]
                     out[key] = (mime, "".join(v) if isinstance(v, list) else v)
                     break
     return out
@@ -129,21 +128,15 @@ def _glued(nb_path: Path) -> dict[str, object]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
-def test_two_smoke_executions_glue_identical_values(path: Path, tmp_path: Path):
-    pm = pytest.importorskip("papermill")
-    runs = []
-    for i in range(2):
-        out = tmp_path / f"run{i}.ipynb"
-        # A fresh kernel each time, as two book builds would run it (a chapter that caches under
-        # results/ reloads on the second run: the reload must then give the same glue too).
-        pm.execute_notebook(str(path), str(out), parameters={"profile": "smoke", "device": "cpu"},
-                            cwd=str(path.parent), kernel_name="python3", progress_bar=False,
-                            execution_timeout=300)
-        runs.append(_glued(out))
-    a, b = runs
-    assert a.keys() == b.keys(), f"glue keys differ: {sorted(set(a) ^ set(b))}"
-    differ = sorted(k for k in a if a[k] != b[k])
+def test_two_smoke_executions_glue_identical_values(path: Path, tmp_path: Path, executed_chapter):
+    """The shared smoke run and one more, both computing everything (``STUMPBOOK_CACHE=0``: the
+    second run must not reload the first one's results), in fresh kernels."""
+    first = _glued(executed_chapter(path))
+    second = _glued(execute(path, tmp_path / path.name, {"profile": "smoke", "device": "cpu"},
+                            tmp_path / "results"))
+    assert first.keys() == second.keys(), f"glue keys differ: {sorted(set(first) ^ set(second))}"
+    differ = sorted(k for k in first if first[k] != second[k])
     # ignore keys that measure wall-clock time: they are not results
     differ = [k for k in differ if not any(t in k for t in ("runtime", "seconds", "elapsed", "_time_s", "wall"))]
     assert not differ, f"{path.name}: glued values differ between two runs: " + "; ".join(
-        f"{k}: {str(a[k][1])[:60]!r} vs {str(b[k][1])[:60]!r}" for k in differ[:8])
+        f"{k}: {str(first[k][1])[:60]!r} vs {str(second[k][1])[:60]!r}" for k in differ[:8])

@@ -8,6 +8,7 @@ import torch
 from scipy.optimize import minimize_scalar
 
 from stumplib import dynamics as D
+from stumplib.stats import window_refits
 from stumplib.population import population_loss, population_loss_and_grad
 
 POINTS = [(5.0, 0.0), (3.0, 2.5), (20.0, 18.0), (300.0, 245.0)]
@@ -79,8 +80,8 @@ def test_local_exponent_approaches_one_quarter_from_above(long_flow):
     late = long_flow.t >= 1e6
     assert np.all(np.diff(p[late]) < 0) and np.all(p[late] > 0.25)
     assert p[-1] - 0.25 < 1e-3
-    p_inf, (lo, hi) = D.extrapolate_exponent(long_flow.beta[0], p, beta_min=50)
-    assert abs(p_inf - 0.25) < 1e-3 and lo <= p_inf <= hi
+    est = D.extrapolate_exponent(long_flow.beta[0], p, beta_min=50)
+    assert abs(est.value - 0.25) < 1e-3 and est.lo <= est.value <= est.hi and est.kind == "windows"
 
 
 def test_valley_matches_numerical_minimiser():
@@ -150,8 +151,25 @@ def test_fit_exponent_recovers_a_pure_power_law_and_brackets_a_drifting_one():
 def test_extrapolate_exponent_on_synthetic_corrections():
     beta = np.geomspace(30, 3000, 60)
     p = 0.25 + 0.7 / beta + 0.1 * np.log(beta) / beta
-    p_inf, (lo, hi) = D.extrapolate_exponent(beta, p, beta_min=30)
-    assert p_inf == pytest.approx(0.25, abs=1e-9) and lo <= 0.25 + 1e-6 and hi >= 0.25 - 1e-6
+    est = D.extrapolate_exponent(beta, p, beta_min=30)
+    assert est.value == pytest.approx(0.25, abs=1e-9) and est.contains(0.25, tol=1e-6)
+
+
+def test_window_refits_draw_windows_of_the_requested_size():
+    u = np.linspace(0.0, 10.0, 101)
+    spans = window_refits(u, lambda m: (u[m].min(), u[m].max()), 200, min_fraction=0.5, seed=3)
+    assert spans.shape == (200, 2)
+    width = spans[:, 1] - spans[:, 0]
+    assert np.all(width >= 5.0 - 0.1 - 1e-9) and np.all(spans[:, 0] >= 0) and np.all(spans[:, 1] <= 10)
+    again = window_refits(u, lambda m: (u[m].min(), u[m].max()), 200, min_fraction=0.5, seed=3)
+    np.testing.assert_array_equal(spans, again)
+
+
+def test_population_hessian_is_shared_with_the_stability_limit():
+    from stumplib.population import population_hessian
+    H = population_hessian([20.0, 5.0], [18.0, 0.0])
+    assert H.shape == (2, 2, 2) and np.allclose(H, H.transpose(0, 2, 1))
+    np.testing.assert_allclose(D.hessian_max_eig([20.0, 5.0], [18.0, 0.0]), np.linalg.eigvalsh(H)[:, -1])
 
 
 def test_gradient_field_is_the_flow_direction():
@@ -207,8 +225,6 @@ def test_other_functions_reject_bad_input(long_flow):
         D.fit_exponent(long_flow.t, long_flow.beta[0], 1e5, 1.1e5)
     with pytest.raises(ValueError, match="t_hi"):
         D.fit_exponent(long_flow.t, long_flow.beta[0], 1e5, 1e4)
-    with pytest.raises(ValueError, match="result"):
-        D.calibration_time({"t": 1})
     with pytest.raises(ValueError, match="beta_min"):
         D.extrapolate_exponent(long_flow.beta[0], long_flow.dlogbeta_dlogt[0], beta_min=1e9)
     with pytest.raises(ValueError, match="tau_hi"):

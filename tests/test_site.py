@@ -1,7 +1,10 @@
 """The published site as a reader meets it: every built page opened in headless Chromium.
 
-Run after ``jupyter-book build .`` (``.ci/run`` does: tests, build, then this file). For every HTML
-page under ``_build/html`` (or ``$STUMPBOOK_SITE_DIR``), served on 127.0.0.1, it asserts:
+Run after ``jupyter-book build .`` (``.ci/run`` does: tests, build, then this file). The site under
+``_build/html`` (or ``$STUMPBOOK_SITE_DIR``) is served over HTTP on 127.0.0.1 *under a sub-path*,
+``http://127.0.0.1:PORT/<repository>/`` (``$STUMPBOOK_SITE_SUBPATH``, default ``stumpbook``), the
+way GitHub Pages serves a project site (``https://<owner>.github.io/<repository>/``): a link that
+only works from ``file://`` or at a server's root fails here. For every HTML page it asserts:
 
 - math is rendered: every Sphinx math element holds MathJax output and no raw ``$...$``, ``\\(``
   or ``\\[`` is left in the text;
@@ -9,8 +12,18 @@ page under ``_build/html`` (or ``$STUMPBOOK_SITE_DIR``), served on 127.0.0.1, it
 - no cell shows an error, a traceback or a warning;
 - every internal link resolves (the target page exists, and so does its ``#anchor``);
 - no script error, and the page does not overflow horizontally;
+- every same-origin request of the page (style sheets, scripts, images) answers HTTP 200 and stays
+  under the sub-path;
+- every figure fits the text column and is legible: not narrower than about 300 px per panel
+  (panels counted from the image's size in inches at its stored dpi, 6.4 in per panel, the book's
+  style) and its tick labels render at >= 6 px;
+- every table fits its container, or sits in the theme's horizontal scroll wrapper
+  (pydata-sphinx-theme's ``.pst-scrollable-table-container``, ``overflow-x: auto``) that itself
+  fits the text column: the page never scrolls sideways and a wide table scrolls inside the column;
 
-and saves a full-page screenshot to ``_build/screenshots/<page>.png``.
+then, over the whole site: every internal URL (links, images, download links such as the
+``.ipynb`` source downloads) answers HTTP 200 under the sub-path, and the search page
+(``search.html?q=...``) loads its index and lists results whose links load. It saves a full-page screenshot to ``_build/screenshots/<page>.png``.
 
 The machines have no network, so the MathJax CDN request is answered from a local copy of the same
 package (``npm install mathjax@3``, looked for in ``$STUMPBOOK_MATHJAX_DIR`` or
@@ -27,7 +40,9 @@ import re
 import shutil
 import subprocess
 import threading
+import urllib.error
 import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -79,17 +94,41 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+#: the sub-path the site is served under, as GitHub Pages serves a project site (/<repository>/)
+SUBPATH = os.environ.get("STUMPBOOK_SITE_SUBPATH", "stumpbook").strip("/") or "stumpbook"
+
+
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
+    """``http://127.0.0.1:PORT/<SUBPATH>/``: a folder holding only a link ``<SUBPATH> -> site``,
+    served by ``http.server`` on loopback in a thread (the server's root has nothing else)."""
     if not (SITE / "index.html").exists():
         pytest.skip(f"no built site at {SITE} (run `jupyter-book build .` first)")
-    handler = functools.partial(_QuietHandler, directory=str(SITE))
+    root = tmp_path_factory.mktemp("pages")
+    (root / SUBPATH).symlink_to(SITE, target_is_directory=True)
+    handler = functools.partial(_QuietHandler, directory=str(root))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/{SUBPATH}/"
     httpd.shutdown()
     httpd.server_close()
+
+
+def _origin(server: str) -> str:
+    u = urllib.parse.urlsplit(server)
+    return f"{u.scheme}://{u.netloc}/"
+
+
+def _http_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=30) as r:
+            r.read()
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except (urllib.error.URLError, OSError):
+        return -1
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +219,42 @@ async () => {
     hidden.forEach((e, i) => { e.style.display = old[i]; });
     return t;
   })();
+  const article = document.querySelector('article.bd-article') || main;
+  const acs = getComputedStyle(article);
+  const colLeft = article.getBoundingClientRect().left + parseFloat(acs.paddingLeft);
+  const colWidth = article.clientWidth - parseFloat(acs.paddingLeft) - parseFloat(acs.paddingRight);
+  const colRight = colLeft + colWidth;
+  const label = e => (e.id || (e.closest('[id]') || {}).id || '') + ': ' + e.innerText.trim().slice(0, 60);
+  const scrollWrapper = e => {
+    for (let p = e.parentElement; p && p !== document.body; p = p.parentElement) {
+      const ox = getComputedStyle(p).overflowX;
+      if (ox === 'auto' || ox === 'scroll') return p;
+    }
+    return null;
+  };
   return {
+    column: {left: colLeft, width: colWidth},
+    figures: Array.from(article.querySelectorAll('img')).filter(i => i.offsetParent !== null).map(i => {
+      const r = i.getBoundingClientRect();
+      return {src: i.src, width: r.width, right: r.right, naturalWidth: i.naturalWidth,
+              naturalHeight: i.naturalHeight, id: (i.closest('figure') || i).id || i.getAttribute('src')};
+    }),
+    tables: Array.from(article.querySelectorAll('table')).filter(t => t.offsetParent !== null).map(t => {
+      const r = t.getBoundingClientRect();
+      const w = scrollWrapper(t);
+      const wr = w ? w.getBoundingClientRect() : null;
+      return {label: label(t), width: r.width, right: r.right, parentWidth: t.parentElement.clientWidth,
+              scrollWidth: t.scrollWidth, clientWidth: t.clientWidth,
+              wrapper: w ? String(w.className).split(' ')[0] || w.tagName : null,
+              wrapperRight: wr ? wr.right : null, wrapperWidth: wr ? wr.width : null};
+    }),
+    urls: Array.from(new Set([
+      ...Array.from(document.querySelectorAll('a[href]')).map(a => a.href),
+      ...Array.from(document.querySelectorAll('img[src]')).map(i => i.src),
+      ...Array.from(document.querySelectorAll('link[href]')).filter(l => l.rel !== 'preconnect' && l.rel !== 'dns-prefetch').map(l => l.href),
+      ...Array.from(document.querySelectorAll('script[src]')).map(s => s.src),
+    ])),
+    downloads: Array.from(document.querySelectorAll('a[download], a.btn-download-source-button, .dropdown-download-buttons a[href]')).map(a => a.href),
     text: visibleText,
     nMath: maths.length,
     nMathRendered: maths.filter(m => m.querySelector('mjx-container') || m.tagName === 'MJX-CONTAINER').length,
@@ -258,16 +332,27 @@ def facts(server, browser):
         page = browser.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
+        origin = _origin(server)
+        bad_http: list[str] = []
+        page.on("response", lambda r: bad_http.append(f"{r.status} {r.url}")
+                if r.url.startswith(origin) and r.status >= 400 else None)
+        page.on("requestfailed", lambda r: bad_http.append(f"failed {r.url}")
+                if r.url.startswith(origin) else None)
         # Known upstream duplicate in jupyter-book 1.0.4 + sphinx-thebe 0.3.1: the thebe config
         # script is emitted twice, so the second ``const THEBE_JS_URL`` throws. Harmless (thebe is
         # only used by launch buttons, which are off); every other script error fails.
         errors_ignored = ("Identifier 'THEBE_JS_URL' has already been declared",)
         page.goto(server + rel, wait_until="load", timeout=60_000)
-        page.wait_for_load_state("networkidle", timeout=30_000)
+        try:
+            page.wait_for_load_state("networkidle", timeout=30_000)
+        except Exception as exc:  # noqa: BLE001 - a slow machine; the checks below still apply
+            if "Timeout" not in type(exc).__name__:
+                raise
         page.evaluate(_JS_WAIT_MATH)
         page.screenshot(path=str(SHOTS / f"{_page_id(rel)}.png"), full_page=True)
         f = page.evaluate(_JS_PAGE_FACTS)
         f["pageErrors"] = [e for e in errors if not any(k in e for k in errors_ignored)]
+        f["badHttp"] = bad_http
         page.close()
         cache[rel] = f
         return f
@@ -390,3 +475,163 @@ def test_landing_page_claims_table_is_filled(facts):
         assert re.search(r"\d", value), f"row without a glued value: {cells}"
         assert re.search(r"ch\. \d", measured), f"row without a chapter link: {cells}"
         assert len(verdict) >= 3, f"row without a verdict: {cells}"
+
+
+# ------------------------------------------------------------------ served under a sub-path
+def _local(url: str, server: str) -> str | None:
+    """The URL without its fragment when it is served by our server, else None."""
+    if not url.startswith(_origin(server)):
+        return None
+    return urllib.parse.urldefrag(url)[0]
+
+
+@pytest.mark.parametrize("rel", _params())
+def test_page_requests_load_under_the_subpath(rel, facts, server):
+    """Every request the page made to the server (CSS, JS, images, fonts) answered 200, and no URL
+    of the page points at the server's root outside ``/<repository>/`` (that would be another
+    site on GitHub Pages)."""
+    f = facts(rel)
+    assert not f["badHttp"], f"{rel}: failed requests: {f['badHttp']}"
+    outside = sorted({u for u in f["urls"] if _local(u, server) and not u.startswith(server)})
+    assert not outside, f"{rel}: URLs outside the sub-path /{SUBPATH}/: {outside}"
+
+
+def test_every_internal_url_loads_over_http(facts, server):
+    """Links, images, style sheets, scripts and download links of every page: HTTP 200."""
+    if not PAGES:
+        pytest.skip(f"no built site at {SITE}")
+    urls: dict[str, str] = {}
+    n_downloads = 0
+    for rel in PAGES:
+        f = facts(rel)
+        n_downloads += len(f["downloads"])
+        for u in f["urls"] + f["downloads"]:
+            loc = _local(u, server)
+            if loc:
+                urls.setdefault(loc, rel)
+    assert any(u.endswith(".ipynb") for u in urls), "no notebook download link on any page"
+    bad = [(f"{code} {u[len(server) - 1:]}", f"(from {rel})")
+           for u, rel in sorted(urls.items()) for code in [_http_status(u)] if code != 200]
+    assert not bad, f"{len(bad)} of {len(urls)} internal URLs do not load: {bad[:30]}"
+
+
+_JS_SEARCH_RESULTS = r"""
+() => Array.from(document.querySelectorAll('#search-results ul.search li a, #search-results li a'))
+        .map(a => a.href)
+"""
+
+
+def test_search_page_finds_pages(server, browser):
+    """search.html loads its index under the sub-path and lists results whose links load."""
+    if "search.html" not in PAGES:
+        pytest.skip("no search.html in the built site")
+    page = browser.new_page()
+    try:
+        page.goto(server + "search.html?q=attention", wait_until="load", timeout=60_000)
+        page.wait_for_function(
+            "document.querySelectorAll('#search-results li').length > 0", timeout=60_000)
+        hits = page.evaluate(_JS_SEARCH_RESULTS)
+    finally:
+        page.close()
+    assert hits, "the search page lists no results for 'attention'"
+    local = [urllib.parse.urldefrag(h)[0] for h in hits if h.startswith(server)]
+    assert local, f"search results do not point into the site under /{SUBPATH}/: {hits[:5]}"
+    bad = [u for u in sorted(set(local)) if _http_status(u) != 200]
+    assert not bad, f"search results that do not load: {bad}"
+
+
+# ------------------------------------------------------------------ figures and tables
+#: the book's panel width (stumplib.style.figure: 6.4 in per panel) and its smallest font (the
+#: legend, 9 pt; tick labels 9.5 pt)
+PANEL_INCHES = 6.4
+SMALLEST_FONT_PT = 9.0
+#: a figure is legible when each panel gets about this many CSS px and its smallest text this many
+MIN_PX_PER_PANEL = 300
+MIN_FONT_PX = 6.0
+
+
+@functools.lru_cache(maxsize=None)
+def _png_dpi(path: str) -> float | None:
+    """The dpi stored in a PNG's pHYs chunk (matplotlib writes it), or None."""
+    import struct
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    i = 8
+    while i + 8 <= len(data):
+        n, kind = struct.unpack(">I4s", data[i:i + 8])
+        if kind == b"pHYs" and n >= 9:
+            ppx, _, unit = struct.unpack(">IIB", data[i + 8:i + 17])
+            return ppx * 0.0254 if unit == 1 else None
+        if kind == b"IDAT":
+            return None
+        i += 12 + n
+    return None
+
+
+def _figure_file(src: str, server: str) -> Path | None:
+    if not src.startswith(server):
+        return None
+    return SITE / urllib.parse.unquote(urllib.parse.urlsplit(src[len(server):]).path)
+
+
+def _figure_problems(f: dict, server: str) -> list[str]:
+    col = f["column"]
+    bad = []
+    for fig in f["figures"]:
+        w, nw = fig["width"], fig["naturalWidth"]
+        if not nw:
+            continue  # a broken image: test_images_load reports it
+        name = fig["id"]
+        if w > col["width"] + 1 or fig["right"] > col["left"] + col["width"] + 1:
+            bad.append(f"{name}: {w:.0f} px wide, wider than the text column ({col['width']:.0f} px)")
+        path = _figure_file(fig["src"], server)
+        dpi = _png_dpi(str(path)) if path and path.suffix.lower() == ".png" else None
+        if dpi is None:
+            continue  # not a matplotlib PNG (a logo, an SVG): no panel/font check
+        panels = max(1, round(nw / dpi / PANEL_INCHES))
+        font_px = SMALLEST_FONT_PT / 72 * dpi * w / nw
+        if w < MIN_PX_PER_PANEL * panels - 1:
+            bad.append(f"{name}: {panels} panel(s) shown {w:.0f} px wide "
+                       f"(< {MIN_PX_PER_PANEL} px per panel; column {col['width']:.0f} px)")
+        if font_px < MIN_FONT_PX:
+            bad.append(f"{name}: its {SMALLEST_FONT_PT:g} pt text renders at {font_px:.1f} px "
+                       f"(< {MIN_FONT_PX:g} px; {nw} px at {dpi:.0f} dpi shown {w:.0f} px wide)")
+    return bad
+
+
+@pytest.mark.parametrize("rel", _params())
+def test_figures_fit_the_column_and_are_legible(rel, facts, server):
+    f = facts(rel)
+    bad = _figure_problems(f, server)
+    assert not bad, f"{rel}: " + "; ".join(bad)
+
+
+@pytest.mark.parametrize("rel", _params())
+def test_tables_do_not_overflow(rel, facts):
+    """A table fits its container and the text column, or sits in a horizontal scroll wrapper that
+    fits the text column: the theme's ``.pst-scrollable-table-container`` around Markdown tables,
+    or myst-nb's cell output area (``overflow-x: auto``) around tables a cell printed. Such a table
+    scrolls inside the column instead of pushing the page sideways or being clipped; a reader sees
+    that there is more. The landing page's claims table must fit without scrolling."""
+    f = facts(rel)
+    col_right = f["column"]["left"] + f["column"]["width"] + 1
+    bad = []
+    for t in f["tables"]:
+        fits = t["width"] <= t["parentWidth"] + 1 and t["right"] <= col_right
+        scrolls = t["wrapper"] is not None and t["wrapperRight"] <= col_right
+        if not (fits or scrolls):
+            bad.append(f"{t['label']!r}: {t['width']:.0f} px in a {t['parentWidth']} px container "
+                       f"(scroll wrapper: {t['wrapper']})")
+    assert not bad, f"{rel}: tables overflow: {bad}"
+    if rel in ("intro.html", "index.html"):
+        # the landing page's claims table is the book's summary: all four columns in view
+        claims = [t for t in f["tables"] if t["label"].startswith("claims-and-verdicts")]
+        for t in claims:
+            assert t["width"] <= t["parentWidth"] + 1, (
+                f"{rel}: the claims table needs sideways scrolling ({t['width']:.0f} px in "
+                f"{t['parentWidth']} px)")

@@ -1,0 +1,197 @@
+"""Sphinx extension of the book build: what the execution cache must not miss.
+
+The book executes its notebooks with myst-nb's execution cache (``execute_notebooks: cache`` in
+``_config.yml``, a jupyter-cache database in ``_build/.jupyter_cache``). That cache keys on the code
+cells of a notebook only, and Sphinx re-reads (so re-executes) a notebook only when its file
+changed. This extension adds the two things neither knows about:
+
+1. **What the code cells import and read from the environment.** A *stamp* of
+   :func:`stumplib.book.code_version` (a hash of every ``stumplib`` source file) and of the
+   ``STUMPBOOK_PROFILE`` and ``STUMPBOOK_CACHE`` environment variables is kept next to the cache
+   (``<cache>.stamp.json``) and in the pickled Sphinx environment. When the stamp of this build
+   differs from the cache's, the cache is cleared; when it differs from the environment's, every
+   notebook is marked outdated (``env-get-outdated``), so every notebook is re-read and therefore
+   re-executed. A failed build does not store its stamp in the environment, so the next build
+   retries every notebook (those that did execute are then reused from the cache).
+2. **Cross-document glue.** A page that glues values from a notebook (``{glue:text}`chapter::key```,
+   the landing page's claims table) only reads the notebook's glue store (``*.glue.json``) when the
+   page is written. Whenever a notebook is re-read, every page that glues from it is re-read too,
+   so it never shows values of an older execution.
+
+At the end of every build the extension logs which notebooks were executed in this build (with
+their run times) and which were reused from the cache, e.g.::
+
+    stumpbook: executed chapters/01_setup (12.3 s); reused from cache: chapters/02_...
+
+Enable it with ``sphinx: extra_extensions: [stumplib.sphinxext]`` in ``_config.yml``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+STAMP_ENV_ATTR = "stumpbook_exec_stamp"
+GLUE_REFS_ENV_ATTR = "stumpbook_glue_refs"
+
+
+def build_stamp() -> dict[str, str]:
+    """What an execution depends on besides the notebook's code cells."""
+    from . import book  # the book's own code_version(); imported here, not at Sphinx start-up
+
+    return {
+        "code_version": book.code_version(),
+        "profile": os.environ.get(book.ENV_VAR, ""),
+        "cache": "on" if book.cache_enabled() else "off",
+    }
+
+
+def _cache_path(app) -> Path:
+    cfg = getattr(app.env, "mystnb_config", None)
+    p = getattr(cfg, "execution_cache_path", "") if cfg is not None else ""
+    return Path(p) if p else Path(app.outdir).parent / ".jupyter_cache"
+
+
+def _stamp_file(cache: Path) -> Path:
+    return cache.with_name(cache.name + ".stamp.json")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _uses_cache(app) -> bool:
+    cfg = getattr(app.env, "mystnb_config", None)
+    return getattr(cfg, "execution_mode", None) == "cache"
+
+
+def _builder_inited(app) -> None:
+    """Compare this build's stamp with the execution cache's; clear the cache when they differ."""
+    app._stumpbook_t0 = time.time()
+    app._stumpbook_stamp = stamp = build_stamp()
+    if not _uses_cache(app):
+        return
+    cache = _cache_path(app)
+    sf = _stamp_file(cache)
+    old = _read_json(sf)
+    if old != stamp:
+        if cache.exists():
+            why = ", ".join(f"{k} {old.get(k)!r} -> {v!r}" for k, v in stamp.items()
+                            if old.get(k) != v) if isinstance(old, dict) else "no stamp"
+            logger.info(f"stumpbook: clearing the execution cache {cache} ({why})")
+            shutil.rmtree(cache)
+        sf.parent.mkdir(parents=True, exist_ok=True)
+        tmp = sf.with_suffix(".tmp")
+        tmp.write_text(json.dumps(stamp, indent=1))
+        os.replace(tmp, sf)
+
+
+def _is_notebook(env, docname: str) -> bool:
+    try:
+        return str(env.doc2path(docname)).endswith(".ipynb")
+    except Exception:  # noqa: BLE001 - a doc Sphinx no longer knows
+        return False
+
+
+def _env_get_outdated(app, env, added, changed, removed) -> list[str]:
+    """Every notebook when the stamp changed; every page gluing from a notebook that is re-read."""
+    stamp = getattr(app, "_stumpbook_stamp", None) or build_stamp()
+    old = getattr(env, STAMP_ENV_ATTR, None)
+    extra: set[str] = set()
+    if old is not None and old != stamp:
+        extra = {d for d in env.found_docs if _is_notebook(env, d)}
+        why = ", ".join(k for k in stamp if old.get(k) != stamp[k])
+        logger.info(f"stumpbook: {why} changed: re-executing {len(extra)} notebooks")
+    # stored in the environment, which Sphinx pickles only once every document was read
+    setattr(env, STAMP_ENV_ATTR, stamp)
+    reread = set(added) | set(changed) | extra
+    refs: dict[str, set[str]] = getattr(env, GLUE_REFS_ENV_ATTR, {})
+    followers = {doc for doc, srcs in refs.items() if srcs & reread and doc in env.found_docs}
+    if followers - reread:
+        logger.info("stumpbook: re-reading pages that glue from re-read notebooks: "
+                    + ", ".join(sorted(followers - reread)))
+    return sorted(extra | followers)
+
+
+def _doctree_read(app, doctree) -> None:
+    """Record which documents this one glues from (cross-document glue references)."""
+    from myst_nb.ext.glue.utils import PendingGlueReference
+
+    env = app.env
+    srcs = {n.refdoc for n in doctree.findall(PendingGlueReference)
+            if getattr(n, "refdoc", None) and n.refdoc != env.docname}
+    refs = getattr(env, GLUE_REFS_ENV_ATTR, None)
+    if refs is None:
+        refs = {}
+        setattr(env, GLUE_REFS_ENV_ATTR, refs)
+    if srcs:
+        refs[env.docname] = srcs
+    else:
+        refs.pop(env.docname, None)
+
+
+def _env_purge_doc(app, env, docname) -> None:
+    getattr(env, GLUE_REFS_ENV_ATTR, {}).pop(docname, None)
+
+
+def _env_merge_info(app, env, docnames, other) -> None:
+    refs = getattr(env, GLUE_REFS_ENV_ATTR, None)
+    if refs is None:
+        refs = {}
+        setattr(env, GLUE_REFS_ENV_ATTR, refs)
+    for d in docnames:
+        if d in getattr(other, GLUE_REFS_ENV_ATTR, {}):
+            refs[d] = getattr(other, GLUE_REFS_ENV_ATTR)[d]
+
+
+def _env_before_read_docs(app, env, docnames) -> None:
+    app._stumpbook_read = list(docnames)
+
+
+def _build_finished(app, exception) -> None:
+    """Log which notebooks this build executed (with run times) and which came from the cache."""
+    if exception is not None:
+        return
+    try:
+        from myst_nb.sphinx_ import NbMetadataCollector
+    except ImportError:  # pragma: no cover
+        return
+    t0 = getattr(app, "_stumpbook_t0", 0.0)
+    ran, reused = [], []
+    for d in getattr(app, "_stumpbook_read", []):
+        try:
+            data = NbMetadataCollector.get_exec_data(app.env, d)
+        except KeyError:
+            data = None
+        if not data:
+            continue
+        if (data.get("mtime") or 0) >= t0 and data.get("method") != "off":
+            ran.append(f"{d} ({data.get('runtime') or 0:.1f} s)")
+        else:
+            reused.append(d)
+    logger.info("stumpbook: executed " + (", ".join(ran) or "no notebook")
+                + "; reused from cache: " + (", ".join(reused) or "none")
+                + f"; build took {time.time() - t0:.1f} s")
+
+
+def setup(app) -> dict[str, Any]:
+    # after myst-nb's own builder-inited handler, which resolves the execution cache path
+    app.connect("builder-inited", _builder_inited, priority=900)
+    app.connect("env-get-outdated", _env_get_outdated)
+    app.connect("env-before-read-docs", _env_before_read_docs)
+    app.connect("doctree-read", _doctree_read)
+    app.connect("env-purge-doc", _env_purge_doc)
+    app.connect("env-merge-info", _env_merge_info)
+    app.connect("build-finished", _build_finished)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True,
+            "env_version": 1}
