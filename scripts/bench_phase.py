@@ -4,8 +4,8 @@ Usage: python scripts/bench_phase.py [--rtol 1e-3] [--n 20] [--lo 1.0] [--hi 2.3
 
 A sweep of ``n`` alphas evenly spaced in ``[lo, hi]`` at omega = 0.3 (continuation from the largest
 alpha down), as the chapter runs it; prints seconds per point (mean and median), the achieved
-relative accuracy of the test error, the number of points per scrambling and the outcome per alpha,
-and writes the table to ``scripts/BENCH_phase_sweep.md``. The machine is shared, so timings are
+relative accuracy of the test error, the number of points per scrambling and the outcome per alpha
+(a Markdown table, pasted into ``scripts/BENCH_phase.md``). The machine is shared, so timings are
 noisy: the load average at the start is printed.
 """
 from __future__ import annotations
@@ -15,7 +15,6 @@ import os
 import platform
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -55,7 +54,6 @@ def main() -> None:
                      f"{r['seconds'][i]:.2f} | {r['test_error'][i]:.6f} | {acc[i]:.1e} |")
     text = "\n".join(lines) + "\n"
     print(text)
-    (Path(__file__).resolve().parent / "BENCH_phase_sweep.md").write_text(text)
 
 
 if __name__ == "__main__":
