@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from .device import DEFAULT_DTYPE, resolve_device
-from .stats import interp_crossing
+from .stats import crossing
 from .population import population_loss_and_grad
 from .tasks import sample_tasks
 from .trainer import _dense_corpus_grad
@@ -256,14 +256,6 @@ class TransferProfile:
         return crossing_scale(self.beta, self.curve(stat, which, corpora), level)
 
 
-def _interp(betas: np.ndarray, curve: np.ndarray, k: int, level: float) -> float:
-    """Log-log interpolation of ``curve == level`` between grid points ``k - 1`` and ``k``."""
-    c0, c1 = curve[k - 1], curve[k]
-    if not (np.isfinite(c0) and np.isfinite(c1) and c0 > 0 and c1 > 0):
-        return float(betas[k])
-    return interp_crossing(betas[k - 1], betas[k], c0, c1, level, log_x=True, log_y=True)
-
-
 def certified_interval(betas: Any, curve: Any, level: float = DEFAULT_LEVEL) -> tuple[float, float]:
     """The first interval of scales on which ``curve < level``: ``(beta_lo, beta*)``.
 
@@ -286,16 +278,13 @@ def certified_interval(betas: Any, curve: Any, level: float = DEFAULT_LEVEL) -> 
     if not np.all(np.isfinite(betas)) or np.any(betas <= 0) or np.any(np.diff(betas) <= 0):
         raise ValueError("betas must be positive, finite and strictly increasing")
     level = check_real("level", level, low=0.0, low_open=True)
-    below = curve < level
-    idx = np.nonzero(below)[0]
-    if idx.size == 0:
+    below = np.flatnonzero(curve < level)  # NaN counts as above
+    if below.size == 0:
         return float("nan"), float("nan")
-    k0 = int(idx[0])
-    lo = float(betas[0]) if k0 == 0 else _interp(betas, curve, k0, level)
-    after = np.nonzero(~below[k0:])[0]
-    if after.size == 0:
-        return lo, float("inf")
-    return lo, _interp(betas, curve, k0 + int(after[0]), level)
+    k0 = int(below[0])
+    lo = float(betas[0]) if k0 == 0 else crossing(betas, curve, level, direction="down", log_x=True, log_y=True)
+    hi = crossing(betas, curve, level, direction="up", start=k0, log_x=True, log_y=True)
+    return lo, (float("inf") if np.isnan(hi) else hi)
 
 
 def crossing_scale(betas: Any, curve: Any, level: float = DEFAULT_LEVEL) -> float:
