@@ -8,11 +8,14 @@ fixed interior threshold, by ``Õ((m ∧ n)^-1 + N^-1)``. This module holds
   random numbers), per threshold and context; the estimator is :func:`stumplib.model.estimate`;
 - :func:`fit_two_term`, :func:`bootstrap_two_term`: the law ``y^2 = A x^(-2p) + B N^(-2q)`` fitted in
   log space, with a bootstrap over independent units (contexts, runs);
-- :func:`train_staged`: GD on corpora of one shape from a start ``beta0`` that freezes a copy of each
-  run at the first step where ``beta >= beta_stop`` and continues it to ``beta_end``; the step is
-  reset to ``frac`` times the population stability limit at the start, at ``beta_stop`` and at each
-  doubling of ``beta`` (the schedule is piecewise constant). It runs the trainer's gradient kernel
-  directly (the stop is exact, to the step);
+- :func:`train_staged`: GD on corpora of one shape from a start ``beta0`` that records each run at
+  the first step where ``beta >= beta_stop`` (the certified stop) and continues it to ``beta_end``;
+  the step is reset to ``frac`` times the population stability limit at the start, at ``beta_stop``
+  and at each doubling of ``beta`` (a piecewise-constant schedule). The loop calls the trainer's
+  gradient (:func:`stumplib.trainer._dense_corpus_grad`) on corpora drawn as the trainer draws them
+  (same seed, same corpus); it does not use ``train_gd``'s ``beta_stop`` because the step changes
+  at every mark, which one ``train_gd`` call cannot do, and chained calls would need each stage's
+  length in advance. The stop is exact, to the step;
 - :func:`bound_form_spread`: the spread of ``error / (A1 (m∧n)^-1 + B1 N^-1)`` with ``A1, B1`` fitted.
 
 **Error.** For a fixed threshold ``tau`` the error is the root-mean-square over fresh contexts of
@@ -29,7 +32,8 @@ from .device import DEFAULT_DTYPE, make_generator, resolve_device
 from .model import estimate
 from .stats import Estimate
 from .tasks import labels
-from .trainer import RunConfig, _dense_corpora, _dense_corpus_grad
+from .tasks import sample_tasks
+from .trainer import _dense_corpus_grad
 from .transfer import population_path, step_size_limit
 from .validation import check_grid, check_int, check_prior, check_real
 
@@ -209,8 +213,10 @@ def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_sto
     lim = step_size_limit(np.concatenate([[beta0], marks]), tau_lo, tau_hi)
     lr_marks = frac * lim[1:]
     dev = resolve_device(device)
-    corp = _dense_corpora([RunConfig(m, n, seed=s, tau_lo=tau_lo, tau_hi=tau_hi) for s in seeds], dev,
-                          DEFAULT_DTYPE)
+    drawn = [sample_tasks(m, n, tau_lo, tau_hi, seed=s, device=dev, dtype=DEFAULT_DTYPE) for s in seeds]
+    corp = {"tau": torch.stack([d[0] for d in drawn]), "x": torch.stack([d[1] for d in drawn]),
+            "y": torch.stack([d[2] for d in drawn]), "work": []}
+    corp["ny"] = 1.0 - corp["y"]
     S = len(seeds)
     c0 = float(population_path([beta0], tau_lo, tau_hi)["c"][0])
     beta = torch.full((S,), float(beta0), dtype=DEFAULT_DTYPE, device=dev)

@@ -8,7 +8,8 @@ import torch
 from stumplib.frozen import (bootstrap_two_term, bound, bound_form_spread, fit_two_term, fresh_contexts,
                              sq_errors, stage_marks, train_staged)
 from stumplib.model import estimate
-from stumplib.trainer import RunConfig, _dense_corpora, _dense_corpus_grad
+from stumplib.tasks import sample_tasks
+from stumplib.trainer import _dense_corpus_grad
 from stumplib.transfer import population_path, step_size_limit
 
 
@@ -67,7 +68,7 @@ def test_staged_gd_stops_at_the_first_step_past_beta_star():
     r = train_staged(32, 32, [0, 1], beta0=beta0, beta_stop=bstop, beta_end=13.0, device="cpu")
     assert np.all(r["stop_step"] > 0) and np.all(r["stop_beta"] >= bstop)
     # replay GD by hand with the same schedule: one step earlier, beta was still below beta*
-    corp = _dense_corpora([RunConfig(32, 32, seed=s) for s in (0, 1)], torch.device("cpu"), torch.float64)
+    corp = [sample_tasks(32, 32, 0.2, 0.8, seed=s, device="cpu") for s in (0, 1)]
     c0 = float(population_path([beta0])["c"][0])
     marks = r["marks"]
     lim = step_size_limit(np.concatenate([[beta0], marks]))
@@ -75,7 +76,8 @@ def test_staged_gd_stops_at_the_first_step_past_beta_star():
         beta, b = torch.tensor([beta0]), torch.tensor([beta0 * c0])
         lr, j, prev = 0.3 * lim[0], 0, beta0
         for t in range(1, int(r["stop_step"][k]) + 1):
-            _, gb, gbb = _dense_corpus_grad(corp["x"][k:k + 1], corp["y"][k:k + 1], corp["tau"][k:k + 1], beta, b)
+            tau, x, y = corp[k]
+            _, gb, gbb = _dense_corpus_grad(x[None], y[None], tau[None], beta, b)
             prev = float(beta)
             beta, b = beta - lr * gb, b - lr * gbb
             while j < marks.size and float(beta) >= marks[j]:
