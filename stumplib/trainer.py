@@ -1,25 +1,38 @@
 """Full-batch constant-step gradient descent on finite corpora, many runs at once.
 
 Each run ``r`` has its own corpus (``m_r`` tasks of ``n_r`` examples drawn with ``seed_r`` from the
-prior), step size, and initialisation. Runs that share ``(m, n)`` are stacked into one dense group
-(no padding); with many different shapes and little waste, all runs are padded to the largest ``m``
-and ``n`` instead, masks becoming ``-inf`` scores. Every step advances all groups with the fused
-analytic gradient (:func:`_moments`; no autograd, no argument checks in the loop), on CPU or CUDA:
+prior), step size, initialisation and optional stop scale. Runs that share ``(m, n)`` are stacked
+into one dense group (no padding); with many different shapes and little waste, all runs are padded
+to the largest ``m`` and ``n`` instead. Every step advances all groups with the analytic gradient:
 
     L_r = (1/m_r) sum_j (f_j - tau_j)^2,
     dL/dbeta = (2/m_r) sum_j (f_j - tau_j) (-Var_w(x)),   dL/db = (2/m_r) sum_j (f_j - tau_j) Cov_w(x, y).
 
-Each run's corpus depends only on its own configuration, so a batch of runs gives the same numbers
-as the same runs one by one (bit for bit with shape groups; to rounding with padding), and the same
-seeds give the same numbers on the same device.
+The fast kernel (:func:`_layout_grad`, a specialised path of :mod:`stumplib.model`, tested against
+:func:`stumplib.model.estimate_and_grad`). Within a task only six sums matter: for each label group
+``g`` (negatives, positives), ``S_k^g = sum_{i in g} dx_i^k e^{-beta dx_i}``, ``k = 0, 1, 2``, with
+``dx_i = x_i - x_g`` measured from the group's smallest ``x`` (the example of largest weight when
+``beta > 0``, so ``1 <= S_0^g`` and nothing overflows). ``b`` enters only through the weight of the
+positive group, combined in log space (``p = sigmoid(log S_0^+ - log S_0^- + b - beta (x_+ - x_-))``,
+no ``e^b``), and the variance is pooled group by group (``Var = sum_g w_g Var_g + p (1 - p) gap^2``,
+``Cov_w(x, y) = p (1 - p) gap`` with ``gap`` the difference of the group means), so neither loses
+digits at large ``beta`` or ``b``. Each task is sorted once when the corpora are drawn, positives
+ascending from the first column and negatives descending from the last; one step is then one
+``exp`` pass over ``(R, m, n)`` and one batched matrix product against the fixed features
+``[1, dx, dx^2]`` of each group. Terms whose exponent lies more than :data:`TAIL_EXPONENT` below
+their group's largest change nothing in float64: as ``beta`` grows, only the first and last columns
+that can hold such terms are kept (recomputed every :data:`REFRESH_EVERY` steps and whenever a
+run's ``beta`` falls below the scale they were chosen for), so a step gets cheaper as ``beta``
+grows. Runs whose ``beta <= 0`` (where the largest weight sits at the other end of each group) go
+through :func:`stumplib.model._estimate_and_grad` instead.
 
-Performance notes (CPU): the kernel makes about 13 passes over the ``(R, m, n)`` arrays and reuses
-two work buffers (fresh large temporaries cost page faults at every step). On a small shared CPU,
-``torch.set_num_threads(1)`` can be many times faster than two threads for these tensor sizes.
+Each run's corpus depends only on its own configuration, so a batch of runs gives the same numbers
+as the same runs one by one (to rounding: batching changes which negligible tail terms are summed),
+and the same seeds give the same numbers on the same device.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -34,12 +47,35 @@ from .validation import check_choice, check_int, check_prior, check_real, check_
 __all__ = ["RunConfig", "TrainResult", "TrainingDiverged", "make_corpora", "corpus_loss_and_grad",
            "train_gd", "record_steps"]
 
-#: parameters beyond this magnitude count as diverged (the softmax is saturated far before)
-MAX_PARAM = 1e12
+#: A run counts as diverged once ``|beta|`` or ``|b|`` exceeds this. Converging runs in this book
+#: stay below ``beta ~ 1e5`` (the scale grows like a small power of the step count and saturates
+#: near the corpus resolution ``~ m n``); beyond ``1e7`` the attention resolves gaps of ``1e-7``
+#: between examples, far below any corpus spacing used here, so the loss is flat and a parameter
+#: that big can only come from a step that overshot (e.g. ``lr = 1e12`` throws ``beta`` to
+#: ``-3e8`` in one step while the loss stays bounded).
+MAX_PARAM = 1e7
+
+#: Exponential terms more than this below their group's largest are dropped
+#: (``e^-50 ~ 2e-22``: even ``10^4`` of them change no float64 sum whose largest term is 1).
+TAIL_EXPONENT = 50.0
+
+#: The kept columns are chosen for ``beta >= TAIL_FLOOR * beta_now``; a run falling below that
+#: triggers a new choice before its next step.
+TAIL_FLOOR = 0.8
+
+#: The task axis is padded to a multiple of this (dummy tasks of weight 0): vectorised CPU kernels
+#: of ``exp``, ``log`` and ``sigmoid`` then treat every task of every run alike whatever the batch
+#: (a scalar remainder loop rounds differently), so a batch gives the same bits as its runs one by one.
+TASK_MULTIPLE = 16
+
+#: Steps between two choices of the kept columns (they shrink as ``beta`` grows).
+REFRESH_EVERY = 32
 
 
 class TrainingDiverged(RuntimeError):
-    """Raised when a run's loss or parameters become non-finite (or leave ``|.| <= MAX_PARAM``)."""
+    """Raised when a run diverges: non-finite loss or parameters, ``|beta|`` or ``|b|`` above
+    :data:`MAX_PARAM`, ``beta`` turned from positive to negative, or the loss above
+    ``max_loss_ratio`` times its initial value (see :func:`train_gd`)."""
 
 
 @dataclass(frozen=True)
@@ -50,10 +86,13 @@ class RunConfig:
     ----------
     m, n : tasks in the corpus and examples per task.
     seed : seed of the corpus.
-    lr : constant step size (> 0).
-    beta0, b0 : initial attention scale and label score; the default ``beta0 = b0 = 20`` is a
+    lr : constant step size (> 0), per run.
+    beta0, b0 : initial attention scale and label score (any finite values, e.g. the frozen
+        parameters of an earlier run to chain runs); the default ``beta0 = b0 = 20`` is a
         "large-resolution" start with ``c0 = 1 >= tau_hi``.
     tau_lo, tau_hi : the uniform threshold prior.
+    beta_stop : optional stop scale (> 0): the run freezes at the first step whose ``beta`` is
+        ``>= beta_stop`` (see :func:`train_gd`); ``None`` never stops.
     """
 
     m: int
@@ -64,6 +103,7 @@ class RunConfig:
     b0: float = 20.0
     tau_lo: float = 0.2
     tau_hi: float = 0.8
+    beta_stop: float | None = None
 
     def __post_init__(self) -> None:
         self.validated("RunConfig")
@@ -76,6 +116,8 @@ class RunConfig:
         check_real(f"{where}.beta0", self.beta0)
         check_real(f"{where}.b0", self.b0)
         check_prior(self.tau_lo, self.tau_hi)
+        if self.beta_stop is not None:
+            check_real(f"{where}.beta_stop", self.beta_stop, low=0.0, low_open=True)
         return self
 
 
@@ -96,7 +138,9 @@ def make_corpora(configs: Sequence[RunConfig], device: Any = "auto", dtype: torc
     Returns
     -------
     dict with ``tau (R, M)``, ``x, y (R, M, N)``, ``mask (R, M, N)`` (bool, real examples),
-    ``task_mask (R, M)`` (bool, real tasks), where ``M = max m_r`` and ``N = max n_r``.
+    ``task_mask (R, M)`` (bool, real tasks), where ``M = max m_r`` and ``N = max n_r``. Examples
+    keep the order in which they were drawn; the sorted layout of the fast kernel is built from
+    this dict on first use (and cached in it under a private key).
     """
     if not isinstance(configs, (list, tuple)) or len(configs) == 0 or not all(
             isinstance(c, RunConfig) for c in configs):
@@ -121,20 +165,177 @@ def make_corpora(configs: Sequence[RunConfig], device: Any = "auto", dtype: torc
     return {"tau": tau, "x": x, "y": y, "mask": mask, "task_mask": task_mask}
 
 
-def _dense_corpora(configs: Sequence[RunConfig], device: torch.device, dtype: torch.dtype
-                   ) -> dict[str, torch.Tensor]:
-    """Corpora of runs that share ``(m, n)``, stacked without padding: ``tau (R, m)``, ``x, y (R, m, n)``."""
+def _layout(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None,
+            task_weight: torch.Tensor) -> dict[str, Any]:
+    """The sorted layout of the fast kernel for corpora ``x, y (R, M, N)``, ``tau (R, M)``.
+
+    Each task row holds its positives in ascending ``x`` from column 0, then padding, then its
+    negatives in descending ``x`` up to column ``N - 1``, so for ``beta > 0`` the largest weight
+    of each group sits at an end of the row. ``task_weight (R, M)`` is ``1/m_r`` for real tasks
+    and 0 for padded ones (which must keep at least one example, see :func:`make_corpora`).
+    """
+    R, M, N = x.shape
+    pad = -M % TASK_MULTIPLE
+    if pad:  # dummy tasks of weight 0 with one example, so every run's block is a whole number of vectors
+        if mask is None:
+            mask = torch.ones(x.shape, dtype=torch.bool, device=x.device)
+        dummy = torch.zeros((R, pad, N), dtype=torch.bool, device=x.device)
+        dummy[..., 0] = True
+        x = torch.cat([x, x.new_full((R, pad, N), 0.5)], 1)
+        y = torch.cat([y, y.new_zeros((R, pad, N))], 1)
+        mask = torch.cat([mask, dummy], 1)
+        tau = torch.cat([tau, tau.new_full((R, pad), 0.5)], 1)
+        task_weight = torch.cat([task_weight, task_weight.new_zeros((R, pad))], 1)
+        M += pad
+    pos = y > 0.5
+    neg = ~pos
+    if mask is not None:
+        pos = pos & mask
+        neg = neg & mask
+    lo, hi = float(x.min()), float(x.max())
+    span = hi - lo + 1.0
+    # positives (key x <= hi) < padding (hi + span) < negatives (hi + 2 span + (hi - x)), descending x
+    key = torch.where(pos, x, torch.where(neg, (hi + 2 * span) + (hi - x), torch.full_like(x, hi + span)))
+    order = key.argsort(-1)
+    xs, pos, neg = x.gather(-1, order), pos.gather(-1, order), neg.gather(-1, order)
+    zero = torch.zeros((), dtype=x.dtype, device=x.device)
+    npos, nneg = pos.sum(-1), neg.sum(-1)
+    xref = torch.stack([torch.where(nneg > 0, xs[..., -1], zero), torch.where(npos > 0, xs[..., 0], zero)], -1)
+    ref = torch.where(pos, xref[..., 1:], torch.where(neg, xref[..., :1], xs))
+    dx = (xs - ref).contiguous()  # 0 on padding (finite exponent, zero features)
+    fp, fn = pos.to(x.dtype), neg.to(x.dtype)
+    feat = torch.stack([fn, fn * dx, fn * dx * dx, fp, fp * dx, fp * dx * dx], -1).reshape(R * M, N, 6)
+    return {"tau": tau, "tw": task_weight, "x": xs, "pos": pos, "neg": neg, "dx": dx, "feat": feat,
+            "xref": xref, "dxref": xref[..., 1] - xref[..., 0], "xref_tau": xref[..., 0] - tau,
+            "signs": torch.tensor([1.0, -2.0, 2.0], dtype=x.dtype, device=x.device),
+            "floor": None}
+
+
+def _dense_corpora(configs: Sequence[RunConfig], device: torch.device, dtype: torch.dtype) -> dict[str, Any]:
+    """The fast-kernel layout of runs that share ``(m, n)``, stacked without padding."""
     out = [sample_tasks(c.m, c.n, c.tau_lo, c.tau_hi, seed=c.seed, device=device, dtype=dtype)
            for c in configs]
-    y = torch.stack([o[2] for o in out])
-    return {"tau": torch.stack([o[0] for o in out]), "x": torch.stack([o[1] for o in out]),
-            "y": y, "ny": 1.0 - y, "work": []}
+    tau = torch.stack([o[0] for o in out])
+    tw = torch.full_like(tau, 1.0 / configs[0].m)
+    return _layout(tau, torch.stack([o[1] for o in out]), torch.stack([o[2] for o in out]), None, tw)
+
+
+def _padded_layout(corpora: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """The fast-kernel layout of :func:`make_corpora`'s padded batch (built once, cached in it)."""
+    lay = corpora.get("_layout")
+    if lay is None:
+        tm = corpora["task_mask"].to(corpora["x"].dtype)
+        lay = _layout(corpora["tau"], corpora["x"], corpora["y"], corpora["mask"], tm / tm.sum(-1, keepdim=True))
+        corpora["_layout"] = lay
+    return lay
+
+
+def _choose_columns(lay: dict[str, Any], beta: torch.Tensor, keep: torch.Tensor) -> None:
+    """Choose the columns of the fast kernel for the current ``beta`` of the runs in ``keep``.
+
+    Keeps the first and last columns that can hold a term within :data:`TAIL_EXPONENT` of its
+    group's largest for any ``beta >= TAIL_FLOOR * beta`` (all columns when that is most of them),
+    and sets ``lay["floor"]``, the scale at or below which the choice must be renewed, and
+    ``lay["mode"]``: ``"fast"``, ``"model"`` (every kept run has ``beta <= 0``) or ``"mixed"``.
+    """
+    dx = lay["dx"]
+    R, M, N = dx.shape
+    ok = keep & (beta > 0)
+    inf = torch.full_like(beta, float("inf"))
+    # a kept run with beta <= 0 renews the choice at every step (to see it turn positive)
+    lay["floor"] = torch.where(ok, TAIL_FLOOR * beta, torch.where(keep, inf, -inf))
+    near = dx <= torch.where(ok, TAIL_EXPONENT / (TAIL_FLOOR * beta), -inf)[:, None, None]
+    kp, kn, n_ok, n_keep = (int(v) for v in torch.stack([
+        (near & lay["pos"]).sum(-1).amax(), (near & lay["neg"]).sum(-1).amax(), ok.sum(), keep.sum()]).tolist())
+    lay["mode"] = "fast" if n_ok == n_keep else "model" if n_ok == 0 else "mixed"
+    if kp + kn >= 0.75 * N:
+        _all_columns(lay)
+        lay["floor"] = torch.where(ok, torch.zeros_like(beta), lay["floor"])
+    else:
+        feat = lay["feat"]
+        lay["dx_k"] = torch.cat([dx[..., :kp], dx[..., N - kn:]], -1)
+        lay["feat_k"] = torch.cat([feat[:, :kp], feat[:, N - kn:]], 1)
+
+
+def _fast_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Loss and gradient of every run from the six group sums (needs ``beta > 0``; no checks).
+
+    One pass ``e = exp(-beta dx)`` over the kept columns, one batched product of ``e`` with the
+    features ``[1, dx, dx^2]`` of each label group (the sums ``S_k^-, S_k^+``), then a few
+    operations per task (few and fused: for small corpora they cost as much as the pass itself).
+    """
+    dx = lay["dx_k"]
+    R, M, K = dx.shape
+    buf = lay.get("buf")
+    if buf is None or buf.shape != dx.shape:
+        buf = lay["buf"] = torch.empty_like(dx)
+    e = torch.mul(dx, beta.neg().view(R, 1, 1), out=buf).exp_()
+    S0, S1, S2 = torch.bmm(e.view(R * M, 1, K), lay["feat_k"]).view(R, M, 2, 3).unbind(-1)  # (R, M, 2) each
+    # S0 >= 1 for a non-empty group (its reference has weight exactly 1); 0 for an empty one
+    inv = S0.clamp_min(1.0).reciprocal_()
+    r1 = S1 * inv  # E_g[dx]
+    var = (S2 * inv).addcmul_(r1, r1, value=-1.0).clamp_min_(0.0)  # Var_g: centred at x_g, no cancellation
+    lg_neg, lg_pos = S0.contiguous().log_().unbind(-1)  # -inf for an empty group: its weight is then exactly 0
+    d = (lg_pos - lg_neg).add_(b.view(R, 1)).addcmul_(beta.view(R, 1), lay["dxref"], value=-1.0)
+    p, q = torch.sigmoid(d), torch.sigmoid(d.neg_())  # weight of the positives, 1 - p without cancellation
+    r1_neg, r1_pos = r1.unbind(-1)
+    var_neg, var_pos = var.unbind(-1)
+    gap = (r1_pos - r1_neg).add_(lay["dxref"])  # mean_+ - mean_-
+    cov = (p * q).mul_(gap)  # Cov_w(x, y) = p (1 - p) gap
+    err = (r1_neg + lay["xref_tau"]).addcmul_(p, gap)  # f - tau
+    var = (q * var_neg).addcmul_(p, var_pos).addcmul_(cov, gap)  # Var_w(x), pooled group by group
+    # sum_j tw_j err_j [err_j, -2 Var_j, 2 Cov_j] for every run, in one batched product
+    out = torch.bmm((err * lay["tw"]).unsqueeze(1), torch.stack([err, var, cov], -1)).view(R, 3)
+    return out.mul_(lay["signs"]).unbind(-1)
+
+
+def _model_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The same as :func:`_fast_grad` through :func:`stumplib.model._estimate_and_grad` (any ``beta``)."""
+    f, dfb, dfbb = _estimate_and_grad(lay["x"], lay["pos"].to(lay["x"].dtype), beta[:, None], b[:, None],
+                                      lay["pos"] | lay["neg"])
+    err = f - lay["tau"]
+    ew = err * lay["tw"]
+    return (ew * err).sum(-1), 2.0 * (ew * dfb).sum(-1), 2.0 * (ew * dfbb).sum(-1)
+
+
+def _all_columns(lay: dict[str, Any]) -> None:
+    """Use every column (no tail dropped)."""
+    lay["dx_k"], lay["feat_k"] = lay["dx"], lay["feat"]
+
+
+def _grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
+          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Loss and gradient on the chosen columns in ``lay["mode"]``: the fast kernel, the model's
+    (:func:`_model_grad`), or the fast one for ``beta > 0`` and the model's for the other runs."""
+    if lay["mode"] == "model":
+        return _model_grad(lay, beta, b)
+    out = _fast_grad(lay, beta, b)
+    if lay["mode"] == "mixed":
+        pos = beta > 0
+        out = tuple(torch.where(pos, f, g) for f, g in zip(out, _model_grad(lay, beta, b)))
+    return out
+
+
+def _layout_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Loss and gradient on all columns (the fast kernel where ``beta > 0``, else the model's)."""
+    _all_columns(lay)
+    n_pos = int((beta > 0).sum())
+    lay["mode"] = "fast" if n_pos == beta.numel() else "model" if n_pos == 0 else "mixed"
+    lay["floor"] = None  # the training loop must choose its columns afresh
+    return _grad(lay, beta, b)
 
 
 def _moments(x: torch.Tensor, y: torch.Tensor, beta: torch.Tensor, b: torch.Tensor,
              bias: torch.Tensor | None = None, ny: torch.Tensor | None = None,
              work: list | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Fused ``f, -Var_w(x), Cov_w(x, y)`` over the last axis (the hot loop; no argument checks).
+    """Fused ``f, -Var_w(x), Cov_w(x, y)`` over the last axis of unsorted corpora (no argument checks).
+
+    The general-purpose kernel behind :func:`_dense_corpus_grad`, which :mod:`stumplib.transfer`
+    uses to evaluate many scales on one set of corpora (``beta`` broadcast against ``x``); the
+    trainer itself uses the sorted fast kernel (:func:`_fast_grad`).
 
     ``x, y`` have shape ``(..., n)``; ``beta, b`` broadcast against ``x.shape[:-1]``; ``bias`` is an
     optional additive score (``0`` for real examples, ``-inf`` for padding); ``ny`` optionally the
@@ -187,30 +388,6 @@ def _dense_corpus_grad(x: torch.Tensor, y: torch.Tensor, tau: torch.Tensor, beta
     return (e * e).sum(-1) / m, 2 * (e * dfb).sum(-1) / m, 2 * (e * dfbb).sum(-1) / m
 
 
-def _corpus_bias(corpora: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Additive score of the padding: ``0`` on real examples, ``-inf`` on padding (cached)."""
-    bias = corpora.get("_bias")
-    if bias is None:
-        mask = corpora["mask"]
-        bias = torch.zeros(mask.shape, dtype=corpora["x"].dtype, device=mask.device)
-        bias.masked_fill_(~mask, float("-inf"))
-        corpora["_bias"] = bias
-    return bias
-
-
-def _padded_corpus_grad(beta: torch.Tensor, b: torch.Tensor, corpora: dict[str, torch.Tensor]
-                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`corpus_loss_and_grad` without checks (padded corpora, masks as ``-inf`` scores)."""
-    tm = corpora["task_mask"].to(beta.dtype)
-    m = tm.sum(-1)
-    if "_ny" not in corpora:
-        corpora["_ny"] = 1.0 - corpora["y"]
-    f, dfb, dfbb = _moments(corpora["x"], corpora["y"], beta[:, None], b[:, None], _corpus_bias(corpora),
-                            corpora["_ny"], corpora.setdefault("_work", []))
-    e = (f - corpora["tau"]) * tm
-    return (e * e).sum(-1) / m, 2 * (e * dfb).sum(-1) / m, 2 * (e * dfbb).sum(-1) / m
-
-
 def corpus_loss_and_grad(beta: torch.Tensor, b: torch.Tensor, corpora: dict[str, torch.Tensor]
                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Each run's corpus loss and its exact gradient.
@@ -233,7 +410,17 @@ def corpus_loss_and_grad(beta: torch.Tensor, b: torch.Tensor, corpora: dict[str,
         check_tensor_finite(name, v)
         if v.shape != (R,):
             raise ValueError(f"{name} must have shape ({R},) (one value per run); got {tuple(v.shape)}")
-    return _padded_corpus_grad(beta.to(corpora["x"].dtype), b.to(corpora["x"].dtype), corpora)
+    x = corpora["x"]
+    return _layout_grad(_padded_layout(corpora), beta.to(x.dtype).to(x.device), b.to(x.dtype).to(x.device))
+
+
+def _config_key(c: RunConfig) -> dict[str, Any]:
+    """A run's configuration as saved with its result; ``beta_stop`` only when set, so results
+    saved before that field existed still match runs without a stop scale."""
+    key = asdict(c)
+    if key["beta_stop"] is None:
+        del key["beta_stop"]
+    return key
 
 
 @dataclass
@@ -244,9 +431,13 @@ class TrainResult:
     ----------
     configs : list of RunConfig, length ``R``
     steps : np.ndarray, shape ``(K,)``: step counts at which the state was recorded
-    beta, b, loss : np.ndarray, shape ``(R, K)``; NaN after a run stopped (``on_diverge="stop"``)
+    beta, b, loss : np.ndarray, shape ``(R, K)``; NaN after a run diverged (``on_diverge="stop"``);
+        after a run stopped at its ``beta_stop`` they repeat its frozen values.
     diverged_at : np.ndarray of int, shape ``(R,)``, or None: the step at which each run was found
         diverged, ``-1`` for runs that did not (``None`` when the result predates this field).
+    stop_step : np.ndarray of int, shape ``(R,)``, or None: the step at which each run reached its
+        ``beta_stop`` and froze, ``-1`` for runs that never did (``None`` when the result predates
+        this field).
     """
 
     configs: list[RunConfig]
@@ -255,6 +446,7 @@ class TrainResult:
     b: np.ndarray
     loss: np.ndarray
     diverged_at: np.ndarray | None = None
+    stop_step: np.ndarray | None = None
 
     @property
     def final_beta(self) -> np.ndarray:
@@ -267,19 +459,20 @@ class TrainResult:
     def save(self, path) -> None:
         """Save atomically to ``.npz`` with the configuration (see :mod:`stumplib.results_io`)."""
         arrays = {"steps": self.steps, "beta": self.beta, "b": self.b, "loss": self.loss}
-        if self.diverged_at is not None:
-            arrays["diverged_at"] = self.diverged_at
-        save_results(path, arrays, {"configs": [asdict(c) for c in self.configs]})
+        for name in ("diverged_at", "stop_step"):
+            if getattr(self, name) is not None:
+                arrays[name] = getattr(self, name)
+        save_results(path, arrays, {"configs": [_config_key(c) for c in self.configs]})
 
     @classmethod
     def load(cls, path, configs: Sequence[RunConfig], steps: int | None = None) -> "TrainResult | None":
         """Reload a saved result if it was made with exactly ``configs`` (and ``steps`` when given);
         ``None`` otherwise (the caller recomputes)."""
-        data = load_results(path, {"configs": [asdict(c) for c in configs]})
+        data = load_results(path, {"configs": [_config_key(c) for c in configs]})
         if data is None or (steps is not None and int(data["steps"][-1]) != steps):
             return None
         return cls(list(configs), data["steps"], data["beta"], data["b"], data["loss"],
-                   data.get("diverged_at"))
+                   data.get("diverged_at"), data.get("stop_step"))
 
 
 def _groups(configs: Sequence[RunConfig], grouping: str) -> list[list[int]]:
@@ -298,6 +491,15 @@ def _groups(configs: Sequence[RunConfig], grouping: str) -> list[list[int]]:
     return groups
 
 
+def _group_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor, alive: torch.Tensor, renew: bool
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One group's loss and gradient in the training loop: renews the kept columns when asked to or
+    when a live run's ``beta`` fell to the floor they were chosen for (one host sync)."""
+    if renew or lay["floor"] is None or bool((beta <= lay["floor"]).any()):
+        _choose_columns(lay, beta, alive)
+    return _grad(lay, beta, b)
+
+
 def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, device: Any = "auto",
              dtype: torch.dtype = DEFAULT_DTYPE, progress: bool = True, check_every: int = 256,
              max_loss_ratio: float = 2.0, corpora: dict[str, torch.Tensor] | None = None,
@@ -305,7 +507,10 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
     """Constant-step full-batch GD for every run in ``configs``, all at once.
 
     Runs with the same ``(m, n)`` form one dense group (no padding); each step advances every group
-    with the fused analytic gradient (:func:`_moments`): no autograd, no argument checks in the loop.
+    with the fast kernel (see the module docstring): no autograd, no argument checks in the loop.
+    Each run has its own step size, start ``(beta0, b0)`` and optional stop scale ``beta_stop``: a
+    run freezes at the first step ``t`` whose ``beta_t >= beta_stop`` (its parameters of that step
+    are kept, recorded from then on, and ``t`` is reported in ``stop_step``); the others carry on.
 
     Parameters
     ----------
@@ -333,8 +538,10 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
     Raises
     ------
     TrainingDiverged
-        Naming the first run whose loss or parameters became non-finite (or whose loss exceeded
-        ``max_loss_ratio`` times its initial loss), and its step size.
+        Naming the first run found diverged at a check (its ``m, n, seed, lr``, the step and the
+        reason): non-finite loss or parameters, ``|beta|`` or ``|b|`` above :data:`MAX_PARAM`,
+        ``beta`` negative although ``beta0 > 0``, or a loss above ``max_loss_ratio`` times the
+        initial loss.
     """
     if not isinstance(configs, (list, tuple)) or len(configs) == 0:
         raise ValueError("configs must be a non-empty list of RunConfig")
@@ -354,67 +561,74 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
     dev = resolve_device(device)
     R, K = len(configs), rec.size
 
-    # ---- computation groups: (run indices, gradient function of (beta, b) for those runs)
+    # ---- computation groups: (run indices, or None for all runs; fast-kernel layout)
     if corpora is not None:
         if not isinstance(corpora, dict) or corpora.get("x") is None or corpora["x"].shape[0] != R:
             raise ValueError(f"corpora must be make_corpora(configs) for these {R} runs")
-        groups = [(torch.arange(R, device=dev), corpora)]
+        groups = [(None, _padded_layout(corpora))]
     else:
         groups = []
         for g in _groups(configs, grouping):
             sub = [configs[r] for r in g]
-            idx = torch.tensor(g, device=dev)
+            idx = None if len(g) == R else torch.tensor(g, device=dev)
             if grouping == "pad" or len({(c.m, c.n) for c in sub}) > 1:
-                groups.append((idx, make_corpora(sub, dev, dtype)))
+                groups.append((idx, _padded_layout(make_corpora(sub, dev, dtype))))
             else:
                 groups.append((idx, _dense_corpora(sub, dev, dtype)))
+    for _, lay in groups:
+        lay["floor"] = None  # choose the columns afresh for this run's parameters
 
-    def grad(beta: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def grad(t: int) -> tuple[torch.Tensor, ...]:
+        renew = t % REFRESH_EVERY == 0
         if len(groups) == 1:
-            idx, corp = groups[0]
-            if "mask" in corp:
-                return _padded_corpus_grad(beta, b, corp)
-            return _dense_corpus_grad(corp["x"], corp["y"], corp["tau"], beta, b, corp["ny"], corp["work"])
-        L, gb, gbb = (torch.empty(R, dtype=dtype, device=dev) for _ in range(3))
-        for idx, corp in groups:
-            if "mask" in corp:
-                out = _padded_corpus_grad(beta[idx], b[idx], corp)
-            else:
-                out = _dense_corpus_grad(corp["x"], corp["y"], corp["tau"], beta[idx], b[idx], corp["ny"],
-                                         corp["work"])
-            L[idx], gb[idx], gbb[idx] = out
-        return L, gb, gbb
+            return _group_grad(groups[0][1], beta, b, alive, renew)
+        out = [torch.empty(R, dtype=dtype, device=dev) for _ in range(3)]
+        for idx, lay in groups:
+            for o, v in zip(out, _group_grad(lay, beta[idx], b[idx], alive[idx], renew)):
+                o[idx] = v
+        return tuple(out)
 
     beta = torch.tensor([c.beta0 for c in configs], dtype=dtype, device=dev)
     b = torch.tensor([c.b0 for c in configs], dtype=dtype, device=dev)
     lr = torch.tensor([c.lr for c in configs], dtype=dtype, device=dev)
+    has_stop = any(c.beta_stop is not None for c in configs)
+    beta_stop = torch.tensor([float("inf") if c.beta_stop is None else c.beta_stop for c in configs],
+                             dtype=dtype, device=dev)
+    positive0 = beta > 0
     hist = torch.full((3, R, K), float("nan"), dtype=dtype, device=dev)
     rec_set = {int(s): k for k, s in enumerate(rec)}
-    alive = torch.ones(R, dtype=torch.bool, device=dev)
+    alive = torch.ones(R, dtype=torch.bool, device=dev)  # not diverged
+    moving = alive.clone()  # not diverged and not stopped
+    stop_step = torch.full((R,), -1, dtype=torch.int64, device=dev)
     diverged_at = np.full(R, -1, dtype=np.int64)
     L0: list[torch.Tensor] = []
 
     def check(L: torch.Tensor, t: int) -> None:
         if not L0:
             L0.append(L.clone())
-        ok = (torch.isfinite(L) & torch.isfinite(beta) & torch.isfinite(b)
-              & (beta.abs() <= MAX_PARAM) & (b.abs() <= MAX_PARAM) & (L <= max_loss_ratio * L0[0]))
-        bad = alive & ~ok
+        finite = torch.isfinite(L) & torch.isfinite(beta) & torch.isfinite(b)
+        big = (beta.abs() > MAX_PARAM) | (b.abs() > MAX_PARAM)
+        flipped = positive0 & (beta < 0)
+        worse = L > max_loss_ratio * L0[0]
+        bad = alive & (~finite | big | flipped | worse)
         if not bool(bad.any()):
             return
         rs = torch.nonzero(bad).flatten().tolist()
         if on_diverge == "stop":
-            for r in rs:
-                diverged_at[r] = t
+            diverged_at[rs] = t
             alive[bad] = False
-            lr[bad] = 0.0
+            moving[bad] = False
             return
         r = rs[0]
         c = configs[r]
+        why = ("non-finite loss or parameters" if not bool(finite[r]) else
+               f"|beta| or |b| above {MAX_PARAM:g}" if bool(big[r]) else
+               f"beta turned negative (beta0 = {c.beta0:g})" if bool(flipped[r]) else
+               f"loss above {max_loss_ratio:g} x its initial value")
         raise TrainingDiverged(
             f"run {r} (m={c.m}, n={c.n}, seed={c.seed}) diverged at step {t} with step size "
-            f"lr={c.lr:g}: beta={beta[r].item():.3g}, b={b[r].item():.3g}, loss={L[r].item():.3g} "
-            f"(initial loss {L0[0][r].item():.3g}). "
+            f"lr={c.lr:g} ({why}): beta={beta[r].item():.3g}, b={b[r].item():.3g}, "
+            f"loss={L[r].item():.3g} (initial loss {L0[0][r].item():.3g}). "
             f"Use a smaller lr or a larger-resolution start (beta0, b0).")
 
     bar = None
@@ -423,7 +637,11 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
         bar = tqdm(total=steps, desc=f"GD x{R} runs", mininterval=2.0)
     done = 0
     for t in range(steps + 1):
-        L, g_beta, g_b = grad(beta, b)
+        L, g_beta, g_b = grad(t)
+        if has_stop:
+            hit = moving & (beta >= beta_stop)
+            stop_step = torch.where(hit, t, stop_step)
+            moving &= ~hit
         if t in rec_set or t % check_every == 0:
             check(L, t)
             if t in rec_set:
@@ -436,14 +654,14 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
                 done = t
         if t == steps:
             break
-        # frozen runs (lr = 0) keep their values; their NaN gradients must not leak in
-        if on_diverge == "stop" and not bool(alive.all()):
-            g_beta = torch.where(alive, g_beta, 0.0)
-            g_b = torch.where(alive, g_b, 0.0)
-        beta = beta - lr * g_beta
-        b = b - lr * g_b
+        if has_stop or on_diverge == "stop":  # frozen runs keep their values (their gradient may be NaN)
+            beta = torch.where(moving, beta - lr * g_beta, beta)
+            b = torch.where(moving, b - lr * g_b, b)
+        else:
+            beta = beta - lr * g_beta
+            b = b - lr * g_b
     if bar is not None:
         bar.update(steps - done)
         bar.close()
     h = hist.cpu().numpy()
-    return TrainResult(configs, rec, h[0], h[1], h[2], diverged_at)
+    return TrainResult(configs, rec, h[0], h[1], h[2], diverged_at, stop_step.cpu().numpy())

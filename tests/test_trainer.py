@@ -1,11 +1,13 @@
-"""The batched GD trainer: exact gradients, batching, determinism, divergence, caching."""
+"""The batched GD trainer: exact gradients, the fast kernel against the model, batching,
+determinism, stop scales, divergence, caching."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from stumplib.model import estimate
+import stumplib.trainer as trainer
+from stumplib.model import estimate, estimate_and_grad
 from stumplib.tasks import sample_tasks
 from stumplib.trainer import (RunConfig, TrainingDiverged, TrainResult, _moments, corpus_loss_and_grad,
                               make_corpora, record_steps, train_gd)
@@ -175,3 +177,268 @@ def test_tiny_cuda_run_matches_cpu():
     gpu = train_gd(cfgs, 100, device="cuda", progress=False)
     np.testing.assert_allclose(gpu.beta, cpu.beta, rtol=1e-10)
     np.testing.assert_allclose(gpu.loss, cpu.loss, rtol=1e-9)
+
+
+# --------------------------------------------------------------------------------------------
+# the fast kernel (issue 12): against the model, against the trainer it replaced
+# --------------------------------------------------------------------------------------------
+def _reference_moments(x, y, beta, b):
+    """Frozen copy of the kernel the fast one replaced (``stumplib.trainer._moments`` at commit
+    82fc7c9, without its buffers): max-shifted softmax, two-pass centred moments."""
+    s = y * b[..., None] - x * beta[..., None]
+    w = (s - s.amax(-1, keepdim=True)).exp()
+    Z = w.sum(-1)
+    f = (w * x).sum(-1) / Z
+    p_pos = (w * y).sum(-1) / Z
+    dx = x - f[..., None]
+    wdx = w * dx
+    var = (wdx * dx).sum(-1) / Z
+    cov = torch.where(p_pos > 0.5, -(wdx * (1.0 - y)).sum(-1), (wdx * y).sum(-1)) / Z
+    return f, -var, cov
+
+
+def _reference_train(configs, steps):
+    """Frozen copy of the trainer before issue 12 (one dense group, plain GD, no checks): final
+    ``beta, b`` and the loss at the final parameters, each of shape ``(R,)``."""
+    out = [sample_tasks(c.m, c.n, c.tau_lo, c.tau_hi, seed=c.seed, device="cpu") for c in configs]
+    tau, x, y = (torch.stack([o[i] for o in out]) for i in range(3))
+    beta = torch.tensor([c.beta0 for c in configs], dtype=torch.float64)
+    b = torch.tensor([c.b0 for c in configs], dtype=torch.float64)
+    lr = torch.tensor([c.lr for c in configs], dtype=torch.float64)
+    m = tau.shape[-1]
+    for t in range(steps + 1):
+        f, dfb, dfbb = _reference_moments(x, y, beta[:, None], b[:, None])
+        e = f - tau
+        if t == steps:
+            return beta, b, (e * e).sum(-1) / m
+        beta = beta - lr * 2 * (e * dfb).sum(-1) / m
+        b = b - lr * 2 * (e * dfbb).sum(-1) / m
+
+
+@pytest.mark.parametrize("m, n, lr, beta0, b0", [(64, 48, 1e3, 20.0, 20.0), (40, 200, 1e3, 20.0, 20.0),
+                                                 (32, 64, 3e4, 300.0, 250.0), (16, 128, 1e6, 3000.0, 2500.0)])
+def test_parameters_after_100_steps_equal_the_replaced_trainer(m, n, lr, beta0, b0):
+    """The default start (and two large-scale starts, where the tail is dropped): same parameters
+    after 100 steps as the trainer before issue 12, to 1e-12 relative."""
+    cfgs = [RunConfig(m, n, seed=s, lr=lr, beta0=beta0, b0=b0) for s in range(3)]
+    res = train_gd(cfgs, 100, device="cpu", progress=False, n_records=2)
+    beta, b, L = _reference_train(cfgs, 100)
+    np.testing.assert_allclose(res.final_beta, beta.numpy(), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(res.final_b, b.numpy(), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(res.loss[:, -1], L.numpy(), rtol=1e-11, atol=0)
+
+
+def _model_loss_and_grad(corp, beta, b):
+    """Each run's loss and gradient through ``stumplib.model.estimate_and_grad`` (the definition)."""
+    f, dfb, dfbb = estimate_and_grad(corp["x"], corp["y"], beta[:, None], b[:, None], mask=corp["mask"])
+    tm = corp["task_mask"].to(f.dtype)
+    m = tm.sum(-1)
+    e = (f - corp["tau"]) * tm
+    return (e * e).sum(-1) / m, 2 * (e * dfb).sum(-1) / m, 2 * (e * dfbb).sum(-1) / m
+
+
+def _one_sided_corpora():
+    """Padded corpora with mixed group sizes: sizes 1 to 97, tasks with no positive or no negative
+    example, one with a single example, and duplicated x values."""
+    cfgs = [RunConfig(m=9, n=97, seed=1), RunConfig(m=5, n=3, seed=2), RunConfig(m=13, n=40, seed=3,
+                                                                               tau_lo=0.0, tau_hi=1.0)]
+    corp = make_corpora(cfgs, device="cpu")
+    x, y, mask = corp["x"], corp["y"], corp["mask"]
+    x[0, 0] = torch.linspace(0.0, 0.5, x.shape[-1], dtype=x.dtype)  # task 0 of run 0: all positive
+    y[0, 0] = 1.0
+    corp["tau"][0, 0] = 0.0
+    y[0, 1] = 0.0  # task 1: all negative
+    corp["tau"][0, 1] = 1.0
+    mask[1, 0] = False  # run 1, task 0: a single (negative) example
+    mask[1, 0, 0] = True
+    y[1, 0] = 0.0
+    x[2, 2, 10:20] = x[2, 2, 3]  # ties
+    y[2, 2, 10:20] = y[2, 2, 3]
+    return corp
+
+
+@pytest.mark.parametrize("beta, b", [(20.0, 20.0), (0.3, -2.0), (150.0, 125.0), (1000.0, 800.0),
+                                     (1000.0, 0.0), (20000.0, 800.0), (5.0, 800.0), (-4.0, 1.0),
+                                     (-300.0, 100.0)])
+def test_fast_kernel_equals_the_model(beta, b):
+    """Loss and gradient of the fast kernel (all columns, and the tail-dropping choice of the
+    training loop) against ``model.estimate_and_grad``, to 1e-10 of each run's largest term."""
+    corp = _one_sided_corpora()
+    R = corp["x"].shape[0]
+    be = torch.full((R,), beta, dtype=torch.float64) * torch.tensor([1.0, 1.1, 0.9], dtype=torch.float64)
+    bb = torch.full((R,), b, dtype=torch.float64)
+    ref = _model_loss_and_grad(corp, be, bb)
+    got = corpus_loss_and_grad(be, bb, corp)
+    lay = trainer._padded_layout(corp)
+    trainer._choose_columns(lay, be, torch.ones(R, dtype=torch.bool))
+    dropped = trainer._grad(lay, be, bb)
+    if beta >= 1000:
+        assert lay["dx_k"].shape[-1] < lay["dx"].shape[-1]  # the tail is really dropped there
+    # each run's scale: its largest output; terms far below it (an exponentially small Cov_w(x, y)
+    # when one label group holds all the weight) are rounding residues in the model's two-pass sums
+    scale = torch.stack([r.abs() for r in ref]).amax(0)
+    assert bool((scale > 0).all())
+    for a, c, r in zip(got, dropped, ref):
+        for v in (a, c):
+            assert bool(((v - r).abs() <= 1e-10 * r.abs() + 1e-13 * scale).all()), (beta, b, v, r)
+
+
+def test_fast_kernel_mixed_signs_and_group_sizes_in_one_batch():
+    """Runs with beta > 0 (fast kernel) and beta <= 0 (the model's path) in one call."""
+    corp = _one_sided_corpora()
+    be = torch.tensor([30.0, -7.0, 0.0], dtype=torch.float64)
+    bb = torch.tensor([25.0, 3.0, -1.0], dtype=torch.float64)
+    ref = _model_loss_and_grad(corp, be, bb)
+    scale = torch.stack([r.abs() for r in ref]).amax(0)
+    for a, r in zip(corpus_loss_and_grad(be, bb, corp), ref):
+        assert bool(((a - r).abs() <= 1e-10 * r.abs() + 1e-13 * scale).all()), (a, r)
+
+
+def test_dropping_the_tail_changes_nothing(monkeypatch):
+    """At large beta the trainer keeps a few columns; with every column the numbers agree."""
+    cfgs = [RunConfig(64, 256, seed=s, lr=1e6, beta0=2000.0, b0=1700.0) for s in range(2)]
+    short = train_gd(cfgs, 60, device="cpu", progress=False, n_records=8)
+    monkeypatch.setattr(trainer, "TAIL_EXPONENT", float("inf"))
+    full = train_gd(cfgs, 60, device="cpu", progress=False, n_records=8)
+    np.testing.assert_allclose(short.beta, full.beta, rtol=1e-13)
+    np.testing.assert_allclose(short.b, full.b, rtol=1e-13)
+    np.testing.assert_allclose(short.loss, full.loss, rtol=1e-12)
+
+
+def test_a_falling_scale_renews_the_kept_columns():
+    """Columns chosen at a large beta; a later step at a much smaller beta must see all it needs."""
+    corp = _one_sided_corpora()
+    R, N = corp["x"].shape[0], corp["x"].shape[-1]
+    lay = trainer._padded_layout(corp)
+    keep = torch.ones(R, dtype=torch.bool)
+    hi = torch.full((R,), 3000.0, dtype=torch.float64)
+    trainer._group_grad(lay, hi, 0.8 * hi, keep, renew=True)
+    width = lay["dx_k"].shape[-1]
+    assert width < N
+    lo = torch.full((R,), 40.0, dtype=torch.float64)
+    got = trainer._group_grad(lay, lo, 0.8 * lo, keep, renew=False)  # below the floor: renewed anyway
+    assert lay["dx_k"].shape[-1] > width
+    ref = _model_loss_and_grad(corp, lo, 0.8 * lo)
+    for a, r in zip(got, ref):
+        np.testing.assert_allclose(a.numpy(), r.numpy(), rtol=1e-10)
+
+
+# --------------------------------------------------------------------------------------------
+# per-run stop scales, chaining, starts
+# --------------------------------------------------------------------------------------------
+def test_stop_scale_freezes_at_the_first_step_past_it():
+    steps = 40
+    base = [RunConfig(24, 24, seed=s, lr=3e2) for s in range(3)]
+    free = train_gd(base, steps, device="cpu", progress=False, n_records=400)
+    np.testing.assert_array_equal(free.steps, np.arange(steps + 1))  # every step is recorded
+    assert np.all(np.diff(free.beta[1]) > 0)
+    k = 17
+    stop = float(free.beta[1, k]) - 1e-9  # just below the value reached at step k
+    cfgs = [base[0], RunConfig(24, 24, seed=1, lr=3e2, beta_stop=stop), base[2]]
+    res = train_gd(cfgs, steps, device="cpu", progress=False, n_records=400)
+    assert res.stop_step.tolist() == [-1, k, -1]
+    first = int(np.argmax(free.beta[1] >= stop))
+    assert first == k
+    np.testing.assert_array_equal(res.beta[1, :k + 1], free.beta[1, :k + 1])
+    assert np.all(res.beta[1, k:] == free.beta[1, k]) and np.all(res.b[1, k:] == free.b[1, k])
+    assert np.all(res.loss[1, k:] == free.loss[1, k])  # the frozen values are recorded from then on
+    assert res.final_beta[1] == free.beta[1, k]
+    # the other runs of the batch carry on, unchanged
+    np.testing.assert_array_equal(res.beta[[0, 2]], free.beta[[0, 2]])
+
+
+def test_stop_scale_at_or_below_the_start_stops_at_step_0():
+    res = train_gd([RunConfig(8, 8, seed=0, lr=1e2, beta_stop=20.0)], 30, device="cpu", progress=False)
+    assert res.stop_step[0] == 0 and np.all(res.beta[0] == 20.0)
+
+
+def test_chained_runs_continue_from_the_frozen_parameters():
+    """Train to a stop scale, restart from the frozen (beta, b) with another step size: the same
+    numbers as one run that changes its step size at that step."""
+    first = train_gd([RunConfig(32, 32, seed=4, lr=3e3, beta_stop=24.0)], 500, device="cpu",
+                     progress=False)
+    k = int(first.stop_step[0])
+    assert k > 0
+    again = train_gd([RunConfig(32, 32, seed=4, lr=1e3, beta0=float(first.final_beta[0]),
+                                b0=float(first.final_b[0]))], 50, device="cpu", progress=False)
+    beta, b, _ = _reference_train([RunConfig(32, 32, seed=4, lr=3e3)], k)
+    np.testing.assert_allclose(first.final_beta, beta.numpy(), rtol=1e-12)
+    beta2, b2, _ = _reference_train([RunConfig(32, 32, seed=4, lr=1e3, beta0=float(beta[0]),
+                                               b0=float(b[0]))], 50)
+    np.testing.assert_allclose(again.final_beta, beta2.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(again.final_b, b2.numpy(), rtol=1e-12)
+
+
+def test_step_sizes_and_starts_are_per_run():
+    cfgs = [RunConfig(16, 16, seed=0, lr=1e2), RunConfig(16, 16, seed=0, lr=3e2, beta0=30.0, b0=25.0)]
+    res = train_gd(cfgs, 50, device="cpu", progress=False)
+    for r, c in enumerate(cfgs):
+        one = train_gd([c], 50, device="cpu", progress=False)
+        np.testing.assert_array_equal(one.beta[0], res.beta[r])
+    assert res.beta[1, 0] == 30.0 and res.b[1, 0] == 25.0
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, float("nan"), float("inf")])
+def test_run_config_rejects_bad_stop_scales(value):
+    with pytest.raises(ValueError, match="beta_stop"):
+        RunConfig(m=4, n=4, beta_stop=value)
+
+
+# --------------------------------------------------------------------------------------------
+# divergence through the parameters
+# --------------------------------------------------------------------------------------------
+def test_huge_step_is_caught_through_the_parameters():
+    """lr = 1e12 throws beta to about -3e8 in one step while the loss stays bounded."""
+    with pytest.raises(TrainingDiverged) as info:
+        train_gd([RunConfig(m=4, n=4, seed=0, lr=1e12)], 100, device="cpu", progress=False)
+    msg = str(info.value)
+    for part in ("run 0", "m=4", "n=4", "seed=0", "lr=1e+12", "step 1"):
+        assert part in msg, msg
+
+
+def test_sign_flip_is_divergence_and_stop_mode_freezes_it():
+    good, bad = RunConfig(m=4, n=4, seed=0, lr=1e2), RunConfig(m=4, n=4, seed=0, lr=1e12)
+    res = train_gd([good, bad], 20, device="cpu", progress=False, on_diverge="stop", check_every=1)
+    assert res.diverged_at.tolist() == [-1, 1]
+    assert np.isnan(res.beta[1, 1:]).all() and np.isfinite(res.beta[0]).all()
+    assert abs(trainer.MAX_PARAM) == 1e7
+
+
+def test_result_with_stop_steps_round_trips_and_old_results_still_match(tmp_path):
+    cfgs = [RunConfig(6, 6, seed=0, lr=1e2, beta_stop=20.5), RunConfig(6, 6, seed=1, lr=1e2)]
+    res = train_gd(cfgs, 40, device="cpu", progress=False)
+    res.save(tmp_path / "r.npz")
+    back = TrainResult.load(tmp_path / "r.npz", cfgs, steps=40)
+    np.testing.assert_array_equal(back.stop_step, res.stop_step)
+    assert TrainResult.load(tmp_path / "r.npz", [RunConfig(6, 6, seed=0, lr=1e2), cfgs[1]]) is None
+    # a result saved before RunConfig had beta_stop (configuration without that key) still loads
+    from dataclasses import asdict
+    from stumplib.results_io import save_results
+    old = [RunConfig(6, 6, seed=s, lr=1e2) for s in range(2)]
+    keys = [{k: v for k, v in asdict(c).items() if k != "beta_stop"} for c in old]
+    save_results(tmp_path / "old.npz", {"steps": res.steps, "beta": res.beta, "b": res.b, "loss": res.loss},
+                 {"configs": keys})
+    back = TrainResult.load(tmp_path / "old.npz", old, steps=40)
+    assert back is not None and back.stop_step is None and back.diverged_at is None
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device on this machine")
+def test_cuda_fast_kernel_matches_cpu():
+    """Default start, a large-scale start (tail dropped), a stop scale and a padded batch."""
+    cfgs = [RunConfig(128, 128, seed=s, lr=1e3) for s in range(2)]
+    cfgs += [RunConfig(64, 256, seed=5, lr=1e6, beta0=2000.0, b0=1700.0, beta_stop=2000.5),
+             RunConfig(64, 256, seed=6, lr=1e6, beta0=2000.0, b0=1700.0)]
+    for grouping in ("shape", "pad"):
+        cpu = train_gd(cfgs, 100, device="cpu", progress=False, grouping=grouping)
+        gpu = train_gd(cfgs, 100, device="cuda", progress=False, grouping=grouping)
+        np.testing.assert_allclose(gpu.beta, cpu.beta, rtol=1e-10)
+        np.testing.assert_allclose(gpu.b, cpu.b, rtol=1e-10)
+        np.testing.assert_allclose(gpu.loss, cpu.loss, rtol=1e-10)
+        np.testing.assert_array_equal(gpu.stop_step, cpu.stop_step)
+    corp = _one_sided_corpora()
+    be = torch.tensor([1000.0, -5.0, 20.0], dtype=torch.float64)
+    bb = torch.tensor([800.0, 1.0, 20.0], dtype=torch.float64)
+    ref = corpus_loss_and_grad(be, bb, corp)
+    corp_gpu = {k: v.cuda() for k, v in corp.items()}
+    for a, r in zip(corpus_loss_and_grad(be.cuda(), bb.cuda(), corp_gpu), ref):
+        np.testing.assert_allclose(a.cpu().numpy(), r.numpy(), rtol=1e-10, atol=1e-300)
