@@ -12,7 +12,7 @@ from stumplib.transfer import (TransferProfile, bootstrap_certified, calibrated_
                                certified_scale, certified_scales, crossing_scale, default_beta_grid,
                                draw_corpus_batch, population_hessian, population_path, step_size_limit,
                                transfer_profile, transfer_profiles)
-from stumplib.trainer import RunConfig, _dense_corpora, _dense_corpus_grad
+from stumplib.trainer import _dense_corpus_grad
 
 
 @pytest.fixture(autouse=True, scope="module")
