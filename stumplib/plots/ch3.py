@@ -67,13 +67,15 @@ def own_tracking(profiles, level, scales_path, scales_own, censored, mn):
     a0.set_ylabel("RMS relative error, reduced gradient")
     a0.legend(fontsize=7)
     ok = np.isfinite(scales_path)
-    a1.loglog(mn[ok], scales_path[ok], "o", color=C["attention"], label=r"path-based $\beta^*$ (certificate)")
+    a1.set_xscale("log", base=2)
+    a1.set_yscale("log")
+    a1.plot(mn[ok], scales_path[ok], "o", color=C["attention"], label=r"path-based $\beta^*$ (certificate)")
     unc = np.isfinite(scales_own) & ~censored
-    a1.loglog(mn[unc], scales_own[unc], "s", color=C["gd"], label="own-calibration scale")
-    a1.loglog(mn[censored], scales_own[censored], "^", color=C["gd"], mfc="none", ms=8,
-              label="own-calibration scale, lower bound")
+    a1.plot(mn[unc], scales_own[unc], "s", color=C["gd"], label="own-calibration scale")
+    a1.plot(mn[censored], scales_own[censored], "^", color=C["gd"], mfc="none", ms=8,
+            label="own-calibration scale, lower bound")
     xx = np.geomspace(mn.min(), mn.max(), 10)
-    a1.loglog(xx, xx, ":", color=C["Bayes"], lw=1, label=r"$\beta = m\wedge n$")
+    a1.plot(xx, xx, ":", color=C["Bayes"], lw=1, label=r"$\beta = m\wedge n$")
     a1.set_xlabel(r"$m\wedge n$")
     a1.set_ylabel(r"scale $\beta$")
     a1.legend(fontsize=7.5)
