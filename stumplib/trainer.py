@@ -8,8 +8,9 @@ to the largest ``m`` and ``n`` instead. Every step advances all groups with the 
     L_r = (1/m_r) sum_j (f_j - tau_j)^2,
     dL/dbeta = (2/m_r) sum_j (f_j - tau_j) (-Var_w(x)),   dL/db = (2/m_r) sum_j (f_j - tau_j) Cov_w(x, y).
 
-The fast kernel (:func:`_layout_grad`, a specialised path of :mod:`stumplib.model`, tested against
-:func:`stumplib.model.estimate_and_grad`). Within a task only six sums matter: for each label group
+The fast kernel (:func:`_fast_grad`) is a specialised path of :mod:`stumplib.model`, the single
+definition of the estimator, and is tested against :func:`stumplib.model.estimate_and_grad`. Within
+a task only six sums matter: for each label group
 ``g`` (negatives, positives), ``S_k^g = sum_{i in g} dx_i^k e^{-beta dx_i}``, ``k = 0, 1, 2``, with
 ``dx_i = x_i - x_g`` measured from the group's smallest ``x`` (the example of largest weight when
 ``beta > 0``, so ``1 <= S_0^g`` and nothing overflows). ``b`` enters only through the weight of the
@@ -21,14 +22,15 @@ ascending from the first column and negatives descending from the last; one step
 ``exp`` pass over ``(R, m, n)`` and one batched matrix product against the fixed features
 ``[1, dx, dx^2]`` of each group. Terms whose exponent lies more than :data:`TAIL_EXPONENT` below
 their group's largest change nothing in float64: as ``beta`` grows, only the first and last columns
-that can hold such terms are kept (recomputed every :data:`REFRESH_EVERY` steps and whenever a
-run's ``beta`` falls below the scale they were chosen for), so a step gets cheaper as ``beta``
-grows. Runs whose ``beta <= 0`` (where the largest weight sits at the other end of each group) go
+that can hold such terms are kept (chosen again whenever a run's ``beta`` has grown by
+:data:`TAIL_RENEW` or fallen to :data:`TAIL_FLOOR` times the scale they were chosen for), so a step
+gets cheaper as ``beta`` grows. Runs whose ``beta <= 0`` (where the largest weight sits at the other end of each group) go
 through :func:`stumplib.model._estimate_and_grad` instead.
 
 Each run's corpus depends only on its own configuration, so a batch of runs gives the same numbers
-as the same runs one by one (to rounding: batching changes which negligible tail terms are summed),
-and the same seeds give the same numbers on the same device.
+as the same runs one by one (bit for bit while every column is kept, see :data:`TASK_MULTIPLE`; to
+rounding once the tail is dropped, as a group shares its kept columns), and the same seeds give the
+same numbers on the same device.
 """
 from __future__ import annotations
 
@@ -47,12 +49,12 @@ from .validation import check_choice, check_int, check_prior, check_real, check_
 __all__ = ["RunConfig", "TrainResult", "TrainingDiverged", "make_corpora", "corpus_loss_and_grad",
            "train_gd", "record_steps"]
 
-#: A run counts as diverged once ``|beta|`` or ``|b|`` exceeds this. Converging runs in this book
-#: stay below ``beta ~ 1e5`` (the scale grows like a small power of the step count and saturates
-#: near the corpus resolution ``~ m n``); beyond ``1e7`` the attention resolves gaps of ``1e-7``
-#: between examples, far below any corpus spacing used here, so the loss is flat and a parameter
-#: that big can only come from a step that overshot (e.g. ``lr = 1e12`` throws ``beta`` to
-#: ``-3e8`` in one step while the loss stays bounded).
+#: A run counts as diverged once ``|beta|`` or ``|b|`` exceeds this. The scales GD reaches in this
+#: book are a few tens over the spacing of the examples (``beta`` of order ``1e4`` for ``n ~ 2000``);
+#: at ``1e7`` neighbouring examples (spacing ``>= 1e-5`` for ``n <= 1e5``) differ by ``>= 100`` in
+#: score, the attention is saturated and the loss flat in ``beta``, so a parameter that big can only
+#: come from a step that overshot (``lr = 1e12`` throws ``beta`` to ``-3e8`` in one step while the
+#: loss stays bounded, which the loss criterion alone does not catch).
 MAX_PARAM = 1e7
 
 #: Exponential terms more than this below their group's largest are dropped
@@ -68,8 +70,8 @@ TAIL_FLOOR = 0.8
 #: (a scalar remainder loop rounds differently), so a batch gives the same bits as its runs one by one.
 TASK_MULTIPLE = 16
 
-#: Steps between two choices of the kept columns (they shrink as ``beta`` grows).
-REFRESH_EVERY = 32
+#: The kept columns are chosen again once a run's ``beta`` has grown by this factor (they shrink).
+TAIL_RENEW = 1.25
 
 
 class TrainingDiverged(RuntimeError):
@@ -235,8 +237,9 @@ def _choose_columns(lay: dict[str, Any], beta: torch.Tensor, keep: torch.Tensor)
 
     Keeps the first and last columns that can hold a term within :data:`TAIL_EXPONENT` of its
     group's largest for any ``beta >= TAIL_FLOOR * beta`` (all columns when that is most of them),
-    and sets ``lay["floor"]``, the scale at or below which the choice must be renewed, and
-    ``lay["mode"]``: ``"fast"``, ``"model"`` (every kept run has ``beta <= 0``) or ``"mixed"``.
+    and sets ``lay["floor"]`` and ``lay["ceil"]``, the scales at or beyond which the choice must be
+    renewed, and ``lay["mode"]``: ``"fast"``, ``"model"`` (every kept run has ``beta <= 0``) or
+    ``"mixed"``.
     """
     dx = lay["dx"]
     R, M, N = dx.shape
@@ -244,13 +247,14 @@ def _choose_columns(lay: dict[str, Any], beta: torch.Tensor, keep: torch.Tensor)
     inf = torch.full_like(beta, float("inf"))
     # a kept run with beta <= 0 renews the choice at every step (to see it turn positive)
     lay["floor"] = torch.where(ok, TAIL_FLOOR * beta, torch.where(keep, inf, -inf))
+    lay["ceil"] = torch.where(ok, TAIL_RENEW * beta, inf)
     near = dx <= torch.where(ok, TAIL_EXPONENT / (TAIL_FLOOR * beta), -inf)[:, None, None]
     kp, kn, n_ok, n_keep = (int(v) for v in torch.stack([
         (near & lay["pos"]).sum(-1).amax(), (near & lay["neg"]).sum(-1).amax(), ok.sum(), keep.sum()]).tolist())
     lay["mode"] = "fast" if n_ok == n_keep else "model" if n_ok == 0 else "mixed"
     if kp + kn >= 0.75 * N:
         _all_columns(lay)
-        lay["floor"] = torch.where(ok, torch.zeros_like(beta), lay["floor"])
+        lay["floor"] = torch.where(ok, torch.zeros_like(beta), lay["floor"])  # beta <= 0 only
     else:
         feat = lay["feat"]
         lay["dx_k"] = torch.cat([dx[..., :kp], dx[..., N - kn:]], -1)
@@ -329,17 +333,15 @@ def _layout_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
 
 
 def _moments(x: torch.Tensor, y: torch.Tensor, beta: torch.Tensor, b: torch.Tensor,
-             bias: torch.Tensor | None = None, ny: torch.Tensor | None = None,
-             work: list | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+             ny: torch.Tensor | None = None, work: list | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Fused ``f, -Var_w(x), Cov_w(x, y)`` over the last axis of unsorted corpora (no argument checks).
 
     The general-purpose kernel behind :func:`_dense_corpus_grad`, which :mod:`stumplib.transfer`
     uses to evaluate many scales on one set of corpora (``beta`` broadcast against ``x``); the
     trainer itself uses the sorted fast kernel (:func:`_fast_grad`).
 
-    ``x, y`` have shape ``(..., n)``; ``beta, b`` broadcast against ``x.shape[:-1]``; ``bias`` is an
-    optional additive score (``0`` for real examples, ``-inf`` for padding); ``ny`` optionally the
-    precomputed ``1 - y``; ``work`` an optional list holding two reusable buffers of the broadcast
+    ``x, y`` have shape ``(..., n)``; ``beta, b`` broadcast against ``x.shape[:-1]``; ``ny`` optionally
+    the precomputed ``1 - y``; ``work`` an optional list holding two reusable buffers of the broadcast
     shape (filled on first use): fresh large temporaries cost page faults at every step, which made
     up a third of the time. Centred moments (two passes: the mean, then the centred sums), so no
     cancellation at large ``beta``. Dot products over the last axis go through ``einsum`` (batched
@@ -355,8 +357,6 @@ def _moments(x: torch.Tensor, y: torch.Tensor, beta: torch.Tensor, b: torch.Tens
         if work is not None:
             work[:] = [s_buf, d_buf]
     s = torch.mul(y, b[..., None], out=s_buf).addcmul_(x, beta[..., None], value=-1.0)
-    if bias is not None:
-        s.add_(bias)
     w = s.sub_(s.amax(-1, keepdim=True)).exp_()  # in place: s is a buffer
     Z = w.sum(-1)
     f = _dot(w, x) / Z
@@ -491,11 +491,11 @@ def _groups(configs: Sequence[RunConfig], grouping: str) -> list[list[int]]:
     return groups
 
 
-def _group_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor, alive: torch.Tensor, renew: bool
+def _group_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor, alive: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One group's loss and gradient in the training loop: renews the kept columns when asked to or
-    when a live run's ``beta`` fell to the floor they were chosen for (one host sync)."""
-    if renew or lay["floor"] is None or bool((beta <= lay["floor"]).any()):
+    """One group's loss and gradient in the training loop: chooses the kept columns again when a
+    live run's ``beta`` has left the range they were chosen for (one host sync per step)."""
+    if lay["floor"] is None or bool(((beta <= lay["floor"]) | (beta >= lay["ceil"])).any()):
         _choose_columns(lay, beta, alive)
     return _grad(lay, beta, b)
 
@@ -578,13 +578,12 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
     for _, lay in groups:
         lay["floor"] = None  # choose the columns afresh for this run's parameters
 
-    def grad(t: int) -> tuple[torch.Tensor, ...]:
-        renew = t % REFRESH_EVERY == 0
+    def grad() -> tuple[torch.Tensor, ...]:
         if len(groups) == 1:
-            return _group_grad(groups[0][1], beta, b, alive, renew)
+            return _group_grad(groups[0][1], beta, b, alive)
         out = [torch.empty(R, dtype=dtype, device=dev) for _ in range(3)]
         for idx, lay in groups:
-            for o, v in zip(out, _group_grad(lay, beta[idx], b[idx], alive[idx], renew)):
+            for o, v in zip(out, _group_grad(lay, beta[idx], b[idx], alive[idx])):
                 o[idx] = v
         return tuple(out)
 
@@ -637,7 +636,7 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
         bar = tqdm(total=steps, desc=f"GD x{R} runs", mininterval=2.0)
     done = 0
     for t in range(steps + 1):
-        L, g_beta, g_b = grad(t)
+        L, g_beta, g_b = grad()
         if has_stop:
             hit = moving & (beta >= beta_stop)
             stop_step = torch.where(hit, t, stop_step)
