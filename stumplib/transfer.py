@@ -39,8 +39,7 @@ import numpy as np
 import torch
 
 from .device import DEFAULT_DTYPE, resolve_device
-from .stats import PowerLawFit, ols as _ols
-from .results_io import load_results, save_results
+from .stats import crossing
 from .population import population_loss_and_grad
 from .tasks import sample_tasks
 from .trainer import _dense_corpus_grad
@@ -63,7 +62,6 @@ __all__ = [
     "profile_grid",
     "transfer_profiles",
     "bootstrap_certified",
-    "fit_with_bootstrap",
 ]
 
 #: default relative-error level defining the certified scale
@@ -227,6 +225,18 @@ class TransferProfile:
         e = self.g_corpus - gp[:, None, :]
         return (e * u[:, None, :]).sum(-1) / nrm[:, None]
 
+    def arrays(self, prefix: str = "") -> dict[str, np.ndarray]:
+        """The profile as arrays (for :func:`stumplib.book.cached`)."""
+        return {f"{prefix}{k}": np.asarray(getattr(self, k)) for k in
+                ("m", "n", "n_corpora", "seed", "beta", "c", "g_pop", "g_corpus")}
+
+    @classmethod
+    def from_arrays(cls, d: dict, prefix: str = "") -> "TransferProfile":
+        """Inverse of :meth:`arrays`."""
+        g = lambda k: d[f"{prefix}{k}"]  # noqa: E731
+        return cls(int(g("m")), int(g("n")), int(g("n_corpora")), int(g("seed")), g("beta"), g("c"),
+                   g("g_pop"), g("g_corpus"))
+
     def curve(self, stat: str = "rms", which: str = "along", corpora: np.ndarray | None = None
               ) -> np.ndarray:
         """Aggregate over corpora: ``stat`` in ``rms | median | mean``; ``which`` in ``rel | along``
@@ -244,16 +254,6 @@ class TransferProfile:
                   corpora: np.ndarray | None = None) -> float:
         """The certified scale ``beta*`` of this profile (see :func:`crossing_scale`)."""
         return crossing_scale(self.beta, self.curve(stat, which, corpora), level)
-
-
-def _interp(betas: np.ndarray, curve: np.ndarray, k: int, level: float) -> float:
-    """Log-log interpolation of ``curve == level`` between grid points ``k - 1`` and ``k``."""
-    c0, c1 = curve[k - 1], curve[k]
-    if not (np.isfinite(c0) and np.isfinite(c1) and c0 > 0 and c1 > 0 and c0 != c1):
-        return float(betas[k])
-    t = (np.log(level) - np.log(c0)) / (np.log(c1) - np.log(c0))
-    t = min(max(t, 0.0), 1.0)
-    return float(np.exp(np.log(betas[k - 1]) + t * (np.log(betas[k]) - np.log(betas[k - 1]))))
 
 
 def certified_interval(betas: Any, curve: Any, level: float = DEFAULT_LEVEL) -> tuple[float, float]:
@@ -278,16 +278,13 @@ def certified_interval(betas: Any, curve: Any, level: float = DEFAULT_LEVEL) -> 
     if not np.all(np.isfinite(betas)) or np.any(betas <= 0) or np.any(np.diff(betas) <= 0):
         raise ValueError("betas must be positive, finite and strictly increasing")
     level = check_real("level", level, low=0.0, low_open=True)
-    below = curve < level
-    idx = np.nonzero(below)[0]
-    if idx.size == 0:
+    below = np.flatnonzero(curve < level)  # NaN counts as above
+    if below.size == 0:
         return float("nan"), float("nan")
-    k0 = int(idx[0])
-    lo = float(betas[0]) if k0 == 0 else _interp(betas, curve, k0, level)
-    after = np.nonzero(~below[k0:])[0]
-    if after.size == 0:
-        return lo, float("inf")
-    return lo, _interp(betas, curve, k0 + int(after[0]), level)
+    k0 = int(below[0])
+    lo = float(betas[0]) if k0 == 0 else crossing(betas, curve, level, direction="down", log_x=True, log_y=True)
+    hi = crossing(betas, curve, level, direction="up", start=k0, log_x=True, log_y=True)
+    return lo, (float("inf") if np.isnan(hi) else hi)
 
 
 def crossing_scale(betas: Any, curve: Any, level: float = DEFAULT_LEVEL) -> float:
@@ -481,11 +478,9 @@ def profile_grid(m: int, n: int, *, beta_min: float = 1.0, per_octave: int = 4,
 def transfer_profiles(shapes: Sequence[tuple[int, int]], *, n_corpora: int = 32, seed: int = 0,
                       beta_min: float = 1.0, per_octave: int = 4, top_factor: float = 0.5,
                       tau_lo: float = 0.2, tau_hi: float = 0.8, device: Any = "auto",
-                      cache: Any = None, progress: bool = True) -> list[TransferProfile]:
-    """:func:`transfer_profile` for every ``(m, n)`` in ``shapes`` on its :func:`profile_grid`.
-
-    ``cache``: an ``.npz`` path; reloaded when it was written with exactly these settings.
-    """
+                      progress: bool = True) -> list[TransferProfile]:
+    """:func:`transfer_profile` for every ``(m, n)`` in ``shapes`` on its :func:`profile_grid`
+    (cache the result with :func:`stumplib.book.cached` and :meth:`TransferProfile.arrays`)."""
     if isinstance(shapes, (str, bytes)) or not isinstance(shapes, (list, tuple)) or len(shapes) == 0:
         raise ValueError("shapes must be a non-empty list of (m, n) pairs")
     shp = []
@@ -500,24 +495,12 @@ def transfer_profiles(shapes: Sequence[tuple[int, int]], *, n_corpora: int = 32,
     grids = [profile_grid(m, n, beta_min=beta_min, per_octave=per_octave, top_factor=top_factor)
              for m, n in shp]
     dev = resolve_device(device)
-    config = {"shapes": shp, "n_corpora": n_corpora, "seed": seed, "beta_min": beta_min,
-              "per_octave": per_octave, "top_factor": top_factor, "prior": [tau_lo, tau_hi]}
-    if cache is not None:
-        data = load_results(cache, config)
-        if data is not None:
-            return [TransferProfile(m, n, n_corpora, seed, data[f"beta{i}"], data[f"c{i}"],
-                                    data[f"gp{i}"], data[f"gc{i}"]) for i, (m, n) in enumerate(shp)]
     it = list(zip(shp, grids))
     if progress:
         from tqdm.auto import tqdm
         it = tqdm(it, desc="transfer profiles")
     out = [transfer_profile(m, n, g, n_corpora=n_corpora, seed=seed, tau_lo=tau_lo, tau_hi=tau_hi,
                             device=dev) for (m, n), g in it]
-    if cache is not None:
-        arrays = {}
-        for i, p in enumerate(out):
-            arrays.update({f"beta{i}": p.beta, f"c{i}": p.c, f"gp{i}": p.g_pop, f"gc{i}": p.g_corpus})
-        save_results(cache, arrays, config)
     return out
 
 
@@ -551,33 +534,3 @@ def bootstrap_certified(profiles: Sequence[TransferProfile], level: float = DEFA
                      np.median(rr, 1) if stat == "median" else rr.mean(1))
             boot[i, j] = crossing_scale(p.beta, curve, level)
     return est, boot
-
-
-def fit_with_bootstrap(x: Any, y: Any, y_boot: Any, *, level: float = 0.95) -> PowerLawFit:
-    """Log-log slope of ``y`` against ``x`` with an interval from refitting every bootstrap
-    replicate ``y_boot`` (shape ``(B, K)``): the measurement (Monte Carlo) uncertainty of ``y``.
-
-    Points where ``y`` is not finite and positive are dropped (and the same columns of ``y_boot``);
-    replicates with a non-finite entry in the kept columns are dropped. Needs >= 2 distinct ``x``.
-    """
-    x = np.asarray(x, dtype=float).ravel()
-    y = np.asarray(y, dtype=float).ravel()
-    yb = np.asarray(y_boot, dtype=float)
-    if x.shape != y.shape or yb.ndim != 2 or yb.shape[1] != x.size:
-        raise ValueError("x, y must have shape (K,) and y_boot shape (B, K)")
-    level = check_real("level", level, low=0.0, high=1.0, low_open=True, high_open=True)
-    keep = np.isfinite(y) & (y > 0) & np.isfinite(x) & (x > 0)
-    if np.unique(x[keep]).size < 2:
-        raise ValueError("x must hold at least two distinct values with finite positive y")
-    lx, ly = np.log(x[keep]), np.log(y[keep])
-    slope, icpt = _ols(lx, ly)
-    yb = yb[:, keep]
-    ok = np.all(np.isfinite(yb) & (yb > 0), axis=1)
-    boots = np.array([_ols(lx, np.log(row))[0] for row in yb[ok]])
-    a = (1 - level) / 2
-    lo, hi = (np.quantile(boots, [a, 1 - a]) if boots.size >= 10 else (np.nan, np.nan))
-    resid = ly - (slope * lx + icpt)
-    dof = max(lx.size - 2, 1)
-    stderr = float(np.sqrt((resid ** 2).sum() / dof / ((lx - lx.mean()) ** 2).sum()))
-    return PowerLawFit(slope=float(slope), prefactor=float(np.exp(icpt)), ci=(float(lo), float(hi)),
-                       stderr=stderr, n_points=int(lx.size), method="bootstrap over corpora")

@@ -1,0 +1,83 @@
+"""Figures of chapter 3 (one function per figure; each returns the figure)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import style
+
+C = style.COLORS
+_BASE = [C["attention"], C["midpoint"], C["gd"], C["two-head"], C["reflected"], C["min positive"], C["Bayes"],
+         C["population"]]
+
+
+def _col(i: int) -> str:
+    return _BASE[i % len(_BASE)]
+
+
+def trajectories(t, beta, c, labels, flow_t, flow_beta, flow_c, path_beta, path_c, tau_hi):
+    """(a) beta against time for GD runs and the flow; (b) the runs in the (beta, c) plane."""
+    fig, (a0, a1) = style.figure(ncols=2, width=4.6, height=3.7)
+    keys = list(dict.fromkeys(labels))
+    for r, lab in enumerate(labels):
+        col = _col(keys.index(lab))
+        first = labels.index(lab) == r
+        a0.loglog(t[1:], beta[r, 1:], color=col, lw=1.3, label=lab if first else None)
+        a1.semilogx(beta[r], c[r], color=col, lw=1.3, label=lab if first else None)
+    a0.loglog(flow_t, flow_beta, "--", color=C["population"], lw=1.8, label="population gradient flow")
+    a0.set_xlabel(r"time $t = \eta \times$ steps")
+    a0.set_ylabel(r"attention scale $\beta$")
+    a0.legend(fontsize=8)
+    a1.semilogx(flow_beta, flow_c, "--", color=C["population"], lw=1.8, label="population gradient flow")
+    a1.semilogx(path_beta, path_c, color=C["Bayes"], lw=1, label=r"calibrated path $c^*(\beta)$")
+    a1.axhline(tau_hi, color=C["Bayes"], ls=":", lw=1, label=r"$\tau_{hi}$")
+    a1.set_xlabel(r"attention scale $\beta$")
+    a1.set_ylabel(r"relative label score $c = b/\beta$")
+    a1.legend(fontsize=8)
+    style.label_panels([a0, a1])
+    return fig
+
+
+def transfer_curves(series, P, E, level):
+    """Path-based relative error along the progress direction: (a) m varied, (b) n varied."""
+    fig, axes = style.figure(ncols=2, width=4.6, height=3.6, sharey=True)
+    for ax, key, title in zip(axes, ("m", "n"), ("m varied", "n varied")):
+        for i, sh in enumerate(series[key]):
+            p = P[sh]
+            ax.loglog(p.beta, p.curve(which="along"), "-", color=_col(i), lw=1.6, label=rf"$m\times n$ = {sh[0]}x{sh[1]}")
+            if np.isfinite(E[sh]):
+                ax.axvline(E[sh], color=_col(i), lw=0.8, alpha=0.6)
+        ax.axhline(level, color="k", lw=1, ls="--", label=f"level {level:g}")
+        ax.set_xlabel(r"scale $\beta$ on the population path")
+        ax.set_title(title)
+        ax.legend(fontsize=7.5)
+    axes[0].set_ylabel("RMS relative gradient error")
+    style.label_panels(axes)
+    return fig
+
+
+def own_tracking(profiles, level, scales_path, scales_own, censored, mn):
+    """(a) own-calibration RMS error curves against beta/(m∧n); (b) both scales against m∧n.
+
+    ``profiles``: list of (label, OwnProfile); ``scales_*`` arrays over the shapes of (b)."""
+    fig, (a0, a1) = style.figure(ncols=2, width=4.6, height=3.7)
+    for i, (lab, p) in enumerate(profiles):
+        a0.loglog(p.beta, p.curve("rms"), "-", color=_col(i), lw=1.4, label=lab)
+    a0.axhline(level, color="k", lw=1, ls="--", label=f"level {level:g}")
+    a0.set_xlabel(r"scale $\beta$ (each corpus at its own calibrated $c$)")
+    a0.set_ylabel("RMS relative error, reduced gradient")
+    a0.legend(fontsize=7)
+    ok = np.isfinite(scales_path)
+    a1.set_xscale("log", base=2)
+    a1.set_yscale("log")
+    a1.plot(mn[ok], scales_path[ok], "o", color=C["attention"], label=r"path-based $\beta^*$ (certificate)")
+    unc = np.isfinite(scales_own) & ~censored
+    a1.plot(mn[unc], scales_own[unc], "s", color=C["gd"], label="own-calibration scale")
+    a1.plot(mn[censored], scales_own[censored], "^", color=C["gd"], mfc="none", ms=8,
+            label="own-calibration scale, lower bound")
+    xx = np.geomspace(mn.min(), mn.max(), 10)
+    a1.plot(xx, xx, ":", color=C["Bayes"], lw=1, label=r"$\beta = m\wedge n$")
+    a1.set_xlabel(r"$m\wedge n$")
+    a1.set_ylabel(r"scale $\beta$")
+    a1.legend(fontsize=7.5)
+    style.label_panels([a0, a1])
+    return fig
