@@ -72,6 +72,9 @@ def sq_errors(beta: Any, b: Any, N: int, *, taus: Sequence[float] = FIXED_TAUS, 
     bb = np.atleast_1d(np.asarray(b, float))
     if be.ndim != 1 or be.shape != bb.shape or not (np.all(np.isfinite(be)) and np.all(np.isfinite(bb))):
         raise ValueError("beta and b must be finite 1-d arrays of the same length")
+    N = check_int("N", N, minimum=1)
+    n_ctx = check_int("n_ctx", n_ctx, minimum=1)
+    seed = check_int("seed", seed, minimum=0)
     t = check_grid("taus", list(taus), kind="real", minimum=1e-9, maximum=1 - 1e-9)
     dev = resolve_device(device)
     tt = torch.tensor(t, dtype=DEFAULT_DTYPE, device=dev)

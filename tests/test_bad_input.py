@@ -99,9 +99,9 @@ def _train_gd(**kw):
     return train_gd(**{"configs": [RunConfig(m=8, n=8)], "steps": 5, "device": "cpu", "progress": False, **kw})
 
 
-def _evaluate_frozen(**kw):
-    from stumplib.frozen import evaluate_frozen
-    return evaluate_frozen(**{"beta": [20.0], "b": [17.0], "N_grid": [8], "n_ctx": 20, "device": "cpu", **kw})
+def _sq_errors(**kw):
+    from stumplib.frozen import sq_errors
+    return sq_errors(**{"beta": [20.0], "b": [17.0], "N": 8, "n_ctx": 20, "device": "cpu", **kw})
 
 
 def _certified_scale(**kw):
@@ -177,8 +177,9 @@ TABLE = [
         "m": [(0, "m")], "n": [(2.5, "n")], "lr": [(-1.0, "lr")], "seed": [(-1, "seed")]}),
     ("trainer.train_gd", _train_gd, {
         "steps": [(0, "steps")], "device": DEVICE[:1]}),
-    ("frozen.evaluate_frozen", _evaluate_frozen, {
-        "N_grid": [([], "N_grid"), ([0], "N_grid")], "n_ctx": [(0, "n_ctx")], "seed": [(-1, "seed")]}),
+    ("frozen.sq_errors", _sq_errors, {
+        "N": [(0, "N"), (2.5, "N")], "n_ctx": [(0, "n_ctx")], "seed": [(-1, "seed")],
+        "beta": [([NAN], "beta")], "taus": [([1.5], "taus")], "device": DEVICE[:1]}),
     ("transfer.certified_scale", _certified_scale, {
         "m": [(0, "m")], "n": [(2.5, "n")], "seed": [(-1, "seed")], "device": DEVICE[:1]}),
     ("phase.state_evolution", _state_evolution_call, {
@@ -206,7 +207,7 @@ def test_bad_argument_raises_valueerror_naming_it(call, arg, value, word):
 
 
 @pytest.mark.parametrize("name, call", [pytest.param(n, c, id=n) for n, c, _ in TABLE
-                                        if n not in ("trainer.train_gd", "frozen.evaluate_frozen",
+                                        if n not in ("trainer.train_gd", "frozen.sq_errors",
                                                      "transfer.certified_scale", "phase.state_evolution")])
 def test_the_valid_calls_of_the_table_are_valid(name, call):
     """Each case differs from a valid call in one argument only (the slow entry points are run by
