@@ -6,7 +6,7 @@ import numpy as np
 from .. import style
 
 C = style.COLORS
-_BASE = [C["attention"], C["midpoint"], C["gd"], C["two-head"], C["reflected"], C["min positive"], C["Bayes"],
+_BASE = [C["attention"], C["midpoint"], C["gd"], C["boundary-aware"], C["reflected"], C["min positive"], C["Bayes"],
          C["population"]]
 
 

@@ -9,7 +9,7 @@ C = style.COLORS
 
 
 def _cycle(k: int) -> list[str]:
-    base = [C["attention"], C["midpoint"], C["gd"], C["two-head"], C["reflected"], C["min positive"],
+    base = [C["attention"], C["midpoint"], C["gd"], C["boundary-aware"], C["reflected"], C["min positive"],
             C["Bayes"], C["population"]]
     return [base[i % len(base)] for i in range(k)]
 
