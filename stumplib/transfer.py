@@ -42,7 +42,7 @@ from .device import DEFAULT_DTYPE, resolve_device
 from .stats import crossing
 from .population import population_loss_and_grad
 from .tasks import sample_tasks
-from .trainer import _dense_corpus_grad
+from .trainer import corpus_grad
 from .validation import check_choice, check_grid, check_int, check_prior, check_real
 
 __all__ = [
@@ -180,7 +180,7 @@ def _corpus_grads(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: tor
     out = []
     for k0 in range(0, beta.numel(), per):
         bk, bbk = beta[k0:k0 + per, None], b[k0:k0 + per, None]  # (k, 1) -> broadcast over C
-        _, gb, gbb = _dense_corpus_grad(x, y, tau, bk.expand(-1, C), bbk.expand(-1, C), ny, work)
+        _, gb, gbb = corpus_grad(x, y, tau, bk.expand(-1, C), bbk.expand(-1, C), ny, work)
         out.append(torch.stack([gb, gbb], -1))
     return torch.cat(out, 0)
 
