@@ -93,6 +93,12 @@ def test_step_size_limit_grows_with_scale():
     assert 4 < lim[2] / lim[1] < 16  # about beta^3
     H = population_hessian([32.0], [27.0])
     assert H.shape == (1, 2, 2) and H[0, 0, 1] == H[0, 1, 0]
+    # one Hessian in the book: transfer re-exports the population's, and the limit is built on it
+    import stumplib.population as population
+    assert population_hessian is population.population_hessian
+    path = population_path([16.0, 32.0, 64.0])
+    lam = np.linalg.eigvalsh(population.population_hessian(path["beta"].numpy(), path["b"].numpy()))[:, -1]
+    np.testing.assert_array_equal(lim, 2.0 / lam)
 
 
 @pytest.mark.parametrize("kwargs, name", [
