@@ -597,6 +597,19 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
     Each run has its own step size, start ``(beta0, b0)`` and optional stop scale ``beta_stop``: a
     run freezes at the first step ``t`` whose ``beta_t >= beta_stop`` (its parameters of that step
     are kept, recorded from then on, and ``t`` is reported in ``stop_step``); the others carry on.
+    Once every run has stopped (or diverged, ``on_diverge="stop"``) the loop ends early, at a
+    divergence check or at an event below (``TrainResult.last_step``), and the remaining records
+    repeat the frozen values: the numbers are the same as without the early end.
+
+    A run may also change its step size with ``beta`` (``RunConfig.lr_marks``, a piecewise-constant
+    schedule: at the first step ``t`` where ``beta_t >= beta_mark`` the step from ``t`` on is that
+    mark's) and record its state at chosen scales (``RunConfig.record_scales``); the steps and
+    parameters where each mark or scale was first reached are returned in
+    ``TrainResult.mark_step, mark_beta, mark_b`` and ``scale_step, scale_beta, scale_b``. The loop
+    stays batched: each step compares every moving run's ``beta`` with its next event scale (one
+    host sync) and only a step where some run reached it goes through the (vectorised) bookkeeping,
+    followed by a divergence check. Marks, scales and the stop are handled in that order within a
+    step, so a mark at the stop scale is recorded at the stop step.
 
     Parameters
     ----------

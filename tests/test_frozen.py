@@ -103,3 +103,14 @@ def test_continued_runs_sharpen_past_the_stop():
     e_stop = sq_errors(r["stop_beta"], r["stop_b"], 2048, n_ctx=40).mean() ** 0.5
     e_end = sq_errors(r["final_beta"], r["final_b"], 2048, n_ctx=40).mean() ** 0.5
     assert e_end < 0.5 * e_stop  # about 1/beta: a factor 4 in scale
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+def test_staged_gd_on_cuda_matches_cpu():
+    kw = dict(beta0=3.0, beta_stop=6.5, beta_end=13.0)
+    cpu = train_staged(32, 32, [0, 1], device="cpu", **kw)
+    gpu = train_staged(32, 32, [0, 1], device="cuda", **kw)
+    for k in ("mark_step", "stop_step", "log_step", "final_step"):
+        np.testing.assert_array_equal(gpu[k], cpu[k])
+    for k in ("mark_beta", "mark_b", "log_beta", "log_b", "final_beta", "final_b"):
+        np.testing.assert_allclose(gpu[k], cpu[k], rtol=1e-10)
