@@ -204,7 +204,8 @@ def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_sto
     (the mark ``beta_stop``); ``log_step, log_beta, log_b (S, L)``: the state at the first step past
     each of the log-spaced scales ``log_scales (L,)`` (``log_per_octave`` per octave from ``beta0``);
     ``diverged (S,)``; ``lr_marks (J,)``: the step used after each mark; ``final_beta, final_b (S,)``:
-    the state at the end (NaN for a diverged run); ``final_step (S,)``: the step at which the loop
+    the state at the end (for a diverged run the placeholder ``(1, 1)``: filter on ``diverged``);
+    ``final_step (S,)``: the step at which the loop
     ended (the same for every run: the last run's arrival at ``beta_end``, or the cap).
 
     The runs are one :func:`stumplib.trainer.train_gd` call (the fast kernel, corpora drawn from each
@@ -243,5 +244,8 @@ def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_sto
     return {"marks": marks, "lr_marks": lr_marks, "mark_step": res.mark_step, "mark_beta": res.mark_beta,
             "mark_b": res.mark_b, "stop_step": res.mark_step[:, js], "stop_beta": res.mark_beta[:, js],
             "stop_b": res.mark_b[:, js], "log_scales": log_scales, "log_step": log_step, "log_beta": log_beta,
-            "log_b": log_b, "diverged": diverged, "final_beta": res.final_beta, "final_b": res.final_b,
+            "log_b": log_b, "diverged": diverged,
+            # a diverged run reports the placeholder (1, 1) its loop used to freeze it at (kept so
+            # that callers which do not filter on ``diverged`` see the numbers they always did)
+            "final_beta": np.where(diverged, 1.0, res.final_beta), "final_b": np.where(diverged, 1.0, res.final_b),
             "final_step": np.full(S, res.last_step)}

@@ -114,3 +114,13 @@ def test_staged_gd_on_cuda_matches_cpu():
         np.testing.assert_array_equal(gpu[k], cpu[k])
     for k in ("mark_beta", "mark_b", "log_beta", "log_b", "final_beta", "final_b"):
         np.testing.assert_allclose(gpu[k], cpu[k], rtol=1e-10)
+
+
+def test_a_diverged_run_is_flagged_and_the_others_carry_on():
+    """A 4-task corpus on which the population-based step oscillates away (beta turns negative)."""
+    r = train_staged(4, 128, [7403, 7400], beta0=128.0, beta_stop=256.0, beta_end=256.0, max_steps=20_000)
+    assert r["diverged"].tolist() == [True, False]
+    assert r["stop_step"][0] == -1 and r["final_beta"][0] == 1.0 and r["final_b"][0] == 1.0  # placeholder
+    alone = train_staged(4, 128, [7400], beta0=128.0, beta_stop=256.0, beta_end=256.0, max_steps=20_000)
+    assert alone["stop_step"][0] == r["stop_step"][1] > 0
+    assert alone["stop_beta"][0] == pytest.approx(r["stop_beta"][1], rel=1e-12)
