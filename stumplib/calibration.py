@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from .stats import Estimate, crossing
-from .trainer import _dense_corpus_grad
+from .trainer import corpus_grad
 from .transfer import draw_corpus_batch, population_path
 from .validation import check_choice, check_int, check_prior, check_real
 
@@ -41,7 +41,7 @@ def _grads(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: float, c: 
            work: list) -> tuple[torch.Tensor, torch.Tensor]:
     """``dL/dbeta, dL/db`` of every corpus at ``(beta, c * beta)``, shape ``(C,)`` (trainer kernel)."""
     bt = torch.full_like(c, beta)
-    _, gb, gbb = _dense_corpus_grad(x, y, tau, bt, c * beta, None, work)
+    _, gb, gbb = corpus_grad(x, y, tau, bt, c * beta, None, work)
     return gb, gbb
 
 

@@ -11,11 +11,10 @@ fixed interior threshold, by ``Õ((m ∧ n)^-1 + N^-1)``. This module holds
 - :func:`train_staged`: GD on corpora of one shape from a start ``beta0`` that records each run at
   the first step where ``beta >= beta_stop`` (the certified stop) and continues it to ``beta_end``;
   the step is reset to ``frac`` times the population stability limit at the start, at ``beta_stop``
-  and at each doubling of ``beta`` (a piecewise-constant schedule). The loop calls the trainer's
-  gradient (:func:`stumplib.trainer._dense_corpus_grad`) on corpora drawn as the trainer draws them
-  (same seed, same corpus); it does not use ``train_gd``'s ``beta_stop`` because the step changes
-  at every mark, which one ``train_gd`` call cannot do, and chained calls would need each stage's
-  length in advance. The stop is exact, to the step;
+  and at each doubling of ``beta`` (a piecewise-constant schedule). It is one call of
+  :func:`stumplib.trainer.train_gd` (the book's only training loop) with the schedule as
+  ``RunConfig.lr_marks``, the log-spaced scales as ``RunConfig.record_scales`` and ``beta_end`` as the
+  stop scale; the corpora are the trainer's (same seed, same corpus) and the stop is exact, to the step;
 - :func:`bound_form_spread`: the spread of ``error / (A1 (m∧n)^-1 + B1 N^-1)`` with ``A1, B1`` fitted.
 
 **Error.** For a fixed threshold ``tau`` the error is the root-mean-square over fresh contexts of
@@ -32,8 +31,7 @@ from .device import DEFAULT_DTYPE, make_generator, resolve_device
 from .model import estimate
 from .stats import Estimate
 from .tasks import labels
-from .tasks import sample_tasks
-from .trainer import _dense_corpus_grad
+from .trainer import RunConfig, train_gd
 from .transfer import population_path, step_size_limit
 from .validation import check_grid, check_int, check_prior, check_real
 
@@ -42,6 +40,11 @@ __all__ = ["FIXED_TAUS", "fresh_contexts", "sq_errors", "fit_two_term", "bootstr
 
 #: fixed interior thresholds (inside the prior [0.2, 0.8], away from its upper end)
 FIXED_TAUS = (0.3, 0.4, 0.5)
+
+#: :func:`train_staged` counts a run as diverged only on non-finite parameters, ``beta <= 0`` or
+#: ``|beta|, |b|`` above :data:`stumplib.trainer.MAX_PARAM`, not on its loss growing (the loss is
+#: at most 1 and the initial loss at least ~1e-8 at the scales of this book)
+_NO_LOSS_LIMIT = 1e12
 
 
 def fresh_contexts(N: int, taus: torch.Tensor, n_ctx: int, *, seed: int = 0
@@ -203,7 +206,15 @@ def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_sto
     each mark and the state there; -1 / NaN where not reached); ``stop_step, stop_beta, stop_b (S,)``
     (the mark ``beta_stop``); ``log_step, log_beta, log_b (S, L)``: the state at the first step past
     each of the log-spaced scales ``log_scales (L,)`` (``log_per_octave`` per octave from ``beta0``);
-    ``diverged (S,)``; ``lr_marks (J,)``: the step used after each mark.
+    ``diverged (S,)``; ``lr_marks (J,)``: the step used after each mark; ``final_beta, final_b (S,)``:
+    the state at the end (for a diverged run the placeholder ``(1, 1)``: filter on ``diverged``);
+    ``final_step (S,)``: the step at which the loop
+    ended (the same for every run: the last run's arrival at ``beta_end``, or the cap).
+
+    The runs are one :func:`stumplib.trainer.train_gd` call (the fast kernel, corpora drawn from each
+    seed as the trainer draws them) with ``RunConfig.lr_marks`` = ``(marks, lr_marks)``,
+    ``record_scales = log_scales`` and ``beta_stop = beta_end``. A run counts as diverged on
+    non-finite or too large parameters or ``beta < 0`` (checked every 64 steps and at every mark).
     """
     m, n = check_int("m", m), check_int("n", n)
     seeds = [check_int(f"seeds[{i}]", s, minimum=0) for i, s in enumerate(seeds)]
@@ -211,71 +222,33 @@ def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_sto
         raise ValueError("seeds must be a non-empty list")
     frac = check_real("frac", frac, low=0.0, high=1.0, low_open=True)
     tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
+    log_per_octave = check_int("log_per_octave", log_per_octave, minimum=1)
     marks = stage_marks(beta0, beta_stop, beta_end)
-    J = marks.size
     lim = step_size_limit(np.concatenate([[beta0], marks]), tau_lo, tau_hi)
     lr_marks = frac * lim[1:]
-    dev = resolve_device(device)
-    drawn = [sample_tasks(m, n, tau_lo, tau_hi, seed=s, device=dev, dtype=DEFAULT_DTYPE) for s in seeds]
-    corp = {"tau": torch.stack([d[0] for d in drawn]), "x": torch.stack([d[1] for d in drawn]),
-            "y": torch.stack([d[2] for d in drawn]), "work": []}
-    corp["ny"] = 1.0 - corp["y"]
-    S = len(seeds)
     c0 = float(population_path([beta0], tau_lo, tau_hi)["c"][0])
-    beta = torch.full((S,), float(beta0), dtype=DEFAULT_DTYPE, device=dev)
-    b = beta * c0
-    lr = torch.full((S,), frac * float(lim[0]), dtype=DEFAULT_DTYPE, device=dev)
     nL = int(np.floor(np.log2(beta_end / beta0) * log_per_octave + 1e-9))
     log_scales = beta0 * 2.0 ** (np.arange(1, nL + 1) / log_per_octave)
-    mark_step = np.full((S, J), -1, np.int64)
-    mark_beta = np.full((S, J), np.nan)
-    mark_b = np.full((S, J), np.nan)
-    log_step = np.full((S, nL), -1, np.int64)
-    log_beta = np.full((S, nL), np.nan)
-    log_b = np.full((S, nL), np.nan)
-    nxt = np.zeros(S, np.int64)  # next mark of each run
-    nlog = np.zeros(S, np.int64)
-    diverged = np.zeros(S, bool)
-
-    def threshold() -> torch.Tensor:  # the next scale (mark or log point) at which each run is looked at
-        nm = np.where(nxt < J, marks[np.minimum(nxt, J - 1)], np.inf)
-        nl = np.where(nlog < nL, log_scales[np.minimum(nlog, max(nL - 1, 0))] if nL else np.inf, np.inf)
-        th = np.where(diverged | (nxt >= J), np.inf, np.minimum(nm, nl))
-        return torch.as_tensor(th, dtype=DEFAULT_DTYPE, device=dev)
-
     cap = max_steps if steps is None else min(max_steps, check_int("steps", steps))
-    thr = threshold()
-    t = 0
-    while t < cap and bool(np.any((nxt < J) & ~diverged)):
-        _, gb, gbb = _dense_corpus_grad(corp["x"], corp["y"], corp["tau"], beta, b, corp["ny"], corp["work"])
-        beta = beta - lr * gb
-        b = b - lr * gbb
-        t += 1
-        if t % 64 == 0:
-            bad = ~(torch.isfinite(beta) & torch.isfinite(b) & (beta > 0)).cpu().numpy() & ~diverged
-            if bad.any():
-                diverged |= bad
-                badt = torch.as_tensor(bad, device=dev)
-                lr[badt] = 0.0
-                beta = torch.where(badt, torch.ones_like(beta), beta)
-                b = torch.where(badt, torch.ones_like(b), b)
-                thr = threshold()
-        if not bool((beta >= thr).any()):
-            continue
-        bn, bbn = beta.cpu().numpy(), b.cpu().numpy()
-        for r in np.flatnonzero(~diverged):
-            while nlog[r] < nL and nxt[r] < J and bn[r] >= log_scales[nlog[r]]:
-                log_step[r, nlog[r]], log_beta[r, nlog[r]], log_b[r, nlog[r]] = t, bn[r], bbn[r]
-                nlog[r] += 1
-            while nxt[r] < J and bn[r] >= marks[nxt[r]]:
-                j = nxt[r]
-                mark_step[r, j], mark_beta[r, j], mark_b[r, j] = t, bn[r], bbn[r]
-                lr[r] = float(lr_marks[j]) if j < J - 1 else 0.0
-                nxt[r] += 1
-        thr = threshold()
+    # the last mark is beta_end, where the run stops (its step size is never used)
+    configs = [RunConfig(m, n, s, lr=frac * float(lim[0]), beta0=float(beta0), b0=c0 * float(beta0),
+                         tau_lo=tau_lo, tau_hi=tau_hi, beta_stop=float(marks[-1]),
+                         lr_marks=tuple(zip(marks.tolist(), lr_marks.tolist())),
+                         record_scales=tuple(log_scales.tolist()) or None) for s in seeds]
+    res = train_gd(configs, cap, n_records=2, device=device, dtype=DEFAULT_DTYPE, progress=False,
+                   check_every=64, max_loss_ratio=_NO_LOSS_LIMIT, grouping="shape", on_diverge="stop")
+    S = len(seeds)
+    diverged = res.diverged_at >= 0
+    if nL:
+        log_step, log_beta, log_b = res.scale_step, res.scale_beta, res.scale_b
+    else:
+        log_step, log_beta, log_b = np.full((S, 0), -1, np.int64), np.full((S, 0), np.nan), np.full((S, 0), np.nan)
     js = int(np.flatnonzero(np.isclose(marks, beta_stop))[0])
-    return {"marks": marks, "lr_marks": lr_marks, "mark_step": mark_step, "mark_beta": mark_beta,
-            "mark_b": mark_b, "stop_step": mark_step[:, js], "stop_beta": mark_beta[:, js],
-            "stop_b": mark_b[:, js], "log_scales": log_scales, "log_step": log_step, "log_beta": log_beta,
-            "log_b": log_b, "diverged": diverged, "final_beta": beta.cpu().numpy(),
-            "final_b": b.cpu().numpy(), "final_step": np.full(S, t)}
+    return {"marks": marks, "lr_marks": lr_marks, "mark_step": res.mark_step, "mark_beta": res.mark_beta,
+            "mark_b": res.mark_b, "stop_step": res.mark_step[:, js], "stop_beta": res.mark_beta[:, js],
+            "stop_b": res.mark_b[:, js], "log_scales": log_scales, "log_step": log_step, "log_beta": log_beta,
+            "log_b": log_b, "diverged": diverged,
+            # a diverged run reports the placeholder (1, 1) its loop used to freeze it at (kept so
+            # that callers which do not filter on ``diverged`` see the numbers they always did)
+            "final_beta": np.where(diverged, 1.0, res.final_beta), "final_b": np.where(diverged, 1.0, res.final_b),
+            "final_step": np.full(S, res.last_step)}

@@ -47,7 +47,7 @@ from .tasks import sample_tasks
 from .validation import check_choice, check_int, check_prior, check_real, check_tensor_finite
 
 __all__ = ["RunConfig", "TrainResult", "TrainingDiverged", "make_corpora", "corpus_loss_and_grad",
-           "train_gd", "record_steps"]
+           "corpus_grad", "train_gd", "record_steps"]
 
 #: A run counts as diverged once ``|beta|`` or ``|b|`` exceeds this. The scales GD reaches in this
 #: book are a few tens over the spacing of the examples (``beta`` of order ``1e4`` for ``n ~ 2000``);
@@ -95,6 +95,14 @@ class RunConfig:
     tau_lo, tau_hi : the uniform threshold prior.
     beta_stop : optional stop scale (> 0): the run freezes at the first step whose ``beta`` is
         ``>= beta_stop`` (see :func:`train_gd`); ``None`` never stops.
+    lr_marks : optional piecewise-constant step schedule keyed on ``beta``: pairs
+        ``(beta_mark, lr)`` with marks positive and strictly increasing and steps ``> 0``. At the
+        first step where the run's ``beta >= beta_mark`` its step becomes ``lr`` (``lr`` above is
+        the step before the first mark); that step and the parameters there are recorded in
+        :attr:`TrainResult.mark_step` etc. Lists are stored as tuples of float pairs.
+    record_scales : optional positive, strictly increasing scales at which the state is recorded
+        (the first step where ``beta >= scale``, in :attr:`TrainResult.scale_step` etc.) without
+        changing the step.
     """
 
     m: int
@@ -106,8 +114,25 @@ class RunConfig:
     tau_lo: float = 0.2
     tau_hi: float = 0.8
     beta_stop: float | None = None
+    lr_marks: tuple[tuple[float, float], ...] | None = None
+    record_scales: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
+        # normalise lists (e.g. from JSON) to hashable tuples of floats before validating
+        if self.lr_marks is not None:
+            try:
+                marks = tuple((float(a), float(v)) for a, v in self.lr_marks)
+            except (TypeError, ValueError):
+                raise ValueError(f"RunConfig.lr_marks must be a sequence of (beta_mark, lr) pairs; "
+                                 f"got {self.lr_marks!r}") from None
+            object.__setattr__(self, "lr_marks", marks)
+        if self.record_scales is not None:
+            try:
+                scales = tuple(float(v) for v in self.record_scales)
+            except (TypeError, ValueError):
+                raise ValueError(f"RunConfig.record_scales must be a sequence of scales; "
+                                 f"got {self.record_scales!r}") from None
+            object.__setattr__(self, "record_scales", scales)
         self.validated("RunConfig")
 
     def validated(self, where: str = "config") -> "RunConfig":
@@ -120,6 +145,17 @@ class RunConfig:
         check_prior(self.tau_lo, self.tau_hi)
         if self.beta_stop is not None:
             check_real(f"{where}.beta_stop", self.beta_stop, low=0.0, low_open=True)
+        if self.lr_marks is not None:
+            prev = 0.0
+            for i, (a, v) in enumerate(self.lr_marks):
+                check_real(f"{where}.lr_marks[{i}] (beta_mark)", a, low=prev, low_open=True)
+                check_real(f"{where}.lr_marks[{i}] (lr)", v, low=0.0, low_open=True)
+                prev = a
+        if self.record_scales is not None:
+            prev = 0.0
+            for i, a in enumerate(self.record_scales):
+                check_real(f"{where}.record_scales[{i}]", a, low=prev, low_open=True)
+                prev = a
         return self
 
 
@@ -336,7 +372,7 @@ def _moments(x: torch.Tensor, y: torch.Tensor, beta: torch.Tensor, b: torch.Tens
              ny: torch.Tensor | None = None, work: list | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Fused ``f, -Var_w(x), Cov_w(x, y)`` over the last axis of unsorted corpora (no argument checks).
 
-    The general-purpose kernel behind :func:`_dense_corpus_grad`, which :mod:`stumplib.transfer`
+    The general-purpose kernel behind :func:`corpus_grad`, which :mod:`stumplib.transfer`
     uses to evaluate many scales on one set of corpora (``beta`` broadcast against ``x``); the
     trainer itself uses the sorted fast kernel (:func:`_fast_grad`).
 
@@ -377,11 +413,34 @@ def _dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.einsum("...n,...n->...", a, b)
 
 
-def _dense_corpus_grad(x: torch.Tensor, y: torch.Tensor, tau: torch.Tensor, beta: torch.Tensor,
-                       b: torch.Tensor, ny: torch.Tensor | None = None, work: list | None = None
-                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Loss and gradient of unpadded corpora ``x, y (..., m, n)``, ``tau (..., m)``; ``beta, b``
-    broadcast against ``tau.shape[:-1]``. Returns ``L, dL_dbeta, dL_db`` of the broadcast shape."""
+def corpus_grad(x: torch.Tensor, y: torch.Tensor, tau: torch.Tensor, beta: torch.Tensor,
+                b: torch.Tensor, ny: torch.Tensor | None = None, work: list | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Loss and exact gradient of corpora of equal shape at any parameters (no argument checks).
+
+    The book's one corpus gradient for evaluating many ``(beta, b)`` on fixed corpora (chapters 3
+    and 4: :mod:`stumplib.transfer`, :mod:`stumplib.calibration`); training goes through the sorted
+    fast kernel of :func:`train_gd`, which computes the same quantity (both are tested against
+    :func:`stumplib.model.estimate_and_grad`). For each corpus
+
+        L = (1/m) sum_j (f_j - tau_j)^2,
+        dL/dbeta = (2/m) sum_j (f_j - tau_j) (-Var_w(x)),   dL/db = (2/m) sum_j (f_j - tau_j) Cov_w(x, y),
+
+    with centred moments (no cancellation at large ``beta``).
+
+    Parameters
+    ----------
+    x, y : torch.Tensor, shape ``(..., m, n)``: examples and labels (0/1) of unpadded corpora.
+    tau : torch.Tensor, shape ``(..., m)``: the thresholds.
+    beta, b : torch.Tensor, broadcast against ``tau.shape[:-1]`` (e.g. ``(K, C)`` scales for ``C``
+        corpora, or ``(C,)``).
+    ny : optional precomputed ``1 - y``.
+    work : optional list holding two reusable buffers (filled on first use, see :func:`_moments`).
+
+    Returns
+    -------
+    L, dL_dbeta, dL_db : torch.Tensor, of the broadcast shape of ``tau.shape[:-1]`` and ``beta``.
+    """
     f, dfb, dfbb = _moments(x, y, beta[..., None], b[..., None], ny=ny, work=work)
     e = f - tau
     m = tau.shape[-1]
@@ -415,11 +474,13 @@ def corpus_loss_and_grad(beta: torch.Tensor, b: torch.Tensor, corpora: dict[str,
 
 
 def _config_key(c: RunConfig) -> dict[str, Any]:
-    """A run's configuration as saved with its result; ``beta_stop`` only when set, so results
-    saved before that field existed still match runs without a stop scale."""
+    """A run's configuration as saved with its result; ``beta_stop``, ``lr_marks`` and
+    ``record_scales`` only when set, so results saved before those fields existed still match runs
+    without them."""
     key = asdict(c)
-    if key["beta_stop"] is None:
-        del key["beta_stop"]
+    for name in ("beta_stop", "lr_marks", "record_scales"):
+        if key[name] is None:
+            del key[name]
     return key
 
 
@@ -438,6 +499,15 @@ class TrainResult:
     stop_step : np.ndarray of int, shape ``(R,)``, or None: the step at which each run reached its
         ``beta_stop`` and froze, ``-1`` for runs that never did (``None`` when the result predates
         this field).
+    mark_step, mark_beta, mark_b : np.ndarray, shape ``(R, J)`` with ``J`` the most marks of any run,
+        or None when no run has ``lr_marks``: for each run and mark of its ``lr_marks``, the first
+        step at which ``beta >= beta_mark`` and the parameters there (from that step on the run
+        uses the mark's step size); ``-1`` / NaN where the mark was not reached (or the run has
+        fewer marks).
+    scale_step, scale_beta, scale_b : np.ndarray, shape ``(R, L)``, or None: the same for the
+        scales of ``record_scales``.
+    last_step : int or None: the step at which the loop ended, ``steps`` unless every run had
+        stopped or diverged before (then the records after it repeat the frozen values).
     """
 
     configs: list[RunConfig]
@@ -447,6 +517,13 @@ class TrainResult:
     loss: np.ndarray
     diverged_at: np.ndarray | None = None
     stop_step: np.ndarray | None = None
+    mark_step: np.ndarray | None = None
+    mark_beta: np.ndarray | None = None
+    mark_b: np.ndarray | None = None
+    scale_step: np.ndarray | None = None
+    scale_beta: np.ndarray | None = None
+    scale_b: np.ndarray | None = None
+    last_step: int | None = None
 
     @property
     def final_beta(self) -> np.ndarray:
@@ -459,9 +536,11 @@ class TrainResult:
     def save(self, path) -> None:
         """Save atomically to ``.npz`` with the configuration (see :mod:`stumplib.results_io`)."""
         arrays = {"steps": self.steps, "beta": self.beta, "b": self.b, "loss": self.loss}
-        for name in ("diverged_at", "stop_step"):
+        for name in _OPTIONAL_ARRAYS:
             if getattr(self, name) is not None:
                 arrays[name] = getattr(self, name)
+        if self.last_step is not None:
+            arrays["last_step"] = np.asarray(self.last_step, dtype=np.int64)
         save_results(path, arrays, {"configs": [_config_key(c) for c in self.configs]})
 
     @classmethod
@@ -471,8 +550,15 @@ class TrainResult:
         data = load_results(path, {"configs": [_config_key(c) for c in configs]})
         if data is None or (steps is not None and int(data["steps"][-1]) != steps):
             return None
+        last = data.get("last_step")
         return cls(list(configs), data["steps"], data["beta"], data["b"], data["loss"],
-                   data.get("diverged_at"), data.get("stop_step"))
+                   **{k: data.get(k) for k in _OPTIONAL_ARRAYS},
+                   last_step=None if last is None else int(last))
+
+
+#: optional arrays of :class:`TrainResult`, saved when present
+_OPTIONAL_ARRAYS = ("diverged_at", "stop_step", "mark_step", "mark_beta", "mark_b", "scale_step",
+                    "scale_beta", "scale_b")
 
 
 def _groups(configs: Sequence[RunConfig], grouping: str) -> list[list[int]]:
@@ -511,6 +597,19 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
     Each run has its own step size, start ``(beta0, b0)`` and optional stop scale ``beta_stop``: a
     run freezes at the first step ``t`` whose ``beta_t >= beta_stop`` (its parameters of that step
     are kept, recorded from then on, and ``t`` is reported in ``stop_step``); the others carry on.
+    Once every run has stopped (or diverged, ``on_diverge="stop"``) the loop ends early, at a
+    divergence check or at an event below (``TrainResult.last_step``), and the remaining records
+    repeat the frozen values: the numbers are the same as without the early end.
+
+    A run may also change its step size with ``beta`` (``RunConfig.lr_marks``, a piecewise-constant
+    schedule: at the first step ``t`` where ``beta_t >= beta_mark`` the step from ``t`` on is that
+    mark's) and record its state at chosen scales (``RunConfig.record_scales``); the steps and
+    parameters where each mark or scale was first reached are returned in
+    ``TrainResult.mark_step, mark_beta, mark_b`` and ``scale_step, scale_beta, scale_b``. The loop
+    stays batched: each step compares every moving run's ``beta`` with its next event scale (one
+    host sync) and only a step where some run reached it goes through the (vectorised) bookkeeping,
+    followed by a divergence check. Marks, scales and the stop are handled in that order within a
+    step, so a mark at the stop scale is recorded at the stop step.
 
     Parameters
     ----------
@@ -594,6 +693,10 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
     beta_stop = torch.tensor([float("inf") if c.beta_stop is None else c.beta_stop for c in configs],
                              dtype=dtype, device=dev)
     positive0 = beta > 0
+    # ---- beta-keyed events: step-size marks and record scales, padded to (R, J + 1) with inf
+    watch = [w for w in (_Watch([c.lr_marks for c in configs], True, dtype, dev),
+                         _Watch([c.record_scales for c in configs], False, dtype, dev)) if w.size]
+    thr = _next_threshold(watch, beta_stop if has_stop else None) if watch else None
     hist = torch.full((3, R, K), float("nan"), dtype=dtype, device=dev)
     rec_set = {int(s): k for k, s in enumerate(rec)}
     alive = torch.ones(R, dtype=torch.bool, device=dev)  # not diverged
@@ -635,13 +738,21 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
         from tqdm.auto import tqdm
         bar = tqdm(total=steps, desc=f"GD x{R} runs", mininterval=2.0)
     done = 0
+    last = steps
     for t in range(steps + 1):
         L, g_beta, g_b = grad()
+        crossed = False
+        if watch and bool((moving & (beta >= thr)).any()):  # some run reached its next event
+            crossed = True
+            for w in watch:
+                w.cross(t, beta, b, moving, lr)
+            thr = _next_threshold(watch, beta_stop if has_stop else None)
         if has_stop:
             hit = moving & (beta >= beta_stop)
             stop_step = torch.where(hit, t, stop_step)
             moving &= ~hit
-        if t in rec_set or t % check_every == 0:
+        checked = t in rec_set or t % check_every == 0
+        if checked or crossed:
             check(L, t)
             if t in rec_set:
                 k = rec_set[t]
@@ -653,6 +764,13 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
                 done = t
         if t == steps:
             break
+        if (checked or crossed) and (has_stop or on_diverge == "stop") and not bool(moving.any()):
+            # every run has stopped or diverged: the later records repeat the frozen values
+            later = torch.as_tensor(rec > t, device=dev)
+            for i, v in enumerate((beta, b, L)):
+                hist[i][:, later] = torch.where(alive, v, float("nan"))[:, None]
+            last = t
+            break
         if has_stop or on_diverge == "stop":  # frozen runs keep their values (their gradient may be NaN)
             beta = torch.where(moving, beta - lr * g_beta, beta)
             b = torch.where(moving, b - lr * g_b, b)
@@ -660,7 +778,73 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
             beta = beta - lr * g_beta
             b = b - lr * g_b
     if bar is not None:
-        bar.update(steps - done)
+        bar.update(last - done)
         bar.close()
     h = hist.cpu().numpy()
-    return TrainResult(configs, rec, h[0], h[1], h[2], diverged_at, stop_step.cpu().numpy())
+    events = {}
+    for w in watch:
+        events.update(w.arrays())
+    return TrainResult(configs, rec, h[0], h[1], h[2], diverged_at, stop_step.cpu().numpy(),
+                       last_step=last, **events)
+
+
+class _Watch:
+    """Per-run ``beta`` thresholds of one kind (``lr_marks`` when ``sets_lr``, else ``record_scales``)
+    and what happened at them: the thresholds padded to ``(R, J + 1)`` with ``inf``, each run's next
+    one, and the step and parameters at each threshold reached."""
+
+    def __init__(self, per_run: list, sets_lr: bool, dtype: torch.dtype, dev: torch.device) -> None:
+        R = len(per_run)
+        J = max((len(v) for v in per_run if v), default=0)
+        self.size, self.sets_lr = J, sets_lr
+        if not J:
+            return
+        at = np.full((R, J + 1), np.inf)
+        lr = np.full((R, J + 1), np.nan)
+        for r, v in enumerate(per_run):
+            for j, e in enumerate(v or ()):
+                if sets_lr:
+                    at[r, j], lr[r, j] = e
+                else:
+                    at[r, j] = e
+        self.at = torch.as_tensor(at, dtype=dtype, device=dev)
+        self.lr = torch.as_tensor(lr, dtype=dtype, device=dev)
+        self.nxt = torch.zeros(R, dtype=torch.int64, device=dev)
+        self.step = torch.full((R, J), -1, dtype=torch.int64, device=dev)
+        self.beta = torch.full((R, J), float("nan"), dtype=dtype, device=dev)
+        self.b = torch.full((R, J), float("nan"), dtype=dtype, device=dev)
+
+    def next(self) -> torch.Tensor:
+        """Each run's next threshold (``inf`` when none is left)."""
+        return self.at.gather(1, self.nxt[:, None])[:, 0]
+
+    def cross(self, t: int, beta: torch.Tensor, b: torch.Tensor, moving: torch.Tensor,
+              lr: torch.Tensor) -> None:
+        """Record every threshold that the moving runs have reached at step ``t`` (several in one step
+        if ``beta`` jumped over them) and, for marks, switch to the step of the last one reached."""
+        while True:
+            hit = moving & (beta >= self.next())
+            rows = torch.nonzero(hit).flatten()
+            if rows.numel() == 0:
+                return
+            cols = self.nxt[rows]
+            self.step[rows, cols] = t
+            self.beta[rows, cols] = beta[rows]
+            self.b[rows, cols] = b[rows]
+            if self.sets_lr:
+                lr[rows] = self.lr[rows, cols]
+            self.nxt[rows] += 1
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        kind = "mark" if self.sets_lr else "scale"
+        return {f"{kind}_step": self.step.cpu().numpy(), f"{kind}_beta": self.beta.cpu().numpy(),
+                f"{kind}_b": self.b.cpu().numpy()}
+
+
+def _next_threshold(watch: list[_Watch], beta_stop: torch.Tensor | None) -> torch.Tensor:
+    """The smallest scale at which some event of each run happens next (its next mark or record
+    scale, or its stop: reaching it ends the loop early once every run has stopped)."""
+    thr = watch[0].next()
+    for w in watch[1:]:
+        thr = torch.minimum(thr, w.next())
+    return thr if beta_stop is None else torch.minimum(thr, beta_stop)

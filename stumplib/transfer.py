@@ -40,9 +40,9 @@ import torch
 
 from .device import DEFAULT_DTYPE, resolve_device
 from .stats import crossing
-from .population import population_loss_and_grad
+from .population import population_hessian, population_loss_and_grad
 from .tasks import sample_tasks
-from .trainer import _dense_corpus_grad
+from .trainer import corpus_grad
 from .validation import check_choice, check_grid, check_int, check_prior, check_real
 
 __all__ = [
@@ -57,7 +57,7 @@ __all__ = [
     "certified_scales",
     "DEFAULT_LEVEL",
     "default_beta_grid",
-    "population_hessian",
+    "population_hessian",  # re-exported from stumplib.population (chapter 3 imports it from here)
     "step_size_limit",
     "profile_grid",
     "transfer_profiles",
@@ -180,7 +180,7 @@ def _corpus_grads(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: tor
     out = []
     for k0 in range(0, beta.numel(), per):
         bk, bbk = beta[k0:k0 + per, None], b[k0:k0 + per, None]  # (k, 1) -> broadcast over C
-        _, gb, gbb = _dense_corpus_grad(x, y, tau, bk.expand(-1, C), bbk.expand(-1, C), ny, work)
+        _, gb, gbb = corpus_grad(x, y, tau, bk.expand(-1, C), bbk.expand(-1, C), ny, work)
         out.append(torch.stack([gb, gbb], -1))
     return torch.cat(out, 0)
 
@@ -420,40 +420,11 @@ def certified_scales(ms: Sequence[int], ns: Sequence[int], *, level: float = DEF
                                      **kw) for m, n in it])
 
 
-def population_hessian(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
-                       h_rel: float = 1e-5) -> np.ndarray:
-    """Hessian of the population loss in ``(beta, b)`` by central differences of the exact gradient.
-
-    Parameters
-    ----------
-    beta, b : array_like, shape ``(K,)`` (same length)
-    h_rel : difference step relative to ``|beta|`` (> 0).
-
-    Returns
-    -------
-    np.ndarray, shape ``(K, 2, 2)`` (symmetrised)
-    """
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
-    h_rel = check_real("h_rel", h_rel, low=0.0, high=0.1, low_open=True)
-    be = torch.as_tensor(np.asarray(check_grid("beta", list(np.ravel(beta)), kind="real", minimum=1e-12)))
-    bb = torch.as_tensor(np.asarray(check_grid("b", list(np.ravel(b)), kind="real", minimum=-np.inf)))
-    if be.shape != bb.shape:
-        raise ValueError(f"beta and b must have the same length; got {be.numel()} and {bb.numel()}")
-    h = h_rel * be
-    H = np.zeros((be.numel(), 2, 2))
-    for j in range(2):
-        d = torch.stack([h if j == 0 else torch.zeros_like(h), h if j == 1 else torch.zeros_like(h)])
-        gp = population_loss_and_grad(be + d[0], bb + d[1], tau_lo, tau_hi)
-        gm = population_loss_and_grad(be - d[0], bb - d[1], tau_lo, tau_hi)
-        for i in range(2):
-            H[:, i, j] = ((gp[1 + i] - gm[1 + i]) / (2 * h)).numpy()
-    return 0.5 * (H + np.swapaxes(H, 1, 2))
-
-
 def step_size_limit(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8) -> np.ndarray:
     """Linear-stability limit ``2 / lambda_max`` of constant-step GD at points of the population path.
 
-    ``lambda_max`` is the largest eigenvalue of the population Hessian at ``(beta, c*(beta) beta)``;
+    ``lambda_max`` is the largest eigenvalue of the population Hessian at ``(beta, c*(beta) beta)``
+    (:func:`stumplib.population.population_hessian`, the book's one definition);
     a step larger than the limit makes the stiff (label-score) direction oscillate with growing
     amplitude near the path. Returns shape ``(K,)``.
     """

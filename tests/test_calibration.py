@@ -7,7 +7,7 @@ import torch
 
 from stumplib.calibration import (OwnProfile, bisection_label_score, failure_probability, own_label_score,
                                   predicted_label_scores, tracking_scale)
-from stumplib.trainer import _dense_corpus_grad
+from stumplib.trainer import corpus_grad
 from stumplib.transfer import draw_corpus_batch
 
 
@@ -27,7 +27,7 @@ def _corpus():
 
 
 def _loss(tau, x, y, beta, c):
-    L, _, gb = _dense_corpus_grad(x, y, tau, torch.tensor([beta]), torch.tensor([c * beta]))
+    L, _, gb = corpus_grad(x, y, tau, torch.tensor([beta]), torch.tensor([c * beta]))
     return float(L), float(gb)
 
 

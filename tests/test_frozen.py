@@ -9,7 +9,7 @@ from stumplib.frozen import (bootstrap_two_term, bound, bound_form_spread, fit_t
                              sq_errors, stage_marks, train_staged)
 from stumplib.model import estimate
 from stumplib.tasks import sample_tasks
-from stumplib.trainer import _dense_corpus_grad
+from stumplib.trainer import corpus_grad
 from stumplib.transfer import population_path, step_size_limit
 
 
@@ -67,23 +67,31 @@ def test_staged_gd_stops_at_the_first_step_past_beta_star():
     beta0, bstop = 3.0, 6.5
     r = train_staged(32, 32, [0, 1], beta0=beta0, beta_stop=bstop, beta_end=13.0, device="cpu")
     assert np.all(r["stop_step"] > 0) and np.all(r["stop_beta"] >= bstop)
-    # replay GD by hand with the same schedule: one step earlier, beta was still below beta*
+    # replay GD by hand with the same schedule and the general corpus gradient (not the trainer's
+    # sorted kernel): one step earlier, beta was still below beta*; every mark at the same step
     corp = [sample_tasks(32, 32, 0.2, 0.8, seed=s, device="cpu") for s in (0, 1)]
     c0 = float(population_path([beta0])["c"][0])
     marks = r["marks"]
     lim = step_size_limit(np.concatenate([[beta0], marks]))
+    np.testing.assert_allclose(r["lr_marks"], 0.3 * lim[1:], rtol=1e-15)
     for k in range(2):
         beta, b = torch.tensor([beta0]), torch.tensor([beta0 * c0])
-        lr, j, prev = 0.3 * lim[0], 0, beta0
+        lr, j, prev, at = 0.3 * lim[0], 0, beta0, []
         for t in range(1, int(r["stop_step"][k]) + 1):
             tau, x, y = corp[k]
-            _, gb, gbb = _dense_corpus_grad(x[None], y[None], tau[None], beta, b)
+            _, gb, gbb = corpus_grad(x[None], y[None], tau[None], beta, b)
             prev = float(beta)
             beta, b = beta - lr * gb, b - lr * gbb
             while j < marks.size and float(beta) >= marks[j]:
                 lr, j = 0.3 * lim[j + 1], j + 1
+                at.append(t)
         assert prev < bstop <= float(beta)
         assert float(beta) == pytest.approx(r["stop_beta"][k], rel=1e-12)
+        assert float(b) == pytest.approx(r["stop_b"][k], rel=1e-12)
+        assert at == r["mark_step"][k, :len(at)].tolist() and at[-1] == r["stop_step"][k]
+        # the log-spaced records: the first step past each scale, up to beta_end
+        ls = r["log_step"][k]
+        assert np.all(np.diff(ls) > 0) and np.all(r["log_beta"][k] >= r["log_scales"])
     assert np.all(r["final_beta"] >= 13.0) and not r["diverged"].any()
     # the step cap freezes a run where it stands
     short = train_staged(32, 32, [0], beta0=beta0, beta_stop=bstop, beta_end=13.0, steps=3)
@@ -95,3 +103,24 @@ def test_continued_runs_sharpen_past_the_stop():
     e_stop = sq_errors(r["stop_beta"], r["stop_b"], 2048, n_ctx=40).mean() ** 0.5
     e_end = sq_errors(r["final_beta"], r["final_b"], 2048, n_ctx=40).mean() ** 0.5
     assert e_end < 0.5 * e_stop  # about 1/beta: a factor 4 in scale
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+def test_staged_gd_on_cuda_matches_cpu():
+    kw = dict(beta0=3.0, beta_stop=6.5, beta_end=13.0)
+    cpu = train_staged(32, 32, [0, 1], device="cpu", **kw)
+    gpu = train_staged(32, 32, [0, 1], device="cuda", **kw)
+    for k in ("mark_step", "stop_step", "log_step", "final_step"):
+        np.testing.assert_array_equal(gpu[k], cpu[k])
+    for k in ("mark_beta", "mark_b", "log_beta", "log_b", "final_beta", "final_b"):
+        np.testing.assert_allclose(gpu[k], cpu[k], rtol=1e-10)
+
+
+def test_a_diverged_run_is_flagged_and_the_others_carry_on():
+    """A 4-task corpus on which the population-based step oscillates away (beta turns negative)."""
+    r = train_staged(4, 128, [7403, 7400], beta0=128.0, beta_stop=256.0, beta_end=256.0, max_steps=20_000)
+    assert r["diverged"].tolist() == [True, False]
+    assert r["stop_step"][0] == -1 and r["final_beta"][0] == 1.0 and r["final_b"][0] == 1.0  # placeholder
+    alone = train_staged(4, 128, [7400], beta0=128.0, beta_stop=256.0, beta_end=256.0, max_steps=20_000)
+    assert alone["stop_step"][0] == r["stop_step"][1] > 0
+    assert alone["stop_beta"][0] == pytest.approx(r["stop_beta"][1], rel=1e-12)

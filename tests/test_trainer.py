@@ -9,8 +9,8 @@ import torch
 import stumplib.trainer as trainer
 from stumplib.model import estimate, estimate_and_grad
 from stumplib.tasks import sample_tasks
-from stumplib.trainer import (RunConfig, TrainingDiverged, TrainResult, _moments, corpus_loss_and_grad,
-                              make_corpora, record_steps, train_gd)
+from stumplib.trainer import (RunConfig, TrainingDiverged, TrainResult, _moments, corpus_grad,
+                              corpus_loss_and_grad, make_corpora, record_steps, train_gd)
 
 HAS_CUDA = torch.cuda.is_available()
 
@@ -412,15 +412,113 @@ def test_result_with_stop_steps_round_trips_and_old_results_still_match(tmp_path
     back = TrainResult.load(tmp_path / "r.npz", cfgs, steps=40)
     np.testing.assert_array_equal(back.stop_step, res.stop_step)
     assert TrainResult.load(tmp_path / "r.npz", [RunConfig(6, 6, seed=0, lr=1e2), cfgs[1]]) is None
-    # a result saved before RunConfig had beta_stop (configuration without that key) still loads
+    # a result saved before RunConfig had beta_stop, lr_marks and record_scales (configuration
+    # without those keys) still loads
     from dataclasses import asdict
     from stumplib.results_io import save_results
     old = [RunConfig(6, 6, seed=s, lr=1e2) for s in range(2)]
-    keys = [{k: v for k, v in asdict(c).items() if k != "beta_stop"} for c in old]
+    keys = [{k: v for k, v in asdict(c).items() if k not in ("beta_stop", "lr_marks", "record_scales")}
+            for c in old]
     save_results(tmp_path / "old.npz", {"steps": res.steps, "beta": res.beta, "b": res.b, "loss": res.loss},
                  {"configs": keys})
     back = TrainResult.load(tmp_path / "old.npz", old, steps=40)
     assert back is not None and back.stop_step is None and back.diverged_at is None
+
+
+# --------------------------------------------------------------------------------------------
+# the public corpus gradient; step schedules keyed on beta (lr_marks) and record scales
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("beta, b", [(3.0, 2.5), (40.0, 33.0), (900.0, 700.0)])
+def test_corpus_grad_equals_the_model(beta, b):
+    """corpus_grad (corpora of shape (C, m, n), parameters broadcast as (K, C)) against the
+    definition, stumplib.model.estimate_and_grad."""
+    out = [sample_tasks(12, 30, seed=s, device="cpu") for s in range(3)]
+    tau, x, y = (torch.stack([o[i] for o in out]) for i in range(3))
+    be = torch.tensor([[beta], [2 * beta]]).expand(-1, 3)  # (K=2, C=3)
+    bb = torch.tensor([[b], [2 * b]]).expand(-1, 3)
+    L, gb, gbb = corpus_grad(x, y, tau, be, bb)
+    assert L.shape == (2, 3)
+    f, dfb, dfbb = estimate_and_grad(x, y, be[..., None], bb[..., None])
+    e = f - tau
+    torch.testing.assert_close(L, (e * e).mean(-1), rtol=1e-12, atol=1e-300)
+    scale = float(torch.maximum(gb.abs().max(), gbb.abs().max()))
+    torch.testing.assert_close(gb, 2 * (e * dfb).mean(-1), rtol=0, atol=1e-12 * scale)
+    torch.testing.assert_close(gbb, 2 * (e * dfbb).mean(-1), rtol=0, atol=1e-12 * scale)
+
+
+def _replay_schedule(cfg, steps):
+    """GD by hand with corpus_grad and cfg.lr_marks: (beta_t, b_t) for t = 0..steps and the mark steps."""
+    tau, x, y = sample_tasks(cfg.m, cfg.n, cfg.tau_lo, cfg.tau_hi, seed=cfg.seed, device="cpu")
+    beta, b, lr = torch.tensor([cfg.beta0]), torch.tensor([cfg.b0]), cfg.lr
+    marks, j, hist, at = cfg.lr_marks, 0, [], []
+    for t in range(steps + 1):
+        while j < len(marks) and float(beta) >= marks[j][0]:
+            lr, j = marks[j][1], j + 1
+            at.append(t)
+        hist.append((float(beta), float(b)))
+        _, gb, gbb = corpus_grad(x[None], y[None], tau[None], beta, b)
+        beta, b = beta - lr * gb, b - lr * gbb
+    return np.array(hist), at
+
+
+def test_lr_marks_switch_the_step_at_the_first_step_past_each_mark():
+    marks = ((21.0, 4e2), (23.0, 1.5e2), (24.0, 5e2))  # stable steps: beta grows monotonically
+    cfgs = [RunConfig(32, 32, seed=2, lr=2e2, lr_marks=marks),
+            RunConfig(32, 32, seed=3, lr=1.5e2, lr_marks=[[22.0, 3e2]]),  # a list is stored as tuples
+            RunConfig(32, 32, seed=4, lr=2e2)]  # no schedule: padded with -1 / NaN
+    steps = 200
+    res = train_gd(cfgs, steps, device="cpu", progress=False, n_records=10 * steps)
+    np.testing.assert_array_equal(res.steps, np.arange(steps + 1))  # every step is recorded
+    assert cfgs[1].lr_marks == ((22.0, 300.0),)
+    assert np.all(np.diff(res.beta[:2]) > 0) and np.all(res.mark_step[0] > 0)
+    assert res.mark_step.shape == (3, 3) and res.scale_step is None
+    for r in range(2):
+        hist, at = _replay_schedule(cfgs[r], steps)
+        np.testing.assert_allclose(res.beta[r], hist[:, 0], rtol=1e-12)
+        np.testing.assert_allclose(res.b[r], hist[:, 1], rtol=1e-12)
+        J = len(cfgs[r].lr_marks)
+        assert res.mark_step[r, :J].tolist() == at and len(at) == J
+        for j, t in enumerate(at):  # the first step at or past the mark, and the parameters there
+            assert res.beta[r, t] >= cfgs[r].lr_marks[j][0] > res.beta[r, t - 1]
+            assert res.mark_beta[r, j] == res.beta[r, t] and res.mark_b[r, j] == res.b[r, t]
+        assert np.all(res.mark_step[r, J:] == -1) and np.isnan(res.mark_beta[r, J:]).all()
+    assert np.all(res.mark_step[2] == -1) and np.isnan(res.mark_b[2]).all()
+    # the run without marks is the same as on its own, and a mark that keeps the step changes nothing
+    alone = train_gd([cfgs[2]], steps, device="cpu", progress=False, n_records=10 * steps)
+    np.testing.assert_array_equal(res.beta[2], alone.beta[0])
+    same = train_gd([RunConfig(32, 32, seed=4, lr=2e2, lr_marks=((21.0, 2e2),), record_scales=(20.5, 24.0))],
+                    steps, device="cpu", progress=False, n_records=10 * steps)
+    np.testing.assert_array_equal(same.beta[0], alone.beta[0])
+    t = int(same.scale_step[0, 1])
+    assert same.beta[0, t] >= 24.0 > same.beta[0, t - 1] and same.scale_b[0, 1] == same.b[0, t]
+
+
+def test_marks_and_stop_end_the_loop_once_every_run_has_stopped(tmp_path):
+    cfgs = [RunConfig(32, 32, seed=s, lr=3e2, beta_stop=24.0, lr_marks=((22.0, 6e2), (24.0, 1.0)),
+                      record_scales=(21.0, 23.0, 24.0, 99.0)) for s in range(2)]
+    res = train_gd(cfgs, 5000, device="cpu", progress=False)
+    assert res.last_step == res.stop_step.max() < 5000
+    np.testing.assert_array_equal(res.mark_step[:, 1], res.stop_step)  # the mark at the stop scale
+    np.testing.assert_array_equal(res.scale_step[:, 2], res.stop_step)
+    assert np.all(res.scale_step[:, 3] == -1)  # beyond the stop: never reached
+    np.testing.assert_array_equal(res.final_beta, res.mark_beta[:, 1])
+    assert np.all(res.beta[:, -1] == res.beta[:, -2])  # later records repeat the frozen values
+    res.save(tmp_path / "r.npz")
+    back = TrainResult.load(tmp_path / "r.npz", cfgs, steps=5000)
+    for k in ("mark_step", "mark_beta", "mark_b", "scale_step", "scale_beta", "scale_b", "stop_step"):
+        np.testing.assert_array_equal(getattr(back, k), getattr(res, k))
+    assert back.last_step == res.last_step
+    assert TrainResult.load(tmp_path / "r.npz", [RunConfig(32, 32, seed=s, lr=3e2, beta_stop=24.0)
+                                                 for s in range(2)]) is None
+
+
+@pytest.mark.parametrize("kwargs", [{"lr_marks": ((2.0, 1.0), (1.0, 1.0))}, {"lr_marks": ((0.0, 1.0),)},
+                                    {"lr_marks": ((2.0, 0.0),)}, {"lr_marks": ((2.0, float("nan")),)},
+                                    {"lr_marks": (2.0, 1.0)}, {"record_scales": (3.0, 3.0)},
+                                    {"record_scales": (-1.0,)}, {"record_scales": 5.0}])
+def test_run_config_rejects_bad_schedules(kwargs):
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        RunConfig(m=4, n=4, **kwargs)
 
 
 @pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device on this machine")

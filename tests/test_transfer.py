@@ -12,7 +12,7 @@ from stumplib.transfer import (TransferProfile, bootstrap_certified, calibrated_
                                certified_scale, certified_scales, crossing_scale, default_beta_grid,
                                draw_corpus_batch, population_hessian, population_path, step_size_limit,
                                transfer_profile, transfer_profiles)
-from stumplib.trainer import _dense_corpus_grad
+from stumplib.trainer import corpus_grad
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -65,7 +65,7 @@ def test_transfer_profile_uses_the_trainer_gradient():
     tau, x, y = draw_corpus_batch(5, 7, 2, seed=3)
     prof = transfer_profile(5, 7, [10.0, 20.0], n_corpora=2, seed=3, device="cpu")
     b = prof.c[1] * 20.0
-    _, gb, gbb = _dense_corpus_grad(x[1:2], y[1:2], tau[1:2], torch.tensor([20.0]), torch.tensor([b]))
+    _, gb, gbb = corpus_grad(x[1:2], y[1:2], tau[1:2], torch.tensor([20.0]), torch.tensor([b]))
     np.testing.assert_allclose(prof.g_corpus[1, 1], [gb.item(), gbb.item()], rtol=1e-12)
 
 
@@ -93,6 +93,12 @@ def test_step_size_limit_grows_with_scale():
     assert 4 < lim[2] / lim[1] < 16  # about beta^3
     H = population_hessian([32.0], [27.0])
     assert H.shape == (1, 2, 2) and H[0, 0, 1] == H[0, 1, 0]
+    # one Hessian in the book: transfer re-exports the population's, and the limit is built on it
+    import stumplib.population as population
+    assert population_hessian is population.population_hessian
+    path = population_path([16.0, 32.0, 64.0])
+    lam = np.linalg.eigvalsh(population.population_hessian(path["beta"].numpy(), path["b"].numpy()))[:, -1]
+    np.testing.assert_array_equal(lim, 2.0 / lam)
 
 
 @pytest.mark.parametrize("kwargs, name", [
