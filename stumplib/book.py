@@ -166,6 +166,18 @@ def cache_enabled() -> bool:
     return os.environ.get(CACHE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+def _source_digest(fn: Callable) -> str:
+    """A hash of ``fn``'s source where Python can find it (functions defined in a chapter cell
+    included), so that editing the computation in a chapter recomputes too; ``""`` otherwise."""
+    import inspect
+
+    try:
+        src = inspect.getsource(fn)
+    except (OSError, TypeError):
+        return ""
+    return hashlib.sha256(src.encode()).hexdigest()[:16]
+
+
 def cached(name: str, config: Mapping[str, Any], compute: Callable[[], Mapping[str, Any]], *,
            verbose: bool = True) -> dict[str, np.ndarray]:
     """Reload ``results/<name>-<key>.npz`` or compute and store it.
@@ -179,12 +191,13 @@ def cached(name: str, config: Mapping[str, Any], compute: Callable[[], Mapping[s
 
     Returns
     -------
-    dict of numpy arrays. The key is a hash of the configuration and of :func:`code_version`, so a
-    smoke run never overwrites a quick one, and a change to the library recomputes.
+    dict of numpy arrays. The key is a hash of the configuration, of :func:`code_version` and of
+    ``compute``'s own source (where it can be found), so a smoke run never overwrites a quick one,
+    and a change to the library or to the chapter's computing function recomputes.
     """
     if not name or not all(ch.isalnum() or ch in "_-" for ch in name):
         raise ValueError(f"name must be non-empty letters, digits, '_' or '-'; got {name!r}")
-    full = {"config": dict(config), "code": code_version()}
+    full = {"config": dict(config), "code": code_version(), "compute": _source_digest(compute)}
     key = hashlib.sha256(config_key(full).encode()).hexdigest()[:16]
     path = results_dir() / f"{name}-{key}.npz"
     if cache_enabled():
