@@ -222,10 +222,16 @@ def _glue(name: str, value: Any) -> None:
 
 
 def glue_value(name: str, value: Any) -> Any:
-    """Glue one value (numbers as plain Python floats/ints, so the page formats them); returns it."""
+    """Glue one value (numbers as plain Python floats/ints, so the page formats them); returns it.
+    A matplotlib figure is closed once glued, so the cell does not show it a second time without
+    its caption."""
     if isinstance(value, (np.floating, np.integer)):
         value = value.item()
     _glue(name, value)
+    if type(value).__name__ == "Figure" and type(value).__module__.startswith("matplotlib"):
+        import matplotlib.pyplot as plt
+
+        plt.close(value)  # shown once, where the page places the glued figure with its caption
     return value
 
 

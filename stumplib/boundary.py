@@ -44,7 +44,7 @@ from .stats import Estimate, ratio_of_means
 from .tasks import reflect
 from .validation import check_choice, check_int, check_prior, check_real, check_tensor_finite
 
-__all__ = ["ESTIMATORS", "HEAD_ESTIMATORS", "threshold_grid", "reflected_estimate", "combine", "estimate_all",
+__all__ = ["ESTIMATORS", "HEAD_ESTIMATORS", "train_heads", "profile_record", "threshold_grid", "reflected_estimate", "combine", "estimate_all",
            "profile_errors", "side_empty_probability", "exact_mse", "interior_ratio", "boundary_excess", "mse_profile"]
 
 #: every estimator of the chapter, in plotting order
@@ -418,3 +418,39 @@ def mse_profile(err: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("err must be a torch tensor of shape (T, C) with C >= 2")
     e2 = err ** 2
     return (e2.mean(1).cpu().numpy(), (e2.std(1) / e2.shape[1] ** 0.5).cpu().numpy())
+
+
+# ----------------------------------------------------------------------------- chapter 5 runs
+def train_heads(configs: Sequence[Any], steps: int, *, device: Any = "cpu") -> dict[str, np.ndarray]:
+    """Train one head per corpus (:func:`stumplib.trainer.train_gd`) and say how much of each final
+    corpus loss comes from tasks whose context holds no positive example.
+
+    Returns
+    -------
+    dict with ``beta, b, loss, n_empty, share_empty``, each of shape ``(R,)``.
+    """
+    from .trainer import make_corpora, train_gd
+
+    tr = train_gd(configs, steps, device=device, progress=True)
+    corp = make_corpora(configs, device)
+    f_c = estimate(corp["x"], corp["y"], torch.as_tensor(tr.final_beta, device=corp["x"].device)[:, None],
+                   torch.as_tensor(tr.final_b, device=corp["x"].device)[:, None], mask=corp["mask"])
+    tm = corp["task_mask"].double()
+    e2_c = (f_c - corp["tau"]) ** 2 * tm
+    empty_c = ((corp["y"] * corp["mask"]).sum(-1) == 0).double() * tm
+    return {"beta": tr.final_beta, "b": tr.final_b, "loss": tr.loss[:, -1], "n_empty": empty_c.sum(-1).cpu().numpy(),
+            "share_empty": ((e2_c * empty_c).sum(-1) / e2_c.sum(-1)).cpu().numpy()}
+
+
+def profile_record(N: int, beta: float, b: float, tau: torch.Tensor, err: dict[str, torch.Tensor], *,
+                   interior: tuple[float, float], boundary_width: float, n_boot: int, seed: int,
+                   estimators: Sequence[str] = ESTIMATORS) -> dict[str, Any]:
+    """MSE profiles (with standard errors) of :func:`profile_errors`' output, ``P(no positive)`` and
+    the three headline ratios (interior one-head / symmetrized, symmetrized / Bayes, boundary excess)."""
+    rec = {"tau": tau.cpu().numpy(), "beta": beta, "b": b, **{name: mse_profile(err[name]) for name in estimators}}
+    rec["p_no_pos"] = (err["n_pos"] == 0).double().mean(1).cpu().numpy()
+    boot = dict(n_boot=n_boot, seed=seed)
+    rec["ratio_sym"] = interior_ratio(err["one-head"], err["symmetrized"], tau, interior, **boot)
+    rec["ratio_bayes"] = interior_ratio(err["symmetrized"], err["Bayes"], tau, interior, **boot)
+    rec["excess"] = boundary_excess(err["one-head"], tau, N, width=boundary_width, interior=interior, **boot)
+    return rec

@@ -7,6 +7,7 @@ session serves every check here and the first run of ``test_determinism.py``.
 """
 from __future__ import annotations
 
+import ast
 import json
 import re
 
@@ -19,7 +20,7 @@ EXPECTED = ["01_setup", "02_population_dynamics", "03_finite_corpus", "04_error_
             "05_boundary_symmetrization", "06_positional_semantic"]
 IDS = [p.stem for p in CHAPTERS]
 #: chapters whose structure (issue 15) is checked here; the others join as their owners land it
-STRUCTURED = ["01_setup", "02_population_dynamics", "05_boundary_symmetrization", "06_positional_semantic"]
+STRUCTURED = ["01_setup", "02_population_dynamics", "03_finite_corpus", "04_error_bound", "05_boundary_symmetrization", "06_positional_semantic"]
 
 GLUE_ROLE = re.compile(r"\{glue(?::[a-z]+)?\}`([^`]+)`")
 GLUE_FIGURE = re.compile(r"\{glue:figure\}\s+(\S+)")
@@ -90,6 +91,21 @@ def test_committed_without_outputs_and_with_parameters_cell(path):
     assert 'profile = os.environ.get("STUMPBOOK_PROFILE", "quick")' in src
 
 
+def _setup_cells(path) -> set[int]:
+    """Indices (among the code cells) of the chapter's set-up: the code cells right after the
+    parameters cell, before the next markdown cell (imports, parameter checks, the settings table).
+    They may be hidden; every other hidden cell holds one figure call."""
+    cells = json.loads(path.read_text())["cells"]
+    first = next(i for i, c in enumerate(cells) if c["cell_type"] == "code")
+    out, k = set(), 0
+    for c in cells[first + 1:]:
+        if c["cell_type"] != "code":
+            break
+        k += 1
+        out.add(k)
+    return out
+
+
 @pytest.mark.parametrize("path", [p for p in CHAPTERS if p.stem in STRUCTURED],
                          ids=[s for s in IDS if s in STRUCTURED])
 def test_chapter_structure(path):
@@ -101,16 +117,19 @@ def test_chapter_structure(path):
     for line in params.splitlines()[1:]:
         assert line.count(" = ") <= 1 and ";" not in line.split("#")[0], f"one parameter per line: {line}"
     lengths = []
-    for c in code[1:]:
+    setup = _setup_cells(path)
+    for k, c in enumerate(code[1:], start=1):
         src = "".join(c["source"])
         lengths.append(src.count("\n") + 1)
         assert lengths[-1] <= 32, f"a code cell of {lengths[-1]} lines:\n{src[:300]}"
         assert not re.search(r"#[0-9A-Fa-f]{6}\b", src), "hard-coded colour (use style.COLORS)"
-        if "hide-input" in c.get("metadata", {}).get("tags", []):
-            for line in src.strip().splitlines():
-                assert re.match(r"book\.glue_value\(\"fig_\w+\", ch\d\.\w+\(", line), f"hidden cell: {line}"
+        if "hide-input" in c.get("metadata", {}).get("tags", []) and k not in setup:
+            for stmt in ast.parse(src).body:  # each: book.glue_value("fig_...", <plots module>.<function>(...))
+                seg = ast.get_source_segment(src, stmt)
+                assert re.match(r"book\.glue_value\(\"fig_\w+\",\s*\w+\.\w+\(", seg), \
+                    f"hidden cell holds more than figure calls:\n{src[:300]}"
     lengths.sort()
-    assert lengths[len(lengths) // 2] <= 10, f"median code cell {lengths[len(lengths) // 2]} lines"
+    assert lengths[len(lengths) // 2] <= 12, f"median code cell {lengths[len(lengths) // 2]} lines"
 
 
 # ------------------------------------------------------------------------------------ smoke run
