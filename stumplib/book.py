@@ -223,8 +223,8 @@ def _glue(name: str, value: Any) -> None:
 
 def glue_value(name: str, value: Any) -> Any:
     """Glue one value (numbers as plain Python floats/ints, so the page formats them); returns it.
-    A matplotlib figure is closed once glued, so the cell does not show it a second time without
-    its caption."""
+    A matplotlib figure is closed once glued and ``None`` is returned, so the cell does not show it a
+    second time without its caption."""
     if isinstance(value, (np.floating, np.integer)):
         value = value.item()
     _glue(name, value)
@@ -232,6 +232,7 @@ def glue_value(name: str, value: Any) -> Any:
         import matplotlib.pyplot as plt
 
         plt.close(value)  # shown once, where the page places the glued figure with its caption
+        return None  # a cell ending in glue_value(name, fig) must not display the figure again
     return value
 
 
