@@ -260,4 +260,5 @@ def verdict(est: Estimate, target: float, *, what: str, tol: float = 0.0, fmt: s
     margin = f" (tolerance {tol:{fmt}})" if tol else ""
     word = "consistent" if ok else "not consistent"
     kind = f"{est.kind} interval" if est.censored is None else "bound"
-    return f"{what} = {est:{fmt}} ({kind}) is {word} with {target:{fmt}}{margin}."
+    sentence = f"{what} = {est:{fmt}} ({kind}) is {word} with {target:{fmt}}{margin}."
+    return sentence[:1].upper() + sentence[1:]
