@@ -16,14 +16,17 @@ alike):
 * ``exp``: one ``torch.exp(x, out=buf)`` over a float64 array of ``R m n`` elements (as many calls
   as trainer steps in one timing), measured in the same loop: the ratio ``trainer / exp`` is the
   cost of a step in units of one exponential;
+* ``direct``: the same trainer with every step's group sums computed directly (one ``exp`` pass and
+  one batched product per step), i.e. without the expansion about per-run anchors that replaces
+  that pass on most steps;
 * ``replaced``: the trainer before issue 12 (its fused kernel, kept below as :func:`replaced_train`,
   about 13 passes over the ``(R, m, n)`` arrays);
 * ``naive``: per-run autograd GD (``stumplib.model.estimate``, ``autograd.grad``, an update).
 
 Before timing, each case checks that the trainer's parameters after ``--steps`` steps equal those of
 the replaced trainer to 1e-12 (relative). On CUDA, timings are synchronised and the table also gives
-the achieved bandwidth of the trainer, counting :data:`BYTES_PER_ELEMENT` bytes moved per
-element-step by the fast kernel.
+the achieved bandwidth of the direct kernel, counting :data:`BYTES_PER_ELEMENT` bytes moved per
+element-step (the expansion's steps move far fewer bytes; their cost is per task, not per example).
 
 Usage::
 
@@ -49,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 from stumplib.device import resolve_device  # noqa: E402
 from stumplib.model import estimate  # noqa: E402
 from stumplib.tasks import sample_tasks  # noqa: E402
+import stumplib.trainer as trainer_module  # noqa: E402
 from stumplib.trainer import RunConfig, _dense_corpora, train_gd  # noqa: E402
 
 #: bytes moved per element-step by the fast kernel: read dx, write the scores (16); exp in place
@@ -136,6 +140,17 @@ def trainer(configs: list[RunConfig], steps: int, dev: torch.device) -> torch.Te
     return torch.tensor([res.final_beta.tolist(), res.final_b.tolist()], dtype=torch.float64).T
 
 
+def direct_trainer(configs: list[RunConfig], steps: int, dev: torch.device) -> torch.Tensor:
+    """The trainer with every step's sums computed directly (one ``exp`` pass and one product per
+    step, no expansion about anchors): the kernel the expansion replaces on most steps."""
+    series = trainer_module._series_sums
+    trainer_module._series_sums = lambda lay, beta: trainer_module._direct_sums(lay["dx_k"], lay["feat_k"], beta)
+    try:
+        return trainer(configs, steps, dev)
+    finally:
+        trainer_module._series_sums = series
+
+
 def timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
@@ -174,13 +189,14 @@ def bench_case(R: int, m: int, n: int, start: float | None, lr: float | None, a,
         _sync(dev)
         return time.perf_counter() - t0
 
-    rows = {k: [] for k in ("exp", "setup", "trainer", "rsetup", "replaced", "naive")}
+    rows = {k: [] for k in ("exp", "setup", "trainer", "direct", "rsetup", "replaced", "naive")}
     naive_steps = max(1, min(a.steps, int(2e7 // E)))  # the naive loop is slow: fewer steps
     for rep in range(a.repeats + 1):  # the first round warms up
         # as many exps as trainer steps, in one timing: both equally exposed to a busy machine
         t = {"exp": sync_timed(lambda: [torch.exp(x, out=out) for _ in range(a.steps)]) / a.steps,
              "setup": sync_timed(lambda: _dense_corpora(configs, dev, torch.float64)),
              "trainer": sync_timed(lambda: trainer(configs, a.steps, dev)),
+             "direct": sync_timed(lambda: direct_trainer(configs, a.steps, dev)),
              "rsetup": sync_timed(lambda: replaced_corpora(configs, dev)),
              "replaced": sync_timed(lambda: replaced_train(configs, a.steps, dev)),
              "naive": naive_loop(configs, naive_steps, dev) if not a.no_naive else float("nan")}
@@ -190,9 +206,10 @@ def bench_case(R: int, m: int, n: int, start: float | None, lr: float | None, a,
     med = {k: statistics.median(v) for k, v in rows.items()}
     ns = {"exp": med["exp"] / E * 1e9,
           "trainer": (med["trainer"] - med["setup"]) / (a.steps * E) * 1e9,
+          "direct": (med["direct"] - med["setup"]) / (a.steps * E) * 1e9,
           "replaced": (med["replaced"] - med["rsetup"]) / (a.steps * E) * 1e9,
           "naive": med["naive"] / (naive_steps * E) * 1e9}
-    ns["gbs"] = BYTES_PER_ELEMENT / ns["trainer"]  # bytes per ns = GB/s
+    ns["gbs"] = BYTES_PER_ELEMENT / ns["direct"]  # bytes per ns = GB/s, of the direct kernel
     return ns
 
 
@@ -212,8 +229,8 @@ def main(argv: list[str] | None = None) -> str:
     torch.set_num_threads(a.threads)
     cuda = dev.type == "cuda"
     head = ("| R x m x n (start) | trainer ns / element-step | exp ns / element | trainer / exp "
-            "| replaced ns | speed-up vs replaced | naive ns | speed-up vs naive |"
-            + (" trainer GB/s |" if cuda else ""))
+            "| direct ns | direct / exp | replaced ns | speed-up vs replaced | naive ns | speed-up vs naive |"
+            + (" direct GB/s |" if cuda else ""))
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for spec in a.cases.split(","):
         R, m, n, start, lr = parse_case(spec)
@@ -221,7 +238,7 @@ def main(argv: list[str] | None = None) -> str:
         label = f"{R} x {m} x {n}" + (f" (beta0 = {start:g}" if start else " (default") + (
             f", lr = {lr:g})" if lr else ")")
         row = (f"| {label} | {ns['trainer']:.2f} | {ns['exp']:.2f} | {ns['trainer'] / ns['exp']:.2f}x "
-               f"| {ns['replaced']:.2f} | {ns['replaced'] / ns['trainer']:.1f}x | {ns['naive']:.1f} "
+               f"| {ns['direct']:.2f} | {ns['direct'] / ns['exp']:.2f}x | {ns['replaced']:.2f} | {ns['replaced'] / ns['trainer']:.1f}x | {ns['naive']:.1f} "
                f"| {ns['naive'] / ns['trainer']:.0f}x |" + (f" {ns['gbs']:,.0f} |" if cuda else ""))
         lines.append(row)
         print(row, flush=True)
@@ -245,21 +262,26 @@ def main(argv: list[str] | None = None) -> str:
 
 
 READING = """
-**Reading.** A step of the trainer is one scaling pass and one `exp` pass over the `(R, m, n)`
-corpus (sorted once, positives from the left, negatives from the right), one batched matrix product
-of the weights with six fixed float64 features per example (each label group's `[1, dx, dx^2]`),
-then about forty small operations per task. On one CPU thread the `exp` pass with its scaling costs
-about 1.3 `exp`, the product about 1.4 to 1.7 (it reads 56 bytes per example) and the per-task
-operations about 0.5 for `n = 128`: about 3 to 3.5 `exp` per element-step for the kernel, more for
-the whole step on a loaded machine and for small `n`, where fixed per-step costs dominate (for
-`32 x 32` corpora the replaced trainer is faster). The target of 2.5 `exp` per element-step is not
-reached at the default start; the batched product and the per-task operations are what is left. As `beta` grows a step gets much cheaper: terms
-more than `e^-50` below their group's largest are dropped, so at `beta0 = 2000` a step touches a few
-percent of the columns and costs less than two `exp` per element. `torch.compile` of a fused kernel
-(one loop: `exp` and six masked sums) measured about 1.3 `exp` for `1 x 1024 x 1024` but was no
-faster for `16 x 128 x 128`, after 5 to 35 s of compilation per process here, so the eager code path
-is kept (the same on CPU and CUDA). Timings on a small shared CPU are noisy (here the same `exp` took
-1.7 to 3.5 ns in one run); the ratios within a row are the meaningful part.
+**Reading.** The trainer's step (*trainer*) mostly needs no `exp` at all. Within a task only six
+sums matter (each label group's `sum dx^k e^(-beta dx)`, `k = 0, 1, 2`), and they are smooth in
+`beta`: each run keeps moments `sum dx^j e^(-beta_a dx)`, `j <= 23`, at an anchor `beta_a` and
+expands about it (`stumplib.trainer._series_sums`; truncation below 1e-16 relative, parameters equal
+to the direct kernel's to about 1e-15 after 5000 steps). A step is then one small batched product
+per task plus about forty small operations per task; an anchor costs about eight passes of the
+direct kernel and lasts while `|beta - beta_a| max(dx) <= 1` (placed ahead of `beta`, in the
+direction it moves). In these 100-step timings from the default start, where `beta` moves fastest,
+each run is anchored about four times; longer runs amortise anchors further. The *direct* column is
+the kernel it replaces: one scaling pass and one `exp` pass over the `(R, m, n)` corpus (sorted once),
+one batched product with six fixed float64 features per example (56 bytes read), the same per-task
+operations: about 2.5 to 3 `exp` per element-step on one thread. For small corpora (`32 x 32`)
+fixed per-step costs dominate and the direct kernel is used (the expansion starts at 48 kept
+columns and 4096 elements per run). At `beta0 = 2000` the tail of terms more than `e^-50` below
+their group's largest is dropped, so a step touches a few percent of the columns. `torch.compile`
+of a fused direct kernel (one loop: `exp` and six masked sums) measured 1.2 to 3.1 `exp` per
+element (kernel alone, depending on shape and layout), after 2 to 6 s of compilation per process; the expansion is
+cheaper than any one-`exp`-per-element kernel and needs no compiler, so the eager code path is kept
+(the same on CPU and CUDA). Timings on a small shared CPU are noisy; the ratios within a row are
+the meaningful part.
 """
 
 

@@ -27,8 +27,20 @@ that can hold such terms are kept (chosen again whenever a run's ``beta`` has gr
 gets cheaper as ``beta`` grows. Runs whose ``beta <= 0`` (where the largest weight sits at the other end of each group) go
 through :func:`stumplib.model._estimate_and_grad` instead.
 
-Each run's corpus depends only on its own configuration, so a batch of runs gives the same numbers
-as the same runs one by one (bit for bit while every column is kept, see :data:`TASK_MULTIPLE`; to
+In the training loop most steps need no ``exp`` at all. The sums are smooth in ``beta``:
+``S_k(beta) = sum_j (-(beta - beta_a))^j / j! mu_{k+j}`` with the moments
+``mu_j = sum dx^j e^{-beta_a dx}`` of each group at an anchor ``beta_a``. Each run keeps its own
+anchor (:data:`SERIES_ORDER` + 3 moments per group, computed in a few passes of the direct kernel's
+cost) and, while ``|beta - beta_a| max(dx) <= SERIES_RADIUS``, a step costs one small batched product
+per task (:func:`_series_sums`; the truncation is below 1e-16 relative). A new anchor is placed ahead
+of ``beta`` in the direction it moves; a run moving so fast that a window would last fewer than
+:data:`ANCHOR_MIN_STEPS` steps gets the direct sums for that step instead. Small runs
+(:data:`SERIES_MIN_COLUMNS`, :data:`SERIES_MIN_ELEMENTS`) and single evaluations
+(:func:`corpus_loss_and_grad`) always use the direct kernel.
+
+Each run's corpus depends only on its own configuration, and every anchor decision is per run, so a
+batch of runs gives the same numbers as the same runs one by one (bit for bit while every column is
+kept, see :data:`TASK_MULTIPLE`; to
 rounding once the tail is dropped, as a group shares its kept columns), and the same seeds give the
 same numbers on the same device.
 """
@@ -72,6 +84,26 @@ TASK_MULTIPLE = 16
 
 #: The kept columns are chosen again once a run's ``beta`` has grown by this factor (they shrink).
 TAIL_RENEW = 1.25
+
+#: Order ``K`` of the expansion of the group sums in ``beta`` about an anchor (:func:`_series_sums`):
+#: ``K + 3`` moments per group, a multiple of 3. Its remainder is at most ``r^(K+1) e^r / (K+1)!``
+#: relative with ``r = SERIES_RADIUS``: 1.2e-20 here.
+SERIES_ORDER = 21
+
+#: A run's sums come from its anchor while ``|beta - beta_anchor| max(dx) <= SERIES_RADIUS``; a
+#: new anchor is placed that far ahead of ``beta`` in the direction it moves, so that it lasts.
+SERIES_RADIUS = 1.0
+
+#: A run leaving its anchor's window is anchored again (``(SERIES_ORDER + 3) / 3`` passes of the
+#: direct kernel's cost) only if, at its last step's speed, the new window lasts at least this many
+#: steps; else its sums are computed directly (one ``exp`` pass) for that step.
+ANCHOR_MIN_STEPS = 8
+
+#: The expansion is used for a run of ``M`` tasks and ``K`` kept columns only if ``K`` and ``M K``
+#: reach these (per run, so that a batch and its runs one by one take the same path): below them
+#: a few small operations per step cost more than the direct kernel they replace.
+SERIES_MIN_COLUMNS = 48
+SERIES_MIN_ELEMENTS = 4096
 
 
 class TrainingDiverged(RuntimeError):
@@ -291,27 +323,103 @@ def _choose_columns(lay: dict[str, Any], beta: torch.Tensor, keep: torch.Tensor)
     if kp + kn >= 0.75 * N:
         _all_columns(lay)
         lay["floor"] = torch.where(ok, torch.zeros_like(beta), lay["floor"])  # beta <= 0 only
-    else:
+    elif lay.get("kept") != (kp, kn):
         feat = lay["feat"]
         lay["dx_k"] = torch.cat([dx[..., :kp], dx[..., N - kn:]], -1)
         lay["feat_k"] = torch.cat([feat[:, :kp], feat[:, N - kn:]], 1)
+        lay["kept"], lay["series"] = (kp, kn), None
+
+
+def _direct_sums(dx: torch.Tensor, feat: torch.Tensor, beta: torch.Tensor, buf: torch.Tensor | None = None
+                 ) -> torch.Tensor:
+    """The six group sums ``S_k^g`` of every task, shape ``(R, M, 2, 3)``: one ``exp`` pass over
+    ``dx (R, M, K)`` and one batched product with the features ``feat (R M, K, 6)``."""
+    R, M, K = dx.shape
+    e = torch.mul(dx, beta.neg().view(R, 1, 1), out=buf).exp_()
+    return torch.bmm(e.view(R * M, 1, K), feat).view(R, M, 2, 3)
+
+
+def _anchor_moments(dx: torch.Tensor, feat: torch.Tensor, d3: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """Moments ``mu_j = sum_{i in g} dx_i^j e^{-beta dx_i}``, ``j = 0 .. SERIES_ORDER + 2``, of each
+    label group ``g``, shape ``(R, M, 2, J)``, from ``dx (R, M, K)``, the direct kernel's features
+    ``feat (R M, K, 6)`` and ``d3 = dx^3``: each batched product gives three moments of each group."""
+    R, M, K = dx.shape
+    J = SERIES_ORDER + 3
+    p = torch.exp(dx * beta.neg().view(R, 1, 1)).view(R * M, 1, K)
+    d3 = d3.reshape(R * M, 1, K)
+    rounds = []
+    for j in range(J // 3):  # (a plain product: one written into a slice of a larger array is slow)
+        rounds.append(torch.bmm(p, feat))
+        if j + 1 < J // 3:
+            p = p * d3
+    mom = torch.cat(rounds, 1)
+    # (R M, round, group, k) -> (R, M, group, 3 round + k)
+    return mom.view(R, M, J // 3, 2, 3).permute(0, 1, 3, 2, 4).reshape(R, M, 2, J)
+
+
+def _series_sums(lay: dict[str, Any], beta: torch.Tensor) -> torch.Tensor:
+    """The group sums of :func:`_direct_sums` from each run's anchor (training loop only).
+
+    With the moments ``mu_j`` of a group at an anchor ``beta_a`` (:func:`_anchor_moments`),
+    ``S_k(beta) = sum_{j <= SERIES_ORDER} (-(beta - beta_a))^j / j! mu_{k+j}`` while
+    ``|beta - beta_a| max(dx) <= SERIES_RADIUS`` (remainder below 1e-16 relative; alternating terms
+    of total size at most ``e^(2 r)`` times the sum: a digit at most). A step then costs a few
+    operations per task instead of an ``exp`` per example. Every decision is per run (its own
+    distance and speed), so a batch gives the same numbers as its runs one by one.
+    """
+    dx = lay["dx_k"]
+    R, M, K = dx.shape
+    J = SERIES_ORDER + 3
+    st = lay.get("series")
+    if st is None:
+        # C[r, k + j, k] = c[r, j] (the coefficients below), as one gather from [c, 0]
+        jk = torch.arange(J, device=dx.device)[:, None] - torch.arange(3, device=dx.device)
+        st = lay["series"] = {"d3": dx * dx * dx, "dmax": dx.amax((1, 2)), "prev": beta.clone(),
+                              "ref": torch.full_like(beta, float("nan")),
+                              "mom": torch.zeros((R, M, 2, J), dtype=dx.dtype, device=dx.device),
+                              "jk": torch.where((jk >= 0) & (jk <= SERIES_ORDER), jk, SERIES_ORDER + 1).view(-1),
+                              "inv_j": 1.0 / torch.arange(1, SERIES_ORDER + 1, dtype=dx.dtype, device=dx.device)}
+    move = (beta - st["prev"]) * st["dmax"]
+    st["prev"] = beta.clone()
+    far = ~((beta - st["ref"]).abs() * st["dmax"] <= SERIES_RADIUS)  # NaN (no anchor yet) is far
+    renew = far & (move.abs() * ANCHOR_MIN_STEPS <= 2 * SERIES_RADIUS)
+    direct = far & ~renew
+    any_renew, any_direct = torch.stack([renew.any(), direct.any()]).tolist()  # one host sync
+    if any_renew:
+        i = torch.nonzero(renew).flatten()
+        # ahead of beta in the direction it moves, so that beta crosses the whole window
+        ahead = torch.where(move[i] < 0, -SERIES_RADIUS, SERIES_RADIUS) / st["dmax"][i].clamp_min(1e-300)
+        ref = torch.where(move[i] == 0, beta[i], beta[i] + ahead)
+        feat = lay["feat_k"].view(R, M * K, 6)[i].view(-1, K, 6)
+        st["mom"][i] = _anchor_moments(dx[i], feat, st["d3"][i], ref)
+        st["ref"][i] = ref
+    # coefficients c_j = (-delta)^j / j! of each run, placed so that one batched product gives S_0..S_2
+    c = torch.cat([torch.ones_like(beta)[:, None], ((st["ref"] - beta)[:, None] * st["inv_j"]).cumprod(-1),
+                   torch.zeros_like(beta)[:, None]], -1)  # (R, K + 2): the last is the zero of the gather
+    S = torch.bmm(st["mom"].view(R, M * 2, J), c[:, st["jk"]].view(R, J, 3)).view(R, M, 2, 3)
+    if any_direct:
+        i = torch.nonzero(direct).flatten()
+        S[i] = _direct_sums(dx[i], lay["feat_k"].view(R, M * K, 6)[i].view(-1, K, 6), beta[i])
+    return S
 
 
 def _fast_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Loss and gradient of every run from the six group sums (needs ``beta > 0``; no checks).
 
-    One pass ``e = exp(-beta dx)`` over the kept columns, one batched product of ``e`` with the
-    features ``[1, dx, dx^2]`` of each label group (the sums ``S_k^-, S_k^+``), then a few
-    operations per task (few and fused: for small corpora they cost as much as the pass itself).
+    The sums come from one ``exp`` pass and one batched product (:func:`_direct_sums`), or, in the
+    training loop (``lay["use_series"]``), from each run's anchor (:func:`_series_sums`); then a
+    few operations per task (few and fused: for small corpora they cost as much as the pass itself).
     """
     dx = lay["dx_k"]
     R, M, K = dx.shape
-    buf = lay.get("buf")
-    if buf is None or buf.shape != dx.shape:
-        buf = lay["buf"] = torch.empty_like(dx)
-    e = torch.mul(dx, beta.neg().view(R, 1, 1), out=buf).exp_()
-    S0, S1, S2 = torch.bmm(e.view(R * M, 1, K), lay["feat_k"]).view(R, M, 2, 3).unbind(-1)  # (R, M, 2) each
+    if lay.get("use_series") and K >= SERIES_MIN_COLUMNS and M * K >= SERIES_MIN_ELEMENTS:
+        S0, S1, S2 = _series_sums(lay, beta).unbind(-1)
+    else:
+        buf = lay.get("buf")
+        if buf is None or buf.shape != dx.shape:
+            buf = lay["buf"] = torch.empty_like(dx)
+        S0, S1, S2 = _direct_sums(dx, lay["feat_k"], beta, buf).unbind(-1)  # (R, M, 2) each
     # S0 >= 1 for a non-empty group (its reference has weight exactly 1); 0 for an empty one
     inv = S0.clamp_min(1.0).reciprocal_()
     r1 = S1 * inv  # E_g[dx]
@@ -342,7 +450,8 @@ def _model_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
 
 def _all_columns(lay: dict[str, Any]) -> None:
     """Use every column (no tail dropped)."""
-    lay["dx_k"], lay["feat_k"] = lay["dx"], lay["feat"]
+    if lay.get("kept") != "all":
+        lay["dx_k"], lay["feat_k"], lay["kept"], lay["series"] = lay["dx"], lay["feat"], "all", None
 
 
 def _grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
@@ -362,6 +471,7 @@ def _layout_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Loss and gradient on all columns (the fast kernel where ``beta > 0``, else the model's)."""
     _all_columns(lay)
+    lay["use_series"] = False  # one evaluation: the direct kernel
     n_pos = int((beta > 0).sum())
     lay["mode"] = "fast" if n_pos == beta.numel() else "model" if n_pos == 0 else "mixed"
     lay["floor"] = None  # the training loop must choose its columns afresh
@@ -676,6 +786,7 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
                 groups.append((idx, _dense_corpora(sub, dev, dtype)))
     for _, lay in groups:
         lay["floor"] = None  # choose the columns afresh for this run's parameters
+        lay["use_series"], lay["series"] = True, None  # group sums from per-run anchors, fresh ones
 
     def grad() -> tuple[torch.Tensor, ...]:
         if len(groups) == 1:

@@ -325,6 +325,78 @@ def test_a_falling_scale_renews_the_kept_columns():
 
 
 # --------------------------------------------------------------------------------------------
+# the expansion about per-run anchors (the training loop's group sums)
+# --------------------------------------------------------------------------------------------
+def _direct_instead(monkeypatch):
+    """Make the training loop compute every step's sums directly (one exp pass)."""
+    monkeypatch.setattr(trainer, "_series_sums",
+                        lambda lay, beta: trainer._direct_sums(lay["dx_k"], lay["feat_k"], beta))
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-9, 0.37, -0.6, 1.0, -1.0])
+def test_series_sums_equal_the_direct_sums_within_the_radius(delta):
+    """On corpora with empty groups, single examples and ties (padded layout), the six group sums
+    from an anchor equal the direct ones to 1e-14 relative anywhere within the radius."""
+    corp = _one_sided_corpora()
+    lay = trainer._padded_layout(corp)
+    R = corp["x"].shape[0]
+    trainer._all_columns(lay)
+    a = torch.tensor([20.0, 3.0, 150.0], dtype=torch.float64)
+    lay["series"] = None
+    trainer._series_sums(lay, a)  # anchors every run (ahead of a by the radius: no motion yet -> at a)
+    assert torch.equal(lay["series"]["ref"], a)
+    beta = a + delta / lay["series"]["dmax"]
+    got = trainer._series_sums(lay, beta)
+    ref = trainer._direct_sums(lay["dx_k"], lay["feat_k"], beta)
+    assert bool((lay["series"]["ref"] == a).all())  # still the same anchors: the expansion was used
+    scale = ref.abs().clamp_min(1e-300)
+    assert float(((got - ref).abs() / scale)[ref != 0].max()) < 1e-14
+    assert bool((got[ref == 0] == 0).all())  # empty groups stay exactly empty
+
+
+def test_series_trajectories_equal_the_direct_ones(monkeypatch):
+    """3000 steps from the default start, a larger step (lr 4e3; early on, where steps fall back to the direct
+    sums while beta moves fast) and a schedule with a stop: parameters equal to the direct kernel's
+    to 1e-13, stop steps identical."""
+    cfgs = [RunConfig(64, 128, seed=0), RunConfig(64, 128, seed=1, lr=4e3),
+            RunConfig(64, 128, seed=2, lr_marks=((30.0, 3e3), (45.0, 1e4)), beta_stop=70.0)]
+    calls = {"anchor": 0, "direct": 0}
+    anchor, direct = trainer._anchor_moments, trainer._direct_sums
+
+    def count_anchor(dx, *a):
+        calls["anchor"] += 1
+        return anchor(dx, *a)
+
+    def count_direct(dx, *a):
+        calls["direct"] += 1
+        return direct(dx, *a)
+
+    monkeypatch.setattr(trainer, "_anchor_moments", count_anchor)
+    monkeypatch.setattr(trainer, "_direct_sums", count_direct)
+    ser = train_gd(cfgs, 3000, device="cpu", progress=False, n_records=30)
+    assert 0 < calls["anchor"] < 300 and calls["direct"] > 0  # both paths were exercised, few anchors
+    monkeypatch.setattr(trainer, "_direct_sums", direct)
+    _direct_instead(monkeypatch)
+    ref = train_gd(cfgs, 3000, device="cpu", progress=False, n_records=30)
+    np.testing.assert_allclose(ser.beta, ref.beta, rtol=1e-13)
+    np.testing.assert_allclose(ser.b, ref.b, rtol=1e-13)
+    np.testing.assert_allclose(ser.loss, ref.loss, rtol=1e-11)
+    np.testing.assert_array_equal(ser.stop_step, ref.stop_step)
+    assert ser.stop_step[2] > 0
+
+
+def test_series_batch_equals_runs_one_by_one_exactly():
+    """Anchors are placed per run (own distance and speed), so a batch of runs large enough for the
+    expansion gives the same bits as each run alone."""
+    cfgs = [RunConfig(64, 96, seed=s, lr=lr) for s, lr in [(0, 1e3), (1, 3e3), (2, 4e3)]]
+    batch = train_gd(cfgs, 400, device="cpu", progress=False, n_records=10)
+    for r, c in enumerate(cfgs):
+        one = train_gd([c], 400, device="cpu", progress=False, n_records=10)
+        np.testing.assert_array_equal(one.beta[0], batch.beta[r])
+        np.testing.assert_array_equal(one.b[0], batch.b[r])
+
+
+# --------------------------------------------------------------------------------------------
 # per-run stop scales, chaining, starts
 # --------------------------------------------------------------------------------------------
 def test_stop_scale_freezes_at_the_first_step_past_it():
