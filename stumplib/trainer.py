@@ -687,6 +687,30 @@ def _groups(configs: Sequence[RunConfig], grouping: str) -> list[list[int]]:
     return groups
 
 
+def _computation_groups(configs: list[RunConfig], corpora: dict[str, torch.Tensor] | None, grouping: str,
+                        dev: torch.device, dtype: torch.dtype) -> list[tuple[torch.Tensor | None, dict[str, Any]]]:
+    """The training loop's groups: ``(run indices, or None for all runs; fast-kernel layout)``, with
+    fresh column choices and anchors."""
+    R = len(configs)
+    if corpora is not None:
+        if not isinstance(corpora, dict) or corpora.get("x") is None or corpora["x"].shape[0] != R:
+            raise ValueError(f"corpora must be make_corpora(configs) for these {R} runs")
+        groups = [(None, _padded_layout(corpora))]
+    else:
+        groups = []
+        for g in _groups(configs, grouping):
+            sub = [configs[r] for r in g]
+            idx = None if len(g) == R else torch.tensor(g, device=dev)
+            if grouping == "pad" or len({(c.m, c.n) for c in sub}) > 1:
+                groups.append((idx, _padded_layout(make_corpora(sub, dev, dtype))))
+            else:
+                groups.append((idx, _dense_corpora(sub, dev, dtype)))
+    for _, lay in groups:
+        lay["floor"] = None  # choose the columns afresh for this run's parameters
+        lay["use_series"], lay["series"] = True, None  # group sums from per-run anchors, fresh ones
+    return groups
+
+
 def _group_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor, alive: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One group's loss and gradient in the training loop: chooses the kept columns again when a
@@ -770,23 +794,7 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
     dev = resolve_device(device)
     R, K = len(configs), rec.size
 
-    # ---- computation groups: (run indices, or None for all runs; fast-kernel layout)
-    if corpora is not None:
-        if not isinstance(corpora, dict) or corpora.get("x") is None or corpora["x"].shape[0] != R:
-            raise ValueError(f"corpora must be make_corpora(configs) for these {R} runs")
-        groups = [(None, _padded_layout(corpora))]
-    else:
-        groups = []
-        for g in _groups(configs, grouping):
-            sub = [configs[r] for r in g]
-            idx = None if len(g) == R else torch.tensor(g, device=dev)
-            if grouping == "pad" or len({(c.m, c.n) for c in sub}) > 1:
-                groups.append((idx, _padded_layout(make_corpora(sub, dev, dtype))))
-            else:
-                groups.append((idx, _dense_corpora(sub, dev, dtype)))
-    for _, lay in groups:
-        lay["floor"] = None  # choose the columns afresh for this run's parameters
-        lay["use_series"], lay["series"] = True, None  # group sums from per-run anchors, fresh ones
+    groups = _computation_groups(configs, corpora, grouping, dev, dtype)
 
     def grad() -> tuple[torch.Tensor, ...]:
         if len(groups) == 1:
@@ -803,7 +811,6 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
     has_stop = any(c.beta_stop is not None for c in configs)
     beta_stop = torch.tensor([float("inf") if c.beta_stop is None else c.beta_stop for c in configs],
                              dtype=dtype, device=dev)
-    positive0 = beta > 0
     # ---- beta-keyed events: step-size marks and record scales, padded to (R, J + 1) with inf
     watch = [w for w in (_Watch([c.lr_marks for c in configs], True, dtype, dev),
                          _Watch([c.record_scales for c in configs], False, dtype, dev)) if w.size]
@@ -813,36 +820,7 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
     alive = torch.ones(R, dtype=torch.bool, device=dev)  # not diverged
     moving = alive.clone()  # not diverged and not stopped
     stop_step = torch.full((R,), -1, dtype=torch.int64, device=dev)
-    diverged_at = np.full(R, -1, dtype=np.int64)
-    L0: list[torch.Tensor] = []
-
-    def check(L: torch.Tensor, t: int) -> None:
-        if not L0:
-            L0.append(L.clone())
-        finite = torch.isfinite(L) & torch.isfinite(beta) & torch.isfinite(b)
-        big = (beta.abs() > MAX_PARAM) | (b.abs() > MAX_PARAM)
-        flipped = positive0 & (beta < 0)
-        worse = L > max_loss_ratio * L0[0]
-        bad = alive & (~finite | big | flipped | worse)
-        if not bool(bad.any()):
-            return
-        rs = torch.nonzero(bad).flatten().tolist()
-        if on_diverge == "stop":
-            diverged_at[rs] = t
-            alive[bad] = False
-            moving[bad] = False
-            return
-        r = rs[0]
-        c = configs[r]
-        why = ("non-finite loss or parameters" if not bool(finite[r]) else
-               f"|beta| or |b| above {MAX_PARAM:g}" if bool(big[r]) else
-               f"beta turned negative (beta0 = {c.beta0:g})" if bool(flipped[r]) else
-               f"loss above {max_loss_ratio:g} x its initial value")
-        raise TrainingDiverged(
-            f"run {r} (m={c.m}, n={c.n}, seed={c.seed}) diverged at step {t} with step size "
-            f"lr={c.lr:g} ({why}): beta={beta[r].item():.3g}, b={b[r].item():.3g}, "
-            f"loss={L[r].item():.3g} (initial loss {L0[0][r].item():.3g}). "
-            f"Use a smaller lr or a larger-resolution start (beta0, b0).")
+    guard = _Guard(configs, beta, max_loss_ratio, on_diverge, alive, moving)
 
     bar = None
     if progress:
@@ -864,7 +842,7 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
             moving &= ~hit
         checked = t in rec_set or t % check_every == 0
         if checked or crossed:
-            check(L, t)
+            guard.check(L, beta, b, t)
             if t in rec_set:
                 k = rec_set[t]
                 hist[0, :, k] = torch.where(alive, beta, float("nan"))
@@ -895,8 +873,52 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
     events = {}
     for w in watch:
         events.update(w.arrays())
-    return TrainResult(configs, rec, h[0], h[1], h[2], diverged_at, stop_step.cpu().numpy(),
+    return TrainResult(configs, rec, h[0], h[1], h[2], guard.diverged_at, stop_step.cpu().numpy(),
                        last_step=last, **events)
+
+
+class _Guard:
+    """The divergence check of :func:`train_gd`: non-finite loss or parameters, ``|beta|`` or ``|b|``
+    above :data:`MAX_PARAM`, ``beta`` turned from positive to negative, or a loss above
+    ``max_loss_ratio`` times the first checked one. ``on_diverge="raise"`` raises
+    :class:`TrainingDiverged` naming the first bad run; ``"stop"`` freezes bad runs (clearing them
+    in the shared ``alive`` and ``moving`` masks) and notes the step in ``diverged_at``."""
+
+    def __init__(self, configs: list[RunConfig], beta0: torch.Tensor, max_loss_ratio: float, on_diverge: str,
+                 alive: torch.Tensor, moving: torch.Tensor) -> None:
+        self.configs, self.max_loss_ratio, self.on_diverge = configs, max_loss_ratio, on_diverge
+        self.positive0 = beta0 > 0
+        self.alive, self.moving = alive, moving
+        self.L0: torch.Tensor | None = None
+        self.diverged_at = np.full(len(configs), -1, dtype=np.int64)
+
+    def check(self, L: torch.Tensor, beta: torch.Tensor, b: torch.Tensor, t: int) -> None:
+        if self.L0 is None:
+            self.L0 = L.clone()
+        finite = torch.isfinite(L) & torch.isfinite(beta) & torch.isfinite(b)
+        big = (beta.abs() > MAX_PARAM) | (b.abs() > MAX_PARAM)
+        flipped = self.positive0 & (beta < 0)
+        worse = L > self.max_loss_ratio * self.L0
+        bad = self.alive & (~finite | big | flipped | worse)
+        if not bool(bad.any()):
+            return
+        rs = torch.nonzero(bad).flatten().tolist()
+        if self.on_diverge == "stop":
+            self.diverged_at[rs] = t
+            self.alive[bad] = False
+            self.moving[bad] = False
+            return
+        r = rs[0]
+        c = self.configs[r]
+        why = ("non-finite loss or parameters" if not bool(finite[r]) else
+               f"|beta| or |b| above {MAX_PARAM:g}" if bool(big[r]) else
+               f"beta turned negative (beta0 = {c.beta0:g})" if bool(flipped[r]) else
+               f"loss above {self.max_loss_ratio:g} x its initial value")
+        raise TrainingDiverged(
+            f"run {r} (m={c.m}, n={c.n}, seed={c.seed}) diverged at step {t} with step size "
+            f"lr={c.lr:g} ({why}): beta={beta[r].item():.3g}, b={b[r].item():.3g}, "
+            f"loss={L[r].item():.3g} (initial loss {self.L0[r].item():.3g}). "
+            f"Use a smaller lr or a larger-resolution start (beta0, b0).")
 
 
 class _Watch:
