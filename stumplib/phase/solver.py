@@ -106,6 +106,7 @@ _FLOOR = np.array([1e-4, 1e-3, 1e-2, 1e-4])  # scales of q, m, V, theta for rela
 import os as _os
 _DEBUG = bool(_os.environ.get('SE_DEBUG'))
 _NEWTON_ZONE = 0.05  # scaled residual below which quasi-Newton steps are taken
+_JAC_POINTS = 2 ** 13  # points per scrambling for the derivatives at the accepted point
 _FD_STEP = 1e-4  # relative finite-difference step for the Jacobian (common nodes, warm minimisers)
 
 
@@ -153,9 +154,9 @@ def _evaluate(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: dict, 
             i = np.flatnonzero(kn)
             x[:, i], _, _ = proximal(center[:, i], t[:, i], Vb, sigma, default_starts=False, match_starts=False,
                                      extra_starts=[np.broadcast_to(warm[i], (R, i.size, 2))])
-        if not kn.all():
-            i = np.flatnonzero(~kn)
-            x[:, i], _, _ = proximal(center[:, i], t[:, i], Vb, sigma)
+        if not kn.all():  # new nodes: started from the centre and the origin (the multi-start
+            i = np.flatnonzero(~kn)  # verification of the accepted point completes the search)
+            x[:, i], _, _ = proximal(center[:, i], t[:, i], Vb, sigma, match_starts=False)
     r = x - center
     s = expit(x * (x[..., 0] - x[..., 1])[..., None])
     sc = expit(center * (center[..., 0] - center[..., 1])[..., None])
@@ -198,7 +199,8 @@ def _left_branch(z: np.ndarray, F: np.ndarray, branch: str, rho: float) -> bool:
 
 def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, free: np.ndarray, branch: str,
                   kw: dict, rho: float, ftol: float, max_updates: int, warm: np.ndarray | None,
-                  known: np.ndarray | None, jac: np.ndarray | None, max_checks: int = 6) -> dict[str, Any]:
+                  known: np.ndarray | None, jac: np.ndarray | None, max_checks: int = 6,
+                  verify_global: bool = True) -> dict[str, Any]:
     """Fixed point ``z = F(z)`` of the pooled rule by a quasi-Newton method on the free coordinates.
 
     The Jacobian ``jac`` (free x free, of ``F``) comes from the neighbour or from finite differences
@@ -206,7 +208,8 @@ def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, fr
     and is updated by Broyden's rank-one formula. The proximal problems are followed from the
     previous update's minimisers; when the residual is below ``ftol`` (relative) the update is
     repeated at the same point with the full multi-start search, and the point is accepted only if
-    that global update also meets the tolerance.
+    that global update also meets the tolerance (without ``verify_global``, the point is returned
+    with status "local" at that stage: the minimisers followed, not verified to be global).
 
     Returns dict: status in {"converged", "left_branch", "not_settled"}, z (4,), ev (the accepted
     global update, rows [z]), prox (K N, 2), n_updates (rows evaluated), jac.
@@ -254,11 +257,15 @@ def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, fr
                 JG = JG + np.outer(y_ - JG @ s_, s_) / ss
         res = float(np.max(np.abs(g))) if nf else 0.0
         if _DEBUG:
-            print(f"  eval n_up={n_up} rows={len(rows)} verify={verify} fd={fd} res={res:.2e} z={z} checks={checks}")
+            print(f"  eval n_up={n_up} rows={len(rows)} verify={verify} fd={fd} res={res:.2e} z={z} checks={checks} "
+                  f"N={nodes.shape[0]} t={time.perf_counter():.2f}")
         tol = ftol * min(100.0, 3.0 ** checks) if verify else ftol
         if res < tol:
             if verify:
                 return dict(status="converged", z=z, ev=ev, prox=warm, n_updates=n_up,
+                            jac=None if JG is None else (JG + np.eye(nf)) * scale[:, None] / scale[None, :])
+            if not verify_global:
+                return dict(status="local", z=z, ev=ev, prox=warm, n_updates=n_up,
                             jac=None if JG is None else (JG + np.eye(nf)) * scale[:, None] / scale[None, :])
             checks += 1
             if checks > max_checks:
@@ -270,7 +277,7 @@ def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, fr
             return dict(status="left_branch", z=z, ev=ev, prox=warm, n_updates=n_up, jac=None)
         if was_verify:
             prev = None  # the global update jumped (switched minimisers): no secant across it
-        if JG is not None and res > 2 * res_prev:
+        if JG is not None and res > 2 * res_prev and not was_verify:
             JG = None  # the quasi-Newton model failed: back to fixed-point steps, new differences
         res_prev = res
         if JG is None or res > _NEWTON_ZONE:
@@ -354,8 +361,14 @@ def _jacobian_pass(alpha: float, z: np.ndarray, nodes: np.ndarray, K: int, *, fr
         for sgn in (1.0, -1.0):
             zs = z.copy(); zs[js] = sgn * eps
             rows.append(zs)
-    ev = _evaluate(alpha, np.array(rows), nodes, K, kw, prox, None, restart=False)
-    return dict(ev=ev, h=h, js=js, eps=eps, n=len(rows))
+    # on the first 2^13 points of each scrambling (a nested net): derivatives need less accuracy
+    N = nodes.shape[0] // K
+    Ns = min(N, _JAC_POINTS)
+    sub = nodes.reshape(K, N, 4)[:, :Ns].reshape(-1, 4)
+    ev = _evaluate(alpha, np.array([z] + rows), sub, K, kw, prox.reshape(K, N, 2)[:, :Ns].reshape(-1, 2), None,
+                   restart=False)
+    return dict(base=ev["pooled"][0], ev=dict(pooled=ev["pooled"][1:], per=ev["per"][1:]), h=h, js=js,
+                eps=eps, n=len(rows) + 1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -464,14 +477,19 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
             p, jac = pmin, None
         n_up, mean, err = 0, np.full(6, np.nan), np.full(6, np.nan)
         deriv = None
+        prox_cur, p_cur = None, None  # this point's proximal minimisers (and their level)
+        final = False  # verify the global minimisers at this level (the accuracy is expected to suffice)
+        rel_prev = None
         while True:
             nodes = _pooled_nodes(p, K, seed)
             N = 2 ** p
             warm, known = None, None
-            if prox_prev is not None and continuation:
+            src, p_src = (prox_cur, p_cur) if prox_cur is not None else (
+                (prox_prev, p_prox) if continuation else (None, None))
+            if src is not None:
                 # nested nets: the first 2^p' points of a scrambling's 2^p net are its 2^p' net
-                pp = prox_prev.reshape(K, -1, 2)
-                if p_prox >= p:
+                pp = src.reshape(K, -1, 2)
+                if p_src >= p:
                     warm = pp[:, :N].reshape(-1, 2)
                 else:
                     warm = np.zeros((K, N, 2)); warm[:, :pp.shape[1]] = pp
@@ -479,8 +497,15 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                     known = np.zeros((K, N), dtype=bool); known[:, :pp.shape[1]] = True
                     known = known.reshape(-1)
             r = _solve_pooled(a, z0, nodes, K, free=free, branch=branch, kw=kw, rho=rho, ftol=ftol,
-                              max_updates=max_updates, warm=warm, known=known, jac=jac)
+                              max_updates=max_updates, warm=warm, known=known, jac=jac,
+                              verify_global=final or p >= pmax)
             n_up += r["n_updates"]
+            final = False
+            if r["status"] == "local":
+                r["status"] = "converged"
+                local = True
+            else:
+                local = False
             if r["status"] == "left_branch":
                 outcome, reason = Outcome.NO_FIXED_POINT, (
                     f"the iteration leaves the {branch} branch ({'theta' if branch == 'semantic' else 'm'} "
@@ -493,6 +518,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                 outcome, reason = Outcome.UNDECIDED, (
                     f"the iteration does not settle with the pooled rule of {K} scramblings of 2^{p} points")
                 break
+            prox_cur, p_cur = r["prox"], p
             if continuation:
                 prox_prev, p_prox = r["prox"], p
             z = r["z"]
@@ -503,7 +529,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
             nf, h = fi.size, jp["h"]
             P0, Pk = ev["pooled"][0], ev["per"][0]  # (6,), (K, 6) at z
             Pj = jp["ev"]["pooled"][:nf]  # (nf, 6) at z + h_j e_j
-            D = ((Pj - P0) / h[:, None]).T  # (6, nf): derivatives of the update and losses
+            D = ((Pj - jp["base"]) / h[:, None]).T  # (6, nf): derivatives of the update and losses
             J = D[fi]  # (nf, nf) Jacobian of F on the free coordinates
             jac_prev = J
             lam_max = float(np.max(np.linalg.eigvals(J).real)) if nf else float("nan")
@@ -536,7 +562,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
             err = np.sqrt(se_ ** 2 + bias ** 2)
             err[:4][~free] = 0.0
             if _DEBUG:
-                print("  se", se_, "bias", bias)
+                print(f"  p={p} rel={err[4] / abs(mean[4]):.2e} se={se_} bias={bias} t={time.perf_counter():.2f}")
             if jp["n"] > nf:
                 js, eps = jp["js"], jp["eps"]
                 up, dn = jp["ev"]["pooled"][nf:nf + 2, js], jp["ev"]["per"][nf:nf + 2, :, js]
@@ -544,6 +570,21 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                 deriv = ((up[0] - up[1]) / (2 * eps), dk.std(ddof=1) / math.sqrt(K))
             order_par = 3 if branch == "semantic" else 1
             rel = err[4] / abs(mean[4])
+            # the error estimate from K scramblings is noisy: the jump uses the previous level's too
+            # (error about 1 / N)
+            rel_jump = rel if rel_prev is None else math.sqrt(rel * rel_prev[0] * 2.0 ** (rel_prev[1] - p))
+            if local:
+                # minimisers followed from the previous ones, not yet verified global: if the target
+                # looks met (or nothing else is left), verify at this level; otherwise go up
+                if (np.all(np.isfinite(err)) and lam_max < 1 and rel > rtol and p < pmax
+                        and mean[order_par] - 1.959963984540054 * err[order_par] > 0):
+                    rel_prev = (rel, p)
+                    p = min(pmax, p + max(1, math.ceil(math.log2(1.2 * rel_jump / rtol))))
+                    z0, jac = z, J
+                    continue
+                final = True
+                z0, jac = z, J
+                continue
             if not np.all(np.isfinite(err)) or lam_max >= 1:
                 outcome, reason = Outcome.UNDECIDED, (
                     f"fixed point of the pooled rule ({K} scramblings of 2^{p}) with a Jacobian eigenvalue "
@@ -572,7 +613,8 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                 break
             # the error falls about as 1 / N here (measured: N^-0.9 to N^-1.1 for the averages at a
             # fixed point, scrambled Sobol): jump to the number of points that should meet the target
-            p = min(pmax, p + max(1, math.ceil(math.log2(1.2 * rel / rtol))))
+            rel_prev = (rel, p)
+            p = min(pmax, p + max(1, math.ceil(math.log2(1.2 * rel_jump / rtol))))
             z0, jac = z, J
         for k, key in enumerate(OUTPUT_KEYS):
             out[key][i] = mean[k]
