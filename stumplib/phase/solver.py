@@ -123,7 +123,7 @@ def _pooled_nodes(log2_points: int, K: int, seed: int) -> np.ndarray:
 
 
 def _evaluate(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: dict, warm: np.ndarray | None,
-              known: np.ndarray | None, restart: bool) -> dict[str, np.ndarray]:
+              known: np.ndarray | None, restart: bool, alts: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The update at the rows ``Z`` (R, 4), all on the same nodes (K N, 4) (or row ``r`` on its own
     nodes ``nodes[r]``, (R, K N, 4), with ``warm`` (R, K N, 2) and ``known`` None).
 
@@ -141,9 +141,33 @@ def _evaluate(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: dict, 
     center, u, vstar, xi, Y = _geometry(q, m, th, sigma, nodes)
     t = teacher_rows(u, omega, A_)
     Vb = V[:, None]
-    if warm is None or restart:
+    new_alts = None
+    if restart and R == 1 and warm is not None and alts is not None:
+        # multi-start, tracked: the centre, the current minimiser and the minimisers that the other
+        # default starts (origin, matching points) reached at the last full multi-start (nearby
+        # overlaps), each followed by Newton to its minimum here; nodes without such (new nodes)
+        # get every default start
+        x = np.empty_like(center)
+        new_alts = np.empty((3,) + center.shape[1:])
+        ok = np.all(np.isfinite(alts), axis=(0, 2))
+        for sel, tracked in ((np.flatnonzero(ok), True), (np.flatnonzero(~ok), False)):
+            if sel.size == 0:
+                continue
+            if tracked:
+                xb, _, _, xs, _ = proximal(center[:, sel], t[:, sel], Vb, sigma, match_starts=False,
+                                           default_starts=False, return_all=True,
+                                           extra_starts=[center[:, sel], warm[None, sel]] + [a_[None] for a_ in alts[:, sel]])
+                new_alts[:, sel] = xs[2:, 0]
+            else:
+                xb, _, _, xs, _ = proximal(center[:, sel], t[:, sel], Vb, sigma, return_all=True,
+                                           extra_starts=[warm[None, sel]])
+                new_alts[:, sel] = xs[[1, 2, 3], 0]
+            x[:, sel] = xb
+    elif warm is None or restart:
         starts = [] if warm is None else [np.broadcast_to(warm, center.shape)]
-        x, _, _ = proximal(center, t, Vb, sigma, extra_starts=starts)
+        x, _, _, xs, _ = proximal(center, t, Vb, sigma, extra_starts=starts, return_all=True)
+        if R == 1:
+            new_alts = xs[[1, 2, 3], 0]  # where the origin and the matching points led
     elif known is None:
         x, _, _ = proximal(center, t, Vb, sigma, default_starts=False, match_starts=False,
                            extra_starts=[np.broadcast_to(warm, center.shape)])
@@ -177,7 +201,7 @@ def _evaluate(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: dict, 
                          rho / den, rho * rho * th_hat / den, avg[..., 5] + 0 * al,
                          al * avg[..., 4] + lam * qq / (2 * rho)], -1)
 
-    return dict(pooled=outputs(pooled_avg, (R,)), per=outputs(per_avg, (R, 1)), prox=x)
+    return dict(pooled=outputs(pooled_avg, (R,)), per=outputs(per_avg, (R, 1)), prox=x, alts=new_alts)
 
 
 def _constrain(z: np.ndarray, branch: str, free: np.ndarray) -> np.ndarray:
@@ -200,7 +224,7 @@ def _left_branch(z: np.ndarray, F: np.ndarray, branch: str, rho: float) -> bool:
 def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, free: np.ndarray, branch: str,
                   kw: dict, rho: float, ftol: float, max_updates: int, warm: np.ndarray | None,
                   known: np.ndarray | None, jac: np.ndarray | None, max_checks: int = 6,
-                  verify_global: bool = True) -> dict[str, Any]:
+                  verify_global: bool = True, alts: np.ndarray | None = None) -> dict[str, Any]:
     """Fixed point ``z = F(z)`` of the pooled rule by a quasi-Newton method on the free coordinates.
 
     The Jacobian ``jac`` (free x free, of ``F``) comes from the neighbour or from finite differences
@@ -220,7 +244,8 @@ def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, fr
     scale = np.maximum(np.abs(z), _FLOOR)[fi]
     n_up = 0
     if warm is None:  # no minimisers to follow: a full multi-start update finds them
-        warm = _evaluate(alpha, z[None], nodes, K, kw, None, None, restart=True)["prox"][0]
+        e0 = _evaluate(alpha, z[None], nodes, K, kw, None, None, restart=True)
+        warm, alts = e0["prox"][0], e0["alts"]
         known, n_up = None, 1
     verify = False
     checks = 0
@@ -239,7 +264,9 @@ def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, fr
             for j in range(nf):
                 zj = z.copy(); zj[fi[j]] += h[j]
                 rows.append(zj)
-        ev = _evaluate(alpha, np.array(rows), nodes, K, kw, warm, known, restart=verify)
+        ev = _evaluate(alpha, np.array(rows), nodes, K, kw, warm, known, restart=verify, alts=alts)
+        if ev["alts"] is not None:
+            alts = ev["alts"]
         n_up += len(rows)
         warm, known = ev["prox"][0], None
         F = _constrain(ev["pooled"][0, :4], branch, free)
@@ -262,7 +289,7 @@ def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, fr
         tol = ftol * min(100.0, 3.0 ** checks) if verify else ftol
         if res < tol:
             if verify:
-                return dict(status="converged", z=z, ev=ev, prox=warm, n_updates=n_up,
+                return dict(status="converged", z=z, ev=ev, prox=warm, n_updates=n_up, alts=alts,
                             jac=None if JG is None else (JG + np.eye(nf)) * scale[:, None] / scale[None, :])
             if not verify_global:
                 return dict(status="local", z=z, ev=ev, prox=warm, n_updates=n_up,
@@ -458,6 +485,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     order = np.argsort(-alphas, kind="stable")
     hist: list[tuple[float, np.ndarray]] = []  # converged (alpha, z) of the sweep, for extrapolation
     p_next, jac_prev, prox_prev, p_prox = pmin, None, None, None
+    alt_store = None  # (level, minimisers reached from the other default starts, alpha index)
     for i in order:
         t0 = time.perf_counter()
         a = float(alphas[i])
@@ -478,7 +506,11 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
         n_up, mean, err = 0, np.full(6, np.nan), np.full(6, np.nan)
         deriv = None
         prox_cur, p_cur = None, None  # this point's proximal minimisers (and their level)
-        final = False  # verify the global minimisers at this level (the accuracy is expected to suffice)
+        if not continuation:
+            alt_store = None
+        # verify the global minimisers at this level (the accuracy is expected to suffice): at once for
+        # a point of a sweep (the neighbour's number of points), after a first estimate otherwise
+        final = bool(hist) and continuation
         rel_prev = None
         while True:
             nodes = _pooled_nodes(p, K, seed)
@@ -496,9 +528,19 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                     warm = warm.reshape(-1, 2)
                     known = np.zeros((K, N), dtype=bool); known[:, :pp.shape[1]] = True
                     known = known.reshape(-1)
+            alts = None
+            if alt_store is not None:
+                aa = alt_store[1].reshape(3, K, -1, 2)
+                if alt_store[0] >= p:
+                    alts = aa[:, :, :N].reshape(3, -1, 2)
+                else:
+                    alts = np.full((3, K, N, 2), np.nan); alts[:, :, :aa.shape[2]] = aa
+                    alts = alts.reshape(3, -1, 2)
             r = _solve_pooled(a, z0, nodes, K, free=free, branch=branch, kw=kw, rho=rho, ftol=ftol,
                               max_updates=max_updates, warm=warm, known=known, jac=jac,
-                              verify_global=final or p >= pmax)
+                              verify_global=final or p >= pmax, alts=alts)
+            if r.get("alts") is not None and (continuation or alt_store is None or alt_store[2] == i):
+                alt_store = (p, r["alts"], i)
             n_up += r["n_updates"]
             final = False
             if r["status"] == "local":
