@@ -1,31 +1,42 @@
 """Accuracy-controlled state evolution: :func:`state_evolution`.
 
 The Gaussian averages of the state evolution (:mod:`.se`) are computed with a randomised quasi-Monte
-Carlo rule: ``K`` independent scramblings of a Sobol sequence of ``2**p`` points, mapped to four
-standard normals. Each scrambling gives its own fixed point; their spread (standard error over the
-``K`` scramblings) is the quadrature error of the mean, reported for every output. The fixed points
-also carry a bias that shrinks with the number of points, so the reported error combines the
-standard error with the change from the nested rule of half as many points (same scramblings'
-seeds): ``err = sqrt(se^2 + (mean_N - mean_{N/2})^2)``. The number of points is doubled until the
-test error's error is below ``rtol`` times the test error.
+Carlo rule: ``K`` independent scramblings of a Sobol sequence of ``2**p`` points each, mapped to four
+standard normals. The ``K`` scramblings are pooled into one rule of ``K 2**p`` points and the fixed
+point of the pooled rule is solved once. Its quadrature error comes from the delta method: at the
+pooled fixed point ``z``, scrambling ``k``'s own update gives the residual ``F_k(z) - z``; propagated
+through ``(I - J)^{-1}`` (``J`` the update's Jacobian along the free overlaps, by finite differences
+with common nodes) it is the offset of scrambling ``k``'s own fixed point, and one more Newton step
+on scrambling ``k``'s map from there adds the second-order terms. The spread of these ``K`` fixed
+points (standard error, scaled by ``t_{K-1} / z`` at 95% so that ``+-1.96 err`` is Student's
+interval for ``K`` samples) combined with the pooled fixed point's bias estimate (the ``K``
+single-scrambling fixed points have ``K`` times the pooled one's ``1/N`` bias: ``(mean_k z_k - z) /
+(K - 1)``) is the reported error of every output (the losses move with the overlaps through their
+gradients). The number of points is raised (about ``1/N`` for the error, measured) until the test
+error's error is below ``rtol`` times the test error.
 
-Per scrambling, the fixed point is found by Anderson acceleration of the undamped map (depth 4,
-falling back to a damped step when an extrapolated point leaves the admissible region), with the
-proximal problems warm-started from their previous minimisers; the multi-start search for the
-global minimiser of each node's proximal problem is run on the first update and again whenever a
-fixed point is about to be accepted, and iteration resumes if it changes the update. Points of a
-sweep in ``alpha`` are solved by continuation (each starts from its neighbour's fixed point, with
-its neighbour's number of points).
+The pooled fixed point is found by Anderson acceleration of the undamped update far from it (scaled
+residual above 0.05) and by a quasi-Newton method (finite-difference Jacobian, Broyden updates, the
+neighbour's Jacobian in a sweep) near it, with every proximal problem followed from its previous
+minimiser (the map is then smooth). A point is accepted only after an update whose proximal problems
+were searched for their global minimisers from several starts meets the tolerance; iteration
+resumes if that update differs. The multi-start search uses the centre, the current minimiser and
+the default starts (origin, matching points, see :func:`.se.proximal`) on nodes met for the first
+time; on the other nodes the minimisers that those default starts reached at the last multi-start
+(nearby overlaps) are followed instead of starting again. Points of a sweep in ``alpha`` are solved
+by continuation (linear extrapolation of the last two fixed points, the neighbour's Jacobian,
+proximal minimisers and number of points; Sobol nets are nested, so the first ``2**(p-1)`` points
+of a scrambling are its ``2**(p-1)`` net and keep their minimisers when ``p`` grows).
 
 Three named outcomes per ``alpha`` (:class:`Outcome`):
 
-- ``converged``: every scrambling converged to a point on the branch and the test error's quadrature
+- ``converged``: the pooled rule's fixed point is on the branch and the test error's quadrature
   error meets the target;
-- ``no_fixed_point``: on every scrambling the iteration leaves the branch (semantic: ``theta`` flows
-  to 0; positional: ``m`` flows to 0);
-- ``undecided``: the scramblings disagree (some converge, some leave the branch), or the branch's
-  order parameter is zero within its quadrature error, or the iteration does not settle: the rule
-  cannot decide within its error (near a branch's end).
+- ``no_fixed_point``: the iteration leaves the branch (semantic: ``theta`` flows to 0; positional:
+  ``m`` flows to 0);
+- ``undecided``: the branch's order parameter is zero within its quadrature error, or the fixed
+  point repels along the free overlaps (a Jacobian eigenvalue at or above 1: no error bound), or
+  the iteration does not settle: the rule cannot decide within its error (near a branch's end).
 
 A converged point whose accuracy target cannot be met within ``max_log2_points`` raises
 :class:`AccuracyNotReached` (never a silent inaccurate point).
@@ -35,10 +46,10 @@ Stability of the imposed symmetry: on the semantic branch ``m = 0`` is imposed (
 (the other overlaps are even in it), so the derivative of the update along it, ``dF_m/dm`` at
 ``m = 0`` (or ``dF_theta/dtheta`` at ``theta = 0``), is an eigenvalue of the update's Jacobian
 (central finite difference, same nodes, proximal problems started from the fixed point's global
-minimisers). Its value is returned; ``unstable_undamped`` flags a magnitude above 1 (the undamped
-iteration leaves the point), ``unstable`` a value above +1 (the damped iteration
-``z <- eta z + (1 - eta) F(z)`` leaves it for every damping ``eta``; a value below -1 is an
-oscillation that damping removes).
+minimisers, on the first ``2**13`` points of each scrambling). Its value is returned;
+``unstable_undamped`` flags a magnitude above 1 (the undamped iteration leaves the point),
+``unstable`` a value above +1 (the damped iteration ``z <- eta z + (1 - eta) F(z)`` leaves it for
+every damping ``eta``; a value below -1 is an oscillation that damping removes).
 """
 from __future__ import annotations
 
@@ -74,7 +85,7 @@ class AccuracyNotReached(StateEvolutionError):
     at the largest number of points allowed."""
 
 
-@lru_cache(maxsize=48)
+@lru_cache(maxsize=160)
 def _sobol_normal(log2_points: int, seed: int) -> np.ndarray:
     from scipy.stats import norm, qmc
     u = qmc.Sobol(4, scramble=True, seed=seed).random_base2(log2_points)
@@ -403,7 +414,7 @@ def _jacobian_pass(alpha: float, z: np.ndarray, nodes: np.ndarray, K: int, *, fr
 # ----------------------------------------------------------------------------------------------
 def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
                     A: Any = ((0.6, 0.4), (0.4, 0.6)), branch: str = "semantic", rtol: float = 1e-3,
-                    n_scramblings: int = 6, min_log2_points: int = 10, max_log2_points: int = 16,
+                    n_scramblings: int = 12, min_log2_points: int = 10, max_log2_points: int = 16,
                     seed: int = 0, init: dict[str, Any] | None = None, continuation: bool = True,
                     stability: bool = True, max_updates: int = 300,
                     on_accuracy: str = "raise") -> dict[str, np.ndarray]:
@@ -419,7 +430,8 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     rtol : accuracy target: quadrature error of the test error (standard error over the scramblings
         of the pooled rule's fixed point, delta method) at most ``rtol`` times the test error
         (1e-5 to 0.1).
-    n_scramblings : number ``K`` of independent scramblings (3 to 32).
+    n_scramblings : number ``K`` of independent scramblings (3 to 32); the cost depends on the total
+        ``K 2**p`` points, and the error estimate is steadier with more scramblings.
     min_log2_points, max_log2_points : range of the number of points per scrambling, ``2**p``
         (6 to 18); raised from the minimum (or the neighbour's) until the target is met.
     seed : selects the family of scramblings (independent families for different seeds).
@@ -605,7 +617,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
             err[:4][~free] = 0.0
             if _DEBUG:
                 print(f"  p={p} rel={err[4] / abs(mean[4]):.2e} se={se_} bias={bias} t={time.perf_counter():.2f}")
-            if jp["n"] > nf:
+            if jp["ev"]["pooled"].shape[0] > nf:
                 js, eps = jp["js"], jp["eps"]
                 up, dn = jp["ev"]["pooled"][nf:nf + 2, js], jp["ev"]["per"][nf:nf + 2, :, js]
                 dk = (dn[0] - dn[1]) / (2 * eps)
