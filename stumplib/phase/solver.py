@@ -524,6 +524,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
         # a point of a sweep (the neighbour's number of points), after a first estimate otherwise
         final = bool(hist) and continuation
         rel_prev = None
+        unsettled = 0
         while True:
             nodes = _pooled_nodes(p, K, seed)
             N = 2 ** p
@@ -561,14 +562,19 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
             else:
                 local = False
             if r["status"] == "left_branch":
+                mean, err, deriv = np.full(6, np.nan), np.full(6, np.nan), None
                 outcome, reason = Outcome.NO_FIXED_POINT, (
                     f"the iteration leaves the {branch} branch ({'theta' if branch == 'semantic' else 'm'} "
                     f"flows to 0) with the pooled rule of {K} scramblings of 2^{p} points")
                 break
             if r["status"] != "converged":
-                if p < pmax:
+                # a rule twice as fine may settle (smaller jumps from switching minimisers); after two
+                # levels that do not, the point is undecided (near a branch's end)
+                unsettled += 1
+                if p < pmax and unsettled < 2:
                     p += 1
                     continue
+                mean, err, deriv = np.full(6, np.nan), np.full(6, np.nan), None
                 outcome, reason = Outcome.UNDECIDED, (
                     f"the iteration does not settle with the pooled rule of {K} scramblings of 2^{p} points")
                 break
