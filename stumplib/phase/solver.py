@@ -114,8 +114,6 @@ def scrambled_rules(log2_points: int, n_scramblings: int, seed: int = 0) -> tupl
 # the pooled rule: one fixed point for all K scramblings, solved by (quasi-)Newton
 # ----------------------------------------------------------------------------------------------
 _FLOOR = np.array([1e-4, 1e-3, 1e-2, 1e-4])  # scales of q, m, V, theta for relative changes
-import os as _os
-_DEBUG = bool(_os.environ.get('SE_DEBUG'))
 _NEWTON_ZONE = 0.05  # scaled residual below which quasi-Newton steps are taken
 _JAC_POINTS = 2 ** 13  # points per scrambling for the derivatives at the accepted point
 _FD_STEP = 1e-4  # relative finite-difference step for the Jacobian (common nodes, warm minimisers)
@@ -294,9 +292,6 @@ def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, fr
             if ss > 0:
                 JG = JG + np.outer(y_ - JG @ s_, s_) / ss
         res = float(np.max(np.abs(g))) if nf else 0.0
-        if _DEBUG:
-            print(f"  eval n_up={n_up} rows={len(rows)} verify={verify} fd={fd} res={res:.2e} z={z} checks={checks} "
-                  f"N={nodes.shape[0]} t={time.perf_counter():.2f}")
         tol = ftol * min(100.0, 3.0 ** checks) if verify else ftol
         if res < tol:
             if verify:
@@ -621,8 +616,6 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
             bias = (vals.mean(0) - mean) / (K - 1)
             err = np.sqrt(se_ ** 2 + bias ** 2)
             err[:4][~free] = 0.0
-            if _DEBUG:
-                print(f"  p={p} rel={err[4] / abs(mean[4]):.2e} se={se_} bias={bias} t={time.perf_counter():.2f}")
             if jp["ev"]["pooled"].shape[0] > nf:
                 js, eps = jp["js"], jp["eps"]
                 up, dn = jp["ev"]["pooled"][nf:nf + 2, js], jp["ev"]["per"][nf:nf + 2, :, js]
