@@ -443,7 +443,8 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     -------
     dict of (A,) arrays (scalars for scalar ``alpha``): for ``k`` in ``q, m, V, theta, test_error,
     train_loss`` the pooled rule's value ``k`` and its quadrature error ``k_err`` (NaN unless
-    converged); ``outcome`` (one of :class:`Outcome`), ``reason`` (a sentence), ``log2_points``
+    converged or undecided with theta (m) zero within its error; an undecided point whose iteration
+    does not settle has its last iterate's values and NaN errors; NaN for no fixed point); ``outcome`` (one of :class:`Outcome`), ``reason`` (a sentence), ``log2_points``
     (per scrambling), ``n_scramblings``, ``n_updates`` (map evaluations, each over all ``K 2**p``
     points), ``suppressed_derivative`` (``dF_m/dm`` or ``dF_theta/dtheta`` of the pooled rule; NaN
     if not computed), ``suppressed_derivative_err``, ``unstable`` (bool: the derivative exceeds +1,
@@ -569,7 +570,10 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                 if p < pmax and unsettled < 2:
                     p += 1
                     continue
+                # the last iterate (on the branch), without an error
                 mean, err, deriv = np.full(6, np.nan), np.full(6, np.nan), None
+                if r["ev"] is not None and _admissible(r["z"], rho):
+                    mean = np.concatenate([r["z"], r["ev"]["pooled"][0, 4:]])
                 outcome, reason = Outcome.UNDECIDED, (
                     f"the iteration does not settle with the pooled rule of {K} scramblings of 2^{p} points")
                 break
