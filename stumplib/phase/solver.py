@@ -499,7 +499,8 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
         a = float(alphas[i])
         if hist and continuation:
             z0 = hist[-1][1]
-            if len(hist) >= 2:  # linear extrapolation from the last two converged points
+            if len(hist) >= 2 and abs(a - hist[-1][0]) <= 1.5 * abs(hist[-1][0] - hist[-2][0]):
+                # linear extrapolation from the last two converged points (when they are close)
                 (a1, z1), (a2, z2) = hist[-1], hist[-2]
                 zx = z1 + (a - a1) / (a1 - a2) * (z1 - z2) if a1 != a2 else z1
                 if _admissible(zx, rho) and (zx[3] > 0 if branch == "semantic" else zx[1] > 0):
