@@ -431,6 +431,7 @@ def test_solver_positional_branch_and_no_fixed_point():
                         on_accuracy="undecided")
     assert s["outcome"] in Outcome.ALL
     assert s["outcome"] != Outcome.CONVERGED or s["theta"] > 0
+    assert s["outcome"] != Outcome.NO_FIXED_POINT or np.isnan(s["theta"])
 
 
 # ---------------------------------------------------------------- the authors' rule, replayed
