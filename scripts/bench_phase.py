@@ -1,12 +1,16 @@
 """Benchmark of stumplib.phase: the accuracy-controlled state evolution, seconds per alpha point.
 
 Usage: python scripts/bench_phase.py [--rtol 1e-3] [--n 20] [--lo 1.0] [--hi 2.3] [--branch semantic]
+                                     [--omega 0.3] [--max-log2 16] [--scramblings 12] [--repeat 1]
 
-A sweep of ``n`` alphas evenly spaced in ``[lo, hi]`` at omega = 0.3 (continuation from the largest
-alpha down), as the chapter runs it; prints seconds per point (mean and median), the achieved
-relative accuracy of the test error, the number of points per scrambling and the outcome per alpha
-(a Markdown table, pasted into ``scripts/BENCH_phase.md``). The machine is shared, so timings are
-noisy: the load average at the start is printed.
+A sweep of ``n`` alphas evenly spaced in ``[lo, hi]`` (continuation from the largest alpha down), as
+the chapter runs it; prints, per alpha, the outcome, the points per scrambling, the map evaluations,
+the seconds and the achieved relative error of the test error, then seconds per point (mean and
+median, per repeat) and, as a yardstick, the cost of one pass of proximal solves over the pooled rule
+(one update with every proximal problem followed from its minimiser, and one with the full
+multi-start search) at the sizes the sweep used. A Markdown table, pasted into
+``scripts/BENCH_phase.md``. The machine is shared, so timings are noisy: the load average before
+and after is printed.
 """
 from __future__ import annotations
 
@@ -19,7 +23,25 @@ import time
 import numpy as np
 
 from stumplib.phase import state_evolution
+from stumplib.phase.solver import _evaluate, _pooled_nodes
 from stumplib.validation import check_choice, check_int, check_real
+
+
+def pass_cost(alpha: float, z: np.ndarray, p: int, K: int, omega: float) -> tuple[float, float]:
+    """Seconds of one multi-start update and of one update followed from its minimisers (median of 3)
+    at the pooled rule of K 2^p points, at the overlaps ``z``."""
+    kw = dict(omega=omega, sigma=0.5, lam=0.01, A=np.array([[0.6, 0.4], [0.4, 0.6]]))
+    nodes = _pooled_nodes(p, K, 0)
+    t0 = time.perf_counter()
+    ev = _evaluate(alpha, z[None], nodes, K, kw, None, None, restart=True)
+    t_multi = time.perf_counter() - t0
+    zz = z * (1 + 1e-3)
+    ts = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        _evaluate(alpha, zz[None], nodes, K, kw, ev["prox"][0], None, restart=False)
+        ts.append(time.perf_counter() - t0)
+    return t_multi, statistics.median(ts)
 
 
 def main() -> None:
@@ -31,29 +53,49 @@ def main() -> None:
     ap.add_argument("--branch", default="semantic")
     ap.add_argument("--omega", type=float, default=0.3)
     ap.add_argument("--max-log2", type=int, default=16)
+    ap.add_argument("--scramblings", type=int, default=12)
+    ap.add_argument("--repeat", type=int, default=1)
     a = ap.parse_args()
     rtol = check_real("rtol", a.rtol, low=1e-5, high=0.1)
     n = check_int("n", a.n, minimum=1, maximum=1000)
+    K = check_int("scramblings", a.scramblings, minimum=3, maximum=32)
+    repeat = check_int("repeat", a.repeat, minimum=1, maximum=10)
     branch = check_choice("branch", a.branch, ("semantic", "positional"))
     alphas = np.linspace(a.lo, a.hi, n)
-    load = os.getloadavg()[0]
-    t0 = time.perf_counter()
-    r = state_evolution(alphas, omega=a.omega, branch=branch, rtol=rtol, max_log2_points=a.max_log2,
-                        on_accuracy="undecided")
-    total = time.perf_counter() - t0
+    load0 = os.getloadavg()
+    runs = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        r = state_evolution(alphas, omega=a.omega, branch=branch, rtol=rtol, max_log2_points=a.max_log2,
+                            n_scramblings=K, on_accuracy="undecided")
+        runs.append((time.perf_counter() - t0, r))
+    load1 = os.getloadavg()
+    total, r = runs[-1]
     acc = r["test_error_err"] / r["test_error"]
-    lines = [f"Sweep: {n} alphas in [{a.lo}, {a.hi}], {branch} branch, omega = {a.omega}, rtol = {rtol}; "
-             f"{platform.machine()}, {os.cpu_count()} cores shared (load average {load:.1f} at the start), "
-             f"one thread.", "",
-             f"total {total:.1f} s: {total / n:.2f} s per point (mean), "
-             f"{statistics.median(r['seconds']):.2f} s (median)", "",
-             "| alpha | outcome | points per scrambling | updates | seconds | test error | achieved rel. error |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    conv = r["outcome"] == "converged"
+    lines = [f"Sweep: {n} alphas in [{a.lo}, {a.hi}], {branch} branch, omega = {a.omega}, rtol = {rtol}, "
+             f"K = {K} scramblings; {platform.machine()}, {os.cpu_count()} cores shared (load average "
+             f"{load0[0]:.1f} before, {load1[0]:.1f} after), one thread.", ""]
+    for j, (tt, rr) in enumerate(runs):
+        lines.append(f"run {j + 1}: total {tt:.1f} s: {tt / n:.2f} s per point (mean), "
+                     f"{statistics.median(rr['seconds']):.2f} s (median)")
+    lines += ["", f"converged {int(conv.sum())} of {n}; achieved relative error of the test error "
+              f"{np.nanmin(acc[conv]):.1e} to {np.nanmax(acc[conv]):.1e}" if conv.any() else "", ""]
+    lines += ["| alpha | outcome | points per scrambling | map evaluations | seconds | test error | "
+              "achieved rel. error | Jacobian eigenvalue |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for i in range(n):
         lines.append(f"| {alphas[i]:.3f} | {r['outcome'][i]} | 2^{r['log2_points'][i]} | {r['n_updates'][i]} | "
-                     f"{r['seconds'][i]:.2f} | {r['test_error'][i]:.6f} | {acc[i]:.1e} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
+                     f"{r['seconds'][i]:.2f} | {r['test_error'][i]:.7f} | {acc[i]:.1e} | "
+                     f"{r['jacobian_eigenvalue'][i]:.3f} |")
+    lines += ["", "One pass of proximal solves over the pooled rule (yardstick):", "",
+              "| points per scrambling | pooled points | multi-start update (s) | followed update (s) |",
+              "| --- | --- | --- | --- |"]
+    for p in sorted(set(int(v) for v in r["log2_points"][conv])):
+        i = int(np.flatnonzero(conv & (r["log2_points"] == p))[0])
+        z = np.array([r[k][i] for k in ("q", "m", "V", "theta")])
+        tm, tw = pass_cost(float(alphas[i]), z, p, K, a.omega)
+        lines.append(f"| 2^{p} | {K * 2 ** p} | {tm:.2f} | {tw:.3f} |")
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

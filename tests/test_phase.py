@@ -431,6 +431,7 @@ def test_solver_positional_branch_and_no_fixed_point():
                         on_accuracy="undecided")
     assert s["outcome"] in Outcome.ALL
     assert s["outcome"] != Outcome.CONVERGED or s["theta"] > 0
+    assert s["outcome"] != Outcome.NO_FIXED_POINT or np.isnan(s["theta"])
 
 
 # ---------------------------------------------------------------- the authors' rule, replayed
@@ -498,6 +499,38 @@ def test_solver_named_outcome_where_the_fixed_rule_raised():
     r = state_evolution(1.03, omega=0.5, branch="semantic", rtol=3e-3, max_log2_points=14,
                         on_accuracy="undecided", stability=False)
     assert r["outcome"] in Outcome.ALL
+
+
+def test_solver_delta_method_matches_per_scrambling_fixed_points():
+    """The error estimate's ingredients: the fixed point of each scrambling's own rule, solved
+    separately, agrees with the delta method's (residual at the pooled fixed point through
+    (I - J)^{-1}); so their spread, the reported standard error, is the spread of the K fixed points."""
+    from scipy.stats import t as student_t
+    from stumplib.phase.solver import _pooled_nodes, _solve_pooled
+    K, p, a = 6, 10, 2.0
+    r = state_evolution(a, omega=0.3, rtol=0.1, n_scramblings=K, min_log2_points=p, max_log2_points=p + 1,
+                        stability=False)
+    assert r["outcome"] == Outcome.CONVERGED and r["log2_points"] == p
+    kw = dict(omega=0.3, sigma=0.5, lam=0.01, A=np.array([[0.6, 0.4], [0.4, 0.6]]))
+    nodes = _pooled_nodes(p, K, 0).reshape(K, -1, 4)
+    z0 = np.array([r["q"], r["m"], r["V"], r["theta"]])
+    th = []
+    for k in range(K):
+        s = _solve_pooled(a, z0, nodes[k], 1, free=np.array([True, False, True, True]), branch="semantic",
+                          kw=kw, rho=0.25, ftol=1e-8, max_updates=200, warm=None, known=None, jac=None)
+        assert s["status"] == "converged"
+        th.append(s["z"][3])
+    th = np.array(th)
+    se = th.std(ddof=1) / math.sqrt(K) * student_t.ppf(0.975, K - 1) / 1.959963984540054
+    assert abs(th.mean() - r["theta"]) < 0.3 * se, (th.mean(), r["theta"], se)
+    assert 0.8 < r["theta_err"] / se < 1.25, (r["theta_err"], se)
+
+
+def test_solver_same_seed_same_numbers():
+    kw = dict(omega=0.3, rtol=1e-2, stability=False)
+    r1, r2 = state_evolution([2.0, 1.8], **kw), state_evolution([2.0, 1.8], **kw)
+    for k in ("q", "V", "theta", "test_error", "test_error_err", "log2_points", "n_updates"):
+        assert np.array_equal(r1[k], r2[k]), k
 
 
 def test_solver_estimate_is_the_book_type(accurate_alpha2):

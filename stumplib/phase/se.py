@@ -275,55 +275,91 @@ def prox_objective_and_derivatives(x: np.ndarray, center: np.ndarray, t: np.ndar
     return G, grad, hess
 
 
+def _prox_terms(x1, x2, c1, c2, t1, t2, iv, s2_):
+    """Value, gradient and the Hessian's pieces of ``G`` on flat arrays (see
+    :func:`prox_objective_and_derivatives`, the same formulas without stacking)."""
+    d = x1 - x2
+    s1, s2 = expit(x1 * d), expit(x2 * d)
+    e1, e2 = s1 - t1, s2 - t2
+    r1, r2 = x1 - c1, x2 - c2
+    G = 0.5 * (r1 * r1 + r2 * r2) * iv + s2_ * (e1 * e1 + e2 * e2)
+    g11, g22 = 2 * x1 - x2, x1 - 2 * x2  # da1 = (g11, -x1), da2 = (x2, g22)
+    sp1, sp2 = s1 * (1 - s1), s2 * (1 - s2)
+    k1c, k2c = 2 * s2_ * e1 * sp1, 2 * s2_ * e2 * sp2
+    gx = r1 * iv + k1c * g11 + k2c * x2
+    gy = r2 * iv - k1c * x1 + k2c * g22
+    return G, gx, gy, s1, s2, e1, e2, sp1, sp2, k1c, k2c, g11, g22
+
+
 def _newton(x: np.ndarray, center: np.ndarray, t: np.ndarray, V: np.ndarray, sigma: float,
             tol: float, max_iter: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Safeguarded Newton from ``x`` (batched, flattened internally; converged problems are dropped
-    from the working set). Returns (x, G, |grad|) with the broadcast shape of the inputs."""
+    from the working set). Returns (x, G, |grad|) with the broadcast shape of the inputs.
+
+    Per problem: stop when ``|grad G| <= tol (1 + 1/V)``; Hessian shifted to have its smallest
+    eigenvalue at least ``1/(20 V)``; Armijo backtracking (at most 30 halvings; a step that still
+    fails is at the rounding floor of ``G`` and the problem stops); near a minimum with a positive
+    definite Hessian (``|grad| < 1e-6``) the full step is taken. Component arrays, no stacking."""
     shape = np.broadcast_shapes(x.shape, center.shape, t.shape, V.shape + (2,))
-    x = np.broadcast_to(x, shape).reshape(-1, 2).copy()
-    c_all = np.broadcast_to(center, shape).reshape(-1, 2)
-    t_all = np.broadcast_to(t, shape).reshape(-1, 2)
-    V_all = np.broadcast_to(V[..., None], shape)[..., 0].reshape(-1)
-    idx = np.arange(x.shape[0])
+    X = np.broadcast_to(x, shape).reshape(-1, 2)
+    C = np.broadcast_to(center, shape).reshape(-1, 2)
+    T = np.broadcast_to(t, shape).reshape(-1, 2)
+    IV = 1.0 / np.broadcast_to(V[..., None], shape)[..., 0].reshape(-1)
+    X1, X2 = X[:, 0].copy(), X[:, 1].copy()
+    C1, C2, T1, T2 = (np.ascontiguousarray(v) for v in (C[:, 0], C[:, 1], T[:, 0], T[:, 1]))
+    s2_ = sigma * sigma
+    idx = np.arange(X1.size)
+    x1, x2, c1, c2, t1, t2, iv = X1.copy(), X2.copy(), C1, C2, T1, T2, IV
     for _ in range(max_iter):
-        xa, ca, ta, Va = x[idx], c_all[idx], t_all[idx], V_all[idx]
-        G, g, H = prox_objective_and_derivatives(xa, ca, ta, Va, sigma, order=2)
-        iv = 1.0 / Va
-        gnorm = np.sqrt(g[:, 0] ** 2 + g[:, 1] ** 2)
+        G, gx, gy, s1, s2, e1, e2, sp1, sp2, k1c, k2c, g11, g22 = _prox_terms(x1, x2, c1, c2, t1, t2, iv, s2_)
+        gnorm = np.sqrt(gx * gx + gy * gy)
         keep = gnorm > tol * (1.0 + iv)
-        if not keep.any():
-            break
-        idx, xa, ca, ta, Va, G, g, H, iv = (v[keep] for v in (idx, xa, ca, ta, Va, G, g, H, iv))
-        a, b, c = H[:, 0, 0], H[:, 0, 1], H[:, 1, 1]
+        if not keep.all():
+            if not keep.any():
+                break
+            (idx, x1, x2, c1, c2, t1, t2, iv, G, gx, gy, s1, s2, e1, e2, sp1, sp2, k1c, k2c, g11, g22,
+             gnorm) = (v[keep] for v in (idx, x1, x2, c1, c2, t1, t2, iv, G, gx, gy, s1, s2, e1, e2, sp1,
+                                         sp2, k1c, k2c, g11, g22, gnorm))
+        k1 = 2 * s2_ * (sp1 * sp1 + e1 * sp1 * (1 - 2 * s1))
+        k2 = 2 * s2_ * (sp2 * sp2 + e2 * sp2 * (1 - 2 * s2))
+        a = iv + k1 * g11 * g11 + k2 * x2 * x2 + 2 * k1c
+        b = -k1 * g11 * x1 + k2 * x2 * g22 - k1c + k2c
+        c = iv + k1 * x1 * x1 + k2 * g22 * g22 - 2 * k2c
         lmin = 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
-        shift = np.maximum(0.0, 0.05 * iv - lmin)  # H + shift I has smallest eigenvalue >= 1/(20 V)
-        a, c = a + shift, c + shift
+        shift = np.maximum(0.0, 0.05 * iv - lmin)
+        a = a + shift
+        c = c + shift
         det = a * c - b * b
-        p = -np.stack([(c * g[:, 0] - b * g[:, 1]) / det, (a * g[:, 1] - b * g[:, 0]) / det], -1)
-        slope = (p * g).sum(-1)  # < 0
+        px = -(c * gx - b * gy) / det
+        py = -(a * gy - b * gx) / det
+        slope = px * gx + py * gy
         step = np.ones_like(G)
-        # close to a minimum with a positive-definite Hessian the full Newton step is taken without
-        # a line search (the decrease of G is below its rounding floor there)
-        near = (shift == 0.0) & (gnorm[keep] < 1e-6)
+        near = (shift == 0.0) & (gnorm < 1e-6)
         todo = np.flatnonzero(~near)
         for _ in range(30):
-            xn = xa[todo] + step[todo, None] * p[todo]
-            Gn = prox_objective_and_derivatives(xn, ca[todo], ta[todo], Va[todo], sigma, order=0)
-            ok = Gn <= G[todo] + 1e-4 * step[todo] * slope[todo]
-            todo = todo[~ok]
             if todo.size == 0:
                 break
+            st = step[todo]
+            n1, n2 = x1[todo] + st * px[todo], x2[todo] + st * py[todo]
+            dd = n1 - n2
+            f1, f2 = expit(n1 * dd) - t1[todo], expit(n2 * dd) - t2[todo]
+            q1, q2 = n1 - c1[todo], n2 - c2[todo]
+            Gn = 0.5 * (q1 * q1 + q2 * q2) * iv[todo] + s2_ * (f1 * f1 + f2 * f2)
+            ok = Gn <= G[todo] + 1e-4 * st * slope[todo]
+            todo = todo[~ok]
             step[todo] *= 0.5
-        # a step that still fails after 30 halvings is at the rounding floor of G: stop moving it
         step[todo] = 0.0
-        x[idx] = xa + step[:, None] * p
+        x1 = x1 + step * px
+        x2 = x2 + step * py
+        X1[idx], X2[idx] = x1, x2
         moved = step > 0
-        idx = idx[moved]
-        if idx.size == 0:
-            break
-    G, g = prox_objective_and_derivatives(x, c_all, t_all, V_all, sigma, order=1)
-    gn = np.sqrt(g[:, 0] ** 2 + g[:, 1] ** 2)
-    return x.reshape(shape), G.reshape(shape[:-1]), gn.reshape(shape[:-1])
+        if not moved.all():
+            if not moved.any():
+                break
+            idx, x1, x2, c1, c2, t1, t2, iv = (v[moved] for v in (idx, x1, x2, c1, c2, t1, t2, iv))
+    G, gx, gy = _prox_terms(X1, X2, C1, C2, T1, T2, IV, s2_)[:3]
+    gn = np.sqrt(gx * gx + gy * gy)
+    return np.stack([X1, X2], -1).reshape(shape), G.reshape(shape[:-1]), gn.reshape(shape[:-1])
 
 
 def _matching_point(t: np.ndarray) -> np.ndarray:

@@ -1,31 +1,42 @@
 """Accuracy-controlled state evolution: :func:`state_evolution`.
 
 The Gaussian averages of the state evolution (:mod:`.se`) are computed with a randomised quasi-Monte
-Carlo rule: ``K`` independent scramblings of a Sobol sequence of ``2**p`` points, mapped to four
-standard normals. Each scrambling gives its own fixed point; their spread (standard error over the
-``K`` scramblings) is the quadrature error of the mean, reported for every output. The fixed points
-also carry a bias that shrinks with the number of points, so the reported error combines the
-standard error with the change from the nested rule of half as many points (same scramblings'
-seeds): ``err = sqrt(se^2 + (mean_N - mean_{N/2})^2)``. The number of points is doubled until the
-test error's error is below ``rtol`` times the test error.
+Carlo rule: ``K`` independent scramblings of a Sobol sequence of ``2**p`` points each, mapped to four
+standard normals. The ``K`` scramblings are pooled into one rule of ``K 2**p`` points and the fixed
+point of the pooled rule is solved once. Its quadrature error comes from the delta method: at the
+pooled fixed point ``z``, scrambling ``k``'s own update gives the residual ``F_k(z) - z``; propagated
+through ``(I - J)^{-1}`` (``J`` the update's Jacobian along the free overlaps, by finite differences
+with common nodes) it is the offset of scrambling ``k``'s own fixed point, and one more Newton step
+on scrambling ``k``'s map from there adds the second-order terms. The spread of these ``K`` fixed
+points (standard error, scaled by ``t_{K-1} / z`` at 95% so that ``+-1.96 err`` is Student's
+interval for ``K`` samples) combined with the pooled fixed point's bias estimate (the ``K``
+single-scrambling fixed points have ``K`` times the pooled one's ``1/N`` bias: ``(mean_k z_k - z) /
+(K - 1)``) is the reported error of every output (the losses move with the overlaps through their
+gradients). The number of points is raised (about ``1/N`` for the error, measured) until the test
+error's error is below ``rtol`` times the test error.
 
-Per scrambling, the fixed point is found by Anderson acceleration of the undamped map (depth 4,
-falling back to a damped step when an extrapolated point leaves the admissible region), with the
-proximal problems warm-started from their previous minimisers; the multi-start search for the
-global minimiser of each node's proximal problem is run on the first update and again whenever a
-fixed point is about to be accepted, and iteration resumes if it changes the update. Points of a
-sweep in ``alpha`` are solved by continuation (each starts from its neighbour's fixed point, with
-its neighbour's number of points).
+The pooled fixed point is found by Anderson acceleration of the undamped update far from it (scaled
+residual above 0.05) and by a quasi-Newton method (finite-difference Jacobian, Broyden updates, the
+neighbour's Jacobian in a sweep) near it, with every proximal problem followed from its previous
+minimiser (the map is then smooth). A point is accepted only after an update whose proximal problems
+were searched for their global minimisers from several starts meets the tolerance; iteration
+resumes if that update differs. The multi-start search uses the centre, the current minimiser and
+the default starts (origin, matching points, see :func:`.se.proximal`) on nodes met for the first
+time; on the other nodes the minimisers that those default starts reached at the last multi-start
+(nearby overlaps) are followed instead of starting again. Points of a sweep in ``alpha`` are solved
+by continuation (linear extrapolation of the last two fixed points, the neighbour's Jacobian,
+proximal minimisers and number of points; Sobol nets are nested, so the first ``2**(p-1)`` points
+of a scrambling are its ``2**(p-1)`` net and keep their minimisers when ``p`` grows).
 
 Three named outcomes per ``alpha`` (:class:`Outcome`):
 
-- ``converged``: every scrambling converged to a point on the branch and the test error's quadrature
+- ``converged``: the pooled rule's fixed point is on the branch and the test error's quadrature
   error meets the target;
-- ``no_fixed_point``: on every scrambling the iteration leaves the branch (semantic: ``theta`` flows
-  to 0; positional: ``m`` flows to 0);
-- ``undecided``: the scramblings disagree (some converge, some leave the branch), or the branch's
-  order parameter is zero within its quadrature error, or the iteration does not settle: the rule
-  cannot decide within its error (near a branch's end).
+- ``no_fixed_point``: the iteration leaves the branch (semantic: ``theta`` flows to 0; positional:
+  ``m`` flows to 0);
+- ``undecided``: the branch's order parameter is zero within its quadrature error, or the fixed
+  point repels along the free overlaps (a Jacobian eigenvalue at or above 1: no error bound), or
+  the iteration does not settle: the rule cannot decide within its error (near a branch's end).
 
 A converged point whose accuracy target cannot be met within ``max_log2_points`` raises
 :class:`AccuracyNotReached` (never a silent inaccurate point).
@@ -35,10 +46,10 @@ Stability of the imposed symmetry: on the semantic branch ``m = 0`` is imposed (
 (the other overlaps are even in it), so the derivative of the update along it, ``dF_m/dm`` at
 ``m = 0`` (or ``dF_theta/dtheta`` at ``theta = 0``), is an eigenvalue of the update's Jacobian
 (central finite difference, same nodes, proximal problems started from the fixed point's global
-minimisers). Its value is returned; ``unstable_undamped`` flags a magnitude above 1 (the undamped
-iteration leaves the point), ``unstable`` a value above +1 (the damped iteration
-``z <- eta z + (1 - eta) F(z)`` leaves it for every damping ``eta``; a value below -1 is an
-oscillation that damping removes).
+minimisers, on the first ``2**13`` points of each scrambling). Its value is returned;
+``unstable_undamped`` flags a magnitude above 1 (the undamped iteration leaves the point),
+``unstable`` a value above +1 (the damped iteration ``z <- eta z + (1 - eta) F(z)`` leaves it for
+every damping ``eta``; a value below -1 is an oscillation that damping removes).
 """
 from __future__ import annotations
 
@@ -49,8 +60,12 @@ from typing import Any
 
 import numpy as np
 
+from scipy.special import expit
+
 from ..validation import check_choice, check_int, check_real
-from .se import (BRANCHES, StateEvolutionError, _check_alphas, _initial_point, check_A, se_update)
+
+from .se import (BRANCHES, StateEvolutionError, _check_alphas, _geometry, _initial_point, check_A, proximal,
+                 teacher_rows)
 
 __all__ = ["Outcome", "AccuracyNotReached", "state_evolution", "scrambled_rules", "estimate", "OUTPUT_KEYS"]
 
@@ -70,7 +85,7 @@ class AccuracyNotReached(StateEvolutionError):
     at the largest number of points allowed."""
 
 
-@lru_cache(maxsize=48)
+@lru_cache(maxsize=160)
 def _sobol_normal(log2_points: int, seed: int) -> np.ndarray:
     from scipy.stats import norm, qmc
     u = qmc.Sobol(4, scramble=True, seed=seed).random_base2(log2_points)
@@ -96,149 +111,297 @@ def scrambled_rules(log2_points: int, n_scramblings: int, seed: int = 0) -> tupl
 
 
 # ----------------------------------------------------------------------------------------------
-# fixed points per scrambling: Anderson acceleration with warm-started proximal problems
+# the pooled rule: one fixed point for all K scramblings, solved by (quasi-)Newton
 # ----------------------------------------------------------------------------------------------
 _FLOOR = np.array([1e-4, 1e-3, 1e-2, 1e-4])  # scales of q, m, V, theta for relative changes
+_NEWTON_ZONE = 0.05  # scaled residual below which quasi-Newton steps are taken
+_JAC_POINTS = 2 ** 13  # points per scrambling for the derivatives at the accepted point
+_FD_STEP = 1e-4  # relative finite-difference step for the Jacobian (common nodes, warm minimisers)
 
 
 def _admissible(z: np.ndarray, rho: float) -> bool:
     q, m, V, th = z
-    return bool(q > 0 and V > 0 and th * th < rho * q * (1 - 1e-9) and np.all(np.isfinite(z)))
+    return bool(np.all(np.isfinite(z)) and q > 0 and V > 0 and th * th < rho * q * (1 - 1e-9))
 
 
-def _solve_rows(alpha: float, z0: np.ndarray, nodes: np.ndarray, w: np.ndarray, *, free: np.ndarray,
-                branch: str, kw: dict, rho: float, ftol: float, max_updates: int, depth: int = 4,
-                beta: float = 1.0, max_checks: int = 6, warm0: np.ndarray | None = None) -> dict[str, Any]:
-    """Fixed points of the update on each of the K rules (rows). ``z0`` (4,) or (K, 4).
+def _pooled_nodes(log2_points: int, K: int, seed: int) -> np.ndarray:
+    """The ``K`` scramblings of ``2**log2_points`` points stacked into one (K N, 4) rule (scrambling
+    ``k`` is the block ``k N : (k + 1) N``)."""
+    nodes, _ = scrambled_rules(log2_points, K, seed)
+    return nodes.reshape(-1, 4)
 
-    Returns dict: z (K, 4), status (K,) in {"converged", "left_branch", "not_settled"}, test_error,
-    train_loss (K,) from the last multi-start update at the accepted point, n_updates, prox (K, N, 2).
+
+def _evaluate(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: dict, warm: np.ndarray | None,
+              known: np.ndarray | None, restart: bool, alts: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The update at the rows ``Z`` (R, 4), all on the same nodes (K N, 4) (or row ``r`` on its own
+    nodes ``nodes[r]``, (R, K N, 4), with ``warm`` (R, K N, 2) and ``known`` None).
+
+    Proximal problems start from ``warm`` (K N, 2) where ``known`` (K N,) is true, and from every
+    default start (centre, origin, matching points) elsewhere and everywhere when ``restart``.
+
+    Returns dict: ``pooled`` (R, 6) and ``per`` (R, K, 6) values of the update ``(q, m, V, theta)``
+    followed by the test error and train loss at the input rows, with the averages taken over all
+    nodes or over scrambling ``k``'s block; ``prox`` (R, K N, 2).
     """
-    K = nodes.shape[0]
-    z = np.broadcast_to(np.asarray(z0, dtype=np.float64), (K, 4)).copy()
+    sigma, omega, lam, A_ = kw["sigma"], kw["omega"], kw["lam"], kw["A"]
+    rho = sigma * sigma
+    q, m, V, th = (np.ascontiguousarray(Z[:, j]) for j in range(4))
+    R, KN = Z.shape[0], nodes.shape[-2]
+    center, u, vstar, xi, Y = _geometry(q, m, th, sigma, nodes)
+    t = teacher_rows(u, omega, A_)
+    Vb = V[:, None]
+    new_alts = None
+    if restart and R == 1 and warm is not None and alts is not None:
+        # multi-start, tracked: the centre, the current minimiser and the minimisers that the other
+        # default starts (origin, matching points) reached at the last full multi-start (nearby
+        # overlaps), each followed by Newton to its minimum here; nodes without such (new nodes)
+        # get every default start
+        x = np.empty_like(center)
+        new_alts = np.empty((3,) + center.shape[1:])
+        ok = np.all(np.isfinite(alts), axis=(0, 2))
+        for sel, tracked in ((np.flatnonzero(ok), True), (np.flatnonzero(~ok), False)):
+            if sel.size == 0:
+                continue
+            if tracked:
+                xb, _, _, xs, _ = proximal(center[:, sel], t[:, sel], Vb, sigma, match_starts=False,
+                                           default_starts=False, return_all=True,
+                                           extra_starts=[center[:, sel], warm[None, sel]] + [a_[None] for a_ in alts[:, sel]])
+                new_alts[:, sel] = xs[2:, 0]
+            else:
+                xb, _, _, xs, _ = proximal(center[:, sel], t[:, sel], Vb, sigma, return_all=True,
+                                           extra_starts=[warm[None, sel]])
+                new_alts[:, sel] = xs[[1, 2, 3], 0]
+            x[:, sel] = xb
+    elif warm is None or restart:
+        starts = [] if warm is None else [np.broadcast_to(warm, center.shape)]
+        x, _, _, xs, _ = proximal(center, t, Vb, sigma, extra_starts=starts, return_all=True)
+        if R == 1:
+            new_alts = xs[[1, 2, 3], 0]  # where the origin and the matching points led
+    elif known is None:
+        x, _, _ = proximal(center, t, Vb, sigma, default_starts=False, match_starts=False,
+                           extra_starts=[np.broadcast_to(warm, center.shape)])
+    else:
+        x = np.empty_like(center)
+        kn = known
+        if kn.any():
+            i = np.flatnonzero(kn)
+            x[:, i], _, _ = proximal(center[:, i], t[:, i], Vb, sigma, default_starts=False, match_starts=False,
+                                     extra_starts=[np.broadcast_to(warm[i], (R, i.size, 2))])
+        if not kn.all():  # new nodes: started from the centre and the origin (the multi-start
+            i = np.flatnonzero(~kn)  # verification of the accepted point completes the search)
+            x[:, i], _, _ = proximal(center[:, i], t[:, i], Vb, sigma, match_starts=False)
+    r = x - center
+    s = expit(x * (x[..., 0] - x[..., 1])[..., None])
+    sc = expit(center * (center[..., 0] - center[..., 1])[..., None])
+    integrands = np.stack([r[..., 0] - r[..., 1], (r * r).sum(-1), (r * Y).sum(-1), (r * xi).sum(-1),
+                           rho * ((s - t) ** 2).sum(-1), rho * ((sc - t) ** 2).sum(-1)], -1)  # (R, KN, 6)
+    per_avg = integrands.reshape(R, K, KN // K, 6).mean(2)  # (R, K, 6)
+    pooled_avg = per_avg.mean(1)  # equal block sizes: the pooled rule's averages
+
+    def outputs(avg, b):  # avg (R, ..., 6); b: broadcast shape for the row parameters
+        al, qq, VV, tt, vs = (np.asarray(v).reshape(b) for v in (np.full(R, alpha), q, V, th, vstar))
+        m_hat = al * avg[..., 0] / VV
+        q_hat = al * avg[..., 1] / VV ** 2
+        th_hat = al * avg[..., 2] / (VV * vs)
+        V_hat = -al * avg[..., 3] / (VV * np.sqrt(qq)) + tt * th_hat / qq
+        den = lam + V_hat * rho
+        den = np.where(den > 0, den, np.nan)  # left the admissible region: NaN, judged by the caller
+        return np.stack([rho * (q_hat * rho + m_hat ** 2 + th_hat ** 2 * rho * rho) / den ** 2, m_hat / den,
+                         rho / den, rho * rho * th_hat / den, avg[..., 5] + 0 * al,
+                         al * avg[..., 4] + lam * qq / (2 * rho)], -1)
+
+    return dict(pooled=outputs(pooled_avg, (R,)), per=outputs(per_avg, (R, 1)), prox=x, alts=new_alts)
+
+
+def _constrain(z: np.ndarray, branch: str, free: np.ndarray) -> np.ndarray:
+    z = z.copy()
     if branch == "positional":
-        z[:, 3] = 0.0
+        z[..., 3] = 0.0
     elif not free[1]:
-        z[:, 1] = 0.0
-    status = np.array(["running"] * K, dtype=object)
-    hist_x = [[] for _ in range(K)]
-    hist_f = [[] for _ in range(K)]
-    warm = None if warm0 is None else warm0.copy()
-    restart = warm is None  # with proximal solutions from a neighbour, the first update is warm
-    checks = np.zeros(K, dtype=int)
-    te = np.full(K, np.nan)
-    tl = np.full(K, np.nan)
-    n_up = 0
+        z[..., 1] = 0.0
+    return z
+
+
+def _left_branch(z: np.ndarray, F: np.ndarray, branch: str, rho: float) -> bool:
+    """The order parameter flows to zero (semantic: ``theta``; positional: ``m``)."""
+    if branch == "semantic":
+        lim = 2e-3 * math.sqrt(rho * max(z[0], 1e-300))
+        return bool(z[3] <= lim and F[3] <= lim)
+    return bool(abs(z[1]) <= 2e-3 and abs(F[1]) <= 2e-3)
+
+
+def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, free: np.ndarray, branch: str,
+                  kw: dict, rho: float, ftol: float, max_updates: int, warm: np.ndarray | None,
+                  known: np.ndarray | None, jac: np.ndarray | None, max_checks: int = 6,
+                  verify_global: bool = True, alts: np.ndarray | None = None) -> dict[str, Any]:
+    """Fixed point ``z = F(z)`` of the pooled rule by a quasi-Newton method on the free coordinates.
+
+    The Jacobian ``jac`` (free x free, of ``F``) comes from the neighbour or from finite differences
+    (common nodes, proximal problems followed from their current minimisers, so the map is smooth),
+    and is updated by Broyden's rank-one formula. The proximal problems are followed from the
+    previous update's minimisers; when the residual is below ``ftol`` (relative) the update is
+    repeated at the same point with the full multi-start search, and the point is accepted only if
+    that global update also meets the tolerance (without ``verify_global``, the point is returned
+    with status "local" at that stage: the minimisers followed, not verified to be global).
+
+    Returns dict: status in {"converged", "left_branch", "not_settled"}, z (4,), ev (the accepted
+    global update, rows [z]), prox (K N, 2), n_updates (rows evaluated), jac.
+    """
     fi = np.flatnonzero(free)
-    scale0 = np.maximum(np.abs(z), _FLOOR)
+    nf = fi.size
+    z = _constrain(np.asarray(z0, dtype=np.float64), branch, free)
+    scale = np.maximum(np.abs(z), _FLOOR)[fi]
+    n_up = 0
+    if warm is None:  # no minimisers to follow: a full multi-start update finds them
+        e0 = _evaluate(alpha, z[None], nodes, K, kw, None, None, restart=True)
+        warm, alts = e0["prox"][0], e0["alts"]
+        known, n_up = None, 1
+    verify = False
+    checks = 0
+    JG = None if jac is None else jac / scale[:, None] * scale[None, :] - np.eye(nf)  # scaled, of F - z
+    want_fd = False
+    prev = None
+    res_prev = np.inf
+    hx: list[np.ndarray] = []
+    hf: list[np.ndarray] = []
+    ev = None
     while n_up < max_updates:
-        act = np.flatnonzero(status == "running")
-        if act.size == 0:
-            # every row has reached the tolerance with warm-started proximal problems: verify all of
-            # them with one multi-start update
-            act = np.flatnonzero(status == "ready")
-            if act.size == 0:
+        rows = [z]
+        fd = JG is None and want_fd and not verify
+        if fd:
+            h = _FD_STEP * np.maximum(np.abs(z[fi]), _FLOOR[fi])
+            for j in range(nf):
+                zj = z.copy(); zj[fi[j]] += h[j]
+                rows.append(zj)
+        ev = _evaluate(alpha, np.array(rows), nodes, K, kw, warm, known, restart=verify, alts=alts)
+        if ev["alts"] is not None:
+            alts = ev["alts"]
+        n_up += len(rows)
+        warm, known = ev["prox"][0], None
+        F = _constrain(ev["pooled"][0, :4], branch, free)
+        if not np.all(np.isfinite(F)):
+            return dict(status="left_branch", z=z, ev=ev, prox=warm, n_updates=n_up, jac=None)
+        g = (F - z)[fi] / scale
+        if fd:
+            Fj = _constrain(ev["pooled"][1:, :4], branch, free)[:, fi]  # (nf, nf): row j = F(z + h_j e_j)
+            JG = ((Fj - F[fi]) / h[:, None]).T * scale[None, :] / scale[:, None] - np.eye(nf)
+            want_fd, prev = False, None
+        elif prev is not None and JG is not None and not verify:
+            s_, y_ = prev[0], g - prev[1]
+            ss = float(s_ @ s_)
+            if ss > 0:
+                JG = JG + np.outer(y_ - JG @ s_, s_) / ss
+        res = float(np.max(np.abs(g))) if nf else 0.0
+        tol = ftol * min(100.0, 3.0 ** checks) if verify else ftol
+        if res < tol:
+            if verify:
+                return dict(status="converged", z=z, ev=ev, prox=warm, n_updates=n_up, alts=alts,
+                            jac=None if JG is None else (JG + np.eye(nf)) * scale[:, None] / scale[None, :])
+            if not verify_global:
+                return dict(status="local", z=z, ev=ev, prox=warm, n_updates=n_up,
+                            jac=None if JG is None else (JG + np.eye(nf)) * scale[:, None] / scale[None, :])
+            checks += 1
+            if checks > max_checks:
                 break
-            status[act] = "running"
-            restart = True
-        up = se_update(np.full(act.size, alpha), z[act, 0], z[act, 1], z[act, 2], z[act, 3],
-                       nodes=nodes[act], weights=w[act], warm=None if warm is None else warm[act],
-                       restart=restart, with_test_error=restart, **kw)
-        n_up += 1
-        if warm is None:
-            warm = np.zeros((K,) + up["prox"].shape[1:])
-        warm[act] = up["prox"]
-        F = np.stack([up["q"], up["m"], up["V"], up["theta"]], -1)
-        if branch == "positional":
-            F[:, 3] = 0.0
-        elif not free[1]:
-            F[:, 1] = 0.0
-        was_restart = restart
-        restart = False
-        for j, r in enumerate(act):
-            x = z[r]
-            scale = np.maximum(np.abs(x), _FLOOR)
-            f = (F[j] - x) / scale  # scaled residual
-            if not np.all(np.isfinite(F[j])):
-                status[r] = "left_branch"
-                continue
-            res = float(np.max(np.abs(f[fi])))
-            # at a multi-start check, nodes whose global minimiser switched move the update by
-            # O(1/N) each: the tolerance grows with the number of checks (at most 100 ftol, far
-            # below the quadrature error) so that such switches cannot cycle for ever
-            tol_r = ftol * min(100.0, 3.0 ** checks[r]) if was_restart else ftol
-            if res < tol_r:
-                if was_restart:
-                    status[r] = "converged"
-                    te[r] = up["test_error"][j]
-                    tl[r] = up["train_loss"][j]
-                    continue
-                checks[r] += 1
-                if checks[r] > max_checks:
-                    status[r] = "not_settled"
-                    continue
-                status[r] = "ready"  # to be verified with the multi-start proximal search
-                hist_x[r].clear(); hist_f[r].clear()
-                continue
-            # left the branch: the order parameter flows to zero
-            if branch == "semantic" and F[j, 3] <= 1e-4 * math.sqrt(rho * max(F[j, 0], 1e-300)) and \
-                    x[3] <= 2e-3 * math.sqrt(rho * x[0]):
-                status[r] = "left_branch"
-                continue
-            if branch == "positional" and abs(F[j, 1]) <= 1e-4 and abs(x[1]) <= 2e-3:
-                status[r] = "left_branch"
-                continue
-            # Anderson (type II) on the free coordinates, in variables scaled by the start's size
-            hx, hf = hist_x[r], hist_f[r]
-            scale = scale0[r]
-            xs = x[fi] / scale[fi]
-            fs = (F[j, fi] - x[fi]) / scale[fi]
+            verify = True
+            continue
+        was_verify, verify = verify, False
+        if _left_branch(z, F, branch, rho):
+            return dict(status="left_branch", z=z, ev=ev, prox=warm, n_updates=n_up, jac=None)
+        if was_verify:
+            prev = None  # the global update jumped (switched minimisers): no secant across it
+        if JG is not None and res > 2 * res_prev and not was_verify:
+            JG = None  # the quasi-Newton model failed: back to fixed-point steps, new differences
+        res_prev = res
+        if JG is None or res > _NEWTON_ZONE:
+            # far from the fixed point: a plain (undamped) update, damped if it leaves the admissible
+            # region; the finite-difference Jacobian is taken once the residual is small
+            # Anderson acceleration (type II, depth 4) of the undamped update, scaled variables
+            xs, fs = z[fi] / scale, g
             hx.append(xs.copy()); hf.append(fs.copy())
-            if len(hx) > depth + 1:
+            if len(hx) > 5:
                 hx.pop(0); hf.pop(0)
-            new = x.copy()
-            step = xs + beta * fs
+            stp = xs + fs
             if len(hx) >= 2:
                 dX = np.diff(np.array(hx), axis=0).T
                 dF = np.diff(np.array(hf), axis=0).T
                 try:
                     gam, *_ = np.linalg.lstsq(dF, fs, rcond=1e-10)
-                    cand = xs + beta * fs - (dX + beta * dF) @ gam
+                    cand = xs + fs - (dX + dF) @ gam
                     if np.all(np.isfinite(cand)) and np.max(np.abs(cand - xs)) > 1e-3 * np.max(np.abs(fs)):
-                        step = cand
-                    else:  # stagnation: restart the history with a plain step
+                        stp = cand
+                    else:
                         hx.clear(); hf.clear()
                 except np.linalg.LinAlgError:
                     hx.clear(); hf.clear()
-            new[fi] = step * scale[fi]
+            new = z.copy(); new[fi] = stp * scale
+            new = _constrain(new, branch, free)
             if not _admissible(new, rho) or (branch == "semantic" and new[3] <= 0) or \
                     (branch == "positional" and new[1] <= 0):
-                new = x + 0.5 * (F[j] - x)  # damped fallback, history reset
                 hx.clear(); hf.clear()
+                new = z + 0.5 * (F - z)
+            if not _admissible(new, rho):
+                new = z + 0.5 * (F - z)
                 if not _admissible(new, rho):
-                    status[r] = "left_branch"
-                    continue
-            z[r] = new
-        if n_up % 40 == 0 and (status == "running").any():
-            restart = True
-    status[(status == "running") | (status == "ready")] = "not_settled"
-    return dict(z=z, status=status, test_error=te, train_loss=tl, n_updates=n_up, prox=warm)
+                    return dict(status="left_branch", z=z, ev=ev, prox=warm, n_updates=n_up, jac=None)
+            prev = ((new - z)[fi] / scale, g) if JG is not None else None
+            want_fd = JG is None and res <= _NEWTON_ZONE
+            z = new
+            continue
+        # Newton step on the scaled residual, capped at 30% of each coordinate's scale; halved until
+        # admissible (and the order parameter keeps its sign), else a damped fixed-point step
+        try:
+            step = np.linalg.solve(JG, -g)
+        except np.linalg.LinAlgError:
+            step = g.copy()
+        if not np.all(np.isfinite(step)):
+            step = g.copy()
+        cap = 0.3 * np.maximum(np.abs(z[fi]), _FLOOR[fi]) / scale
+        big = float(np.max(np.abs(step) / cap))
+        if big > 1:
+            step = step / big
+        for _ in range(8):
+            new = z.copy(); new[fi] += step * scale
+            ok = _admissible(new, rho) and (new[3] > 0.1 * z[3] if branch == "semantic" else new[1] > 0.1 * z[1])
+            if ok:
+                break
+            step = 0.5 * step
+        else:
+            new = z + 0.5 * (F - z)
+            JG = None
+            if not _admissible(new, rho):
+                return dict(status="left_branch", z=z, ev=ev, prox=warm, n_updates=n_up, jac=None)
+        prev = (step, g) if JG is not None else None
+        z = _constrain(new, branch, free)
+        if n_up % 40 < len(rows) and n_up > 40:
+            JG, want_fd = None, True  # slow progress: refresh the Jacobian by finite differences
+    return dict(status="not_settled", z=z, ev=ev, prox=warm, n_updates=n_up, jac=None)
 
 
-def _suppressed_derivative(alpha: float, z: np.ndarray, nodes, w, branch: str, kw: dict,
-                           prox: np.ndarray, eps: float = 1e-4) -> np.ndarray:
-    """dF_m/dm at m = 0 (semantic) or dF_theta/dtheta at theta = 0 (positional), per row; the
-    proximal problems start from the fixed point's (global) minimisers ``prox`` (K, N, 2)."""
-    K = z.shape[0]
-    j = 1 if branch == "semantic" else 3
-    zz = np.concatenate([z, z])
-    zz[:K, j] = eps
-    zz[K:, j] = -eps
-    up = se_update(np.full(2 * K, alpha), zz[:, 0], zz[:, 1], zz[:, 2], zz[:, 3],
-                   nodes=np.concatenate([nodes, nodes]), weights=np.concatenate([w, w]),
-                   warm=np.concatenate([prox, prox]), restart=False, with_test_error=False, **kw)
-    key = "m" if branch == "semantic" else "theta"
-    return (up[key][:K] - up[key][K:]) / (2 * eps)
+def _jacobian_pass(alpha: float, z: np.ndarray, nodes: np.ndarray, K: int, *, free: np.ndarray, branch: str,
+                   kw: dict, prox: np.ndarray, stability: bool, eps: float = 1e-4) -> dict[str, Any]:
+    """At the accepted fixed point (proximal problems started from its global minimisers ``prox``):
+    forward differences along the free coordinates (the Jacobian of ``F`` and the gradients of the
+    train loss and test error, pooled and per scrambling) and, with ``stability``, the central
+    difference along the suppressed direction (semantic: ``m``; positional: ``theta``)."""
+    fi = np.flatnonzero(free)
+    h = _FD_STEP * np.maximum(np.abs(z[fi]), _FLOOR[fi])
+    rows = [z.copy() for _ in fi]
+    for j in range(fi.size):
+        rows[j][fi[j]] += h[j]
+    js = 1 if branch == "semantic" else 3
+    if stability:
+        for sgn in (1.0, -1.0):
+            zs = z.copy(); zs[js] = sgn * eps
+            rows.append(zs)
+    # on the first 2^13 points of each scrambling (a nested net): derivatives need less accuracy
+    N = nodes.shape[0] // K
+    Ns = min(N, _JAC_POINTS)
+    sub = nodes.reshape(K, N, 4)[:, :Ns].reshape(-1, 4)
+    ev = _evaluate(alpha, np.array([z] + rows), sub, K, kw, prox.reshape(K, N, 2)[:, :Ns].reshape(-1, 2), None,
+                   restart=False)
+    return dict(base=ev["pooled"][0], ev=dict(pooled=ev["pooled"][1:], per=ev["per"][1:]), h=h, js=js,
+                eps=eps, n=len(rows) + 1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -246,7 +409,7 @@ def _suppressed_derivative(alpha: float, z: np.ndarray, nodes, w, branch: str, k
 # ----------------------------------------------------------------------------------------------
 def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
                     A: Any = ((0.6, 0.4), (0.4, 0.6)), branch: str = "semantic", rtol: float = 1e-3,
-                    n_scramblings: int = 6, min_log2_points: int = 10, max_log2_points: int = 16,
+                    n_scramblings: int = 12, min_log2_points: int = 10, max_log2_points: int = 16,
                     seed: int = 0, init: dict[str, Any] | None = None, continuation: bool = True,
                     stability: bool = True, max_updates: int = 300,
                     on_accuracy: str = "raise") -> dict[str, np.ndarray]:
@@ -260,32 +423,37 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     branch : ``"semantic"`` (``theta > 0``; ``m = 0`` imposed for a swap-symmetric ``A``) or
         ``"positional"`` (``m > 0``, ``theta = 0`` imposed).
     rtol : accuracy target: quadrature error of the test error (standard error over the scramblings
-        combined with the change from the nested rule of half as many points) at most ``rtol``
-        times the test error (1e-5 to 0.1).
-    n_scramblings : number ``K`` of independent scramblings (3 to 32).
+        of the pooled rule's fixed point, delta method) at most ``rtol`` times the test error
+        (1e-5 to 0.1).
+    n_scramblings : number ``K`` of independent scramblings (3 to 32); the cost depends on the total
+        ``K 2**p`` points, and the error estimate is steadier with more scramblings.
     min_log2_points, max_log2_points : range of the number of points per scrambling, ``2**p``
-        (6 to 18); doubled from the minimum (or the neighbour's) until the target is met.
+        (6 to 18); raised from the minimum (or the neighbour's) until the target is met.
     seed : selects the family of scramblings (independent families for different seeds).
     init : optional dict of initial ``q, m, V, theta`` (scalars) for the first point solved.
-    continuation : start each point from the previous point's fixed point and number of points.
-    stability : compute the derivative along the suppressed direction (two extra updates per
-        scrambling at the final rule).
-    max_updates : cap on the updates of one fixed-point solve.
+    continuation : start each point from the previous points' fixed points (linear extrapolation),
+        Jacobian, proximal minimisers and number of points.
+    stability : compute the derivative along the suppressed direction (two extra updates at the
+        final rule).
+    max_updates : cap on the updates (map evaluations) of one fixed-point solve.
     on_accuracy : ``"raise"`` (default: :class:`AccuracyNotReached` when a converged point misses
         the target at ``max_log2_points``) or ``"undecided"`` (report such a point as undecided).
 
     Returns
     -------
     dict of (A,) arrays (scalars for scalar ``alpha``): for ``k`` in ``q, m, V, theta, test_error,
-    train_loss`` the mean over scramblings ``k`` and its quadrature error ``k_err`` (NaN unless
-    converged or undecided with every scrambling on the branch); ``outcome`` (one of
-    :class:`Outcome`), ``reason`` (a sentence), ``log2_points``, ``n_scramblings``, ``n_updates``
-    (total updates), ``suppressed_derivative`` (``dF_m/dm`` or ``dF_theta/dtheta``, mean over
-    scramblings; NaN if not computed), ``suppressed_derivative_err``, ``unstable`` (bool: the
-    derivative exceeds +1, so the fixed point repels along the suppressed direction under the
-    update with any damping), ``unstable_undamped`` (bool: its magnitude exceeds 1, so the undamped
-    update is unstable there; a derivative below -1 is an oscillation that damping removes),
-    ``seconds`` (wall time per point), ``alpha``.
+    train_loss`` the pooled rule's value ``k`` and its quadrature error ``k_err`` (NaN unless
+    converged or undecided with theta (m) zero within its error; an undecided point whose iteration
+    does not settle has its last iterate's values and NaN errors; NaN for no fixed point); ``outcome`` (one of :class:`Outcome`), ``reason`` (a sentence), ``log2_points``
+    (per scrambling), ``n_scramblings``, ``n_updates`` (map evaluations, each over all ``K 2**p``
+    points), ``suppressed_derivative`` (``dF_m/dm`` or ``dF_theta/dtheta`` of the pooled rule; NaN
+    if not computed), ``suppressed_derivative_err``, ``unstable`` (bool: the derivative exceeds +1,
+    so the fixed point repels along the suppressed direction under the update with any damping),
+    ``unstable_undamped`` (bool: its magnitude exceeds 1, so the undamped update is unstable there;
+    a derivative below -1 is an oscillation that damping removes), ``jacobian_eigenvalue`` (the
+    largest real part of the eigenvalues of the update's Jacobian along the free overlaps: the
+    amplification ``1 / (1 - lambda)`` of quadrature errors), ``seconds`` (wall time per point),
+    ``alpha``.
 
     Raises
     ------
@@ -307,6 +475,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     rho = sigma * sigma
     symmetric = bool(np.allclose(A_, A_[::-1, ::-1]))
     free = np.array([True, not (branch == "semantic" and symmetric), True, branch == "semantic"])
+    fi = np.flatnonzero(free)
     kw = dict(omega=omega, sigma=sigma, lam=lam, A=A_)
     ftol = min(1e-6, rtol * 1e-2)
     # t quantile for a 95% interval of a mean over K scramblings (used for "zero within its error")
@@ -320,114 +489,208 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                log2_points=np.zeros(nA, dtype=int), n_updates=np.zeros(nA, dtype=int),
                suppressed_derivative=np.full(nA, np.nan), suppressed_derivative_err=np.full(nA, np.nan),
                unstable=np.zeros(nA, dtype=bool), unstable_undamped=np.zeros(nA, dtype=bool),
-               seconds=np.zeros(nA))
+               jacobian_eigenvalue=np.full(nA, np.nan), seconds=np.zeros(nA))
     order = np.argsort(-alphas, kind="stable")
-    z_prev, p_prev, prox_store = None, pmin + 1, {}
+    hist: list[tuple[float, np.ndarray]] = []  # converged (alpha, z) of the sweep, for extrapolation
+    p_next, jac_prev, prox_prev, p_prox = pmin, None, None, None
+    alt_store = None  # (level, minimisers reached from the other default starts, alpha index)
     for i in order:
         t0 = time.perf_counter()
         a = float(alphas[i])
-        if z_prev is not None and continuation:
-            z0, p = z_prev, min(max(pmin, p_prev - 1), pmax - 1)
-        elif init is not None:
-            z0 = np.array([float(init[k]) for k in ("q", "m", "V", "theta")])
-            p = pmin
+        if hist and continuation:
+            z0 = hist[-1][1]
+            if len(hist) >= 2 and abs(a - hist[-1][0]) <= 1.5 * abs(hist[-1][0] - hist[-2][0]):
+                # linear extrapolation from the last two converged points (when they are close)
+                (a1, z1), (a2, z2) = hist[-1], hist[-2]
+                zx = z1 + (a - a1) / (a1 - a2) * (z1 - z2) if a1 != a2 else z1
+                if _admissible(zx, rho) and (zx[3] > 0 if branch == "semantic" else zx[1] > 0):
+                    z0 = zx
+            p, jac = p_next, jac_prev
         else:
-            z0 = np.array([v[0] for v in _initial_point(np.array([a]), branch, sigma)])
-            p = pmin
-        n_up = 0
-        coarse = None  # the mean at the previous (nested, half as many points) level for this alpha
+            if init is not None:
+                z0 = np.array([float(init[k]) for k in ("q", "m", "V", "theta")])
+            else:
+                z0 = np.array([v[0] for v in _initial_point(np.array([a]), branch, sigma)])
+            p, jac = pmin, None
+        n_up, mean, err = 0, np.full(6, np.nan), np.full(6, np.nan)
+        deriv = None
+        prox_cur, p_cur = None, None  # this point's proximal minimisers (and their level)
+        if not continuation:
+            alt_store = None
+        # verify the global minimisers at this level (the accuracy is expected to suffice): at once for
+        # a point of a sweep (the neighbour's number of points), after a first estimate otherwise
+        final = bool(hist) and continuation
+        rel_prev = None
+        unsettled = 0
         while True:
-            nodes, w = scrambled_rules(p, K, seed)
-            warm0 = prox_store.get(p) if continuation else None
-            r = _solve_rows(a, z0, nodes, w, free=free, branch=branch, kw=kw, rho=rho, ftol=ftol,
-                            max_updates=max_updates, warm0=warm0)
-            if continuation:
-                prox_store[p] = r["prox"]
+            nodes = _pooled_nodes(p, K, seed)
+            N = 2 ** p
+            warm, known = None, None
+            src, p_src = (prox_cur, p_cur) if prox_cur is not None else (
+                (prox_prev, p_prox) if continuation else (None, None))
+            if src is not None:
+                # nested nets: the first 2^p' points of a scrambling's 2^p net are its 2^p' net
+                pp = src.reshape(K, -1, 2)
+                if p_src >= p:
+                    warm = pp[:, :N].reshape(-1, 2)
+                else:
+                    warm = np.zeros((K, N, 2)); warm[:, :pp.shape[1]] = pp
+                    warm = warm.reshape(-1, 2)
+                    known = np.zeros((K, N), dtype=bool); known[:, :pp.shape[1]] = True
+                    known = known.reshape(-1)
+            alts = None
+            if alt_store is not None:
+                aa = alt_store[1].reshape(3, K, -1, 2)
+                if alt_store[0] >= p:
+                    alts = aa[:, :, :N].reshape(3, -1, 2)
+                else:
+                    alts = np.full((3, K, N, 2), np.nan); alts[:, :, :aa.shape[2]] = aa
+                    alts = alts.reshape(3, -1, 2)
+            r = _solve_pooled(a, z0, nodes, K, free=free, branch=branch, kw=kw, rho=rho, ftol=ftol,
+                              max_updates=max_updates, warm=warm, known=known, jac=jac,
+                              verify_global=final or p >= pmax, alts=alts)
+            if r.get("alts") is not None and (continuation or alt_store is None or alt_store[2] == i):
+                alt_store = (p, r["alts"], i)
             n_up += r["n_updates"]
-            st = r["status"]
-            conv = st == "converged"
-            vals = np.column_stack([r["z"], r["test_error"], r["train_loss"]])
-            if conv.all():
-                mean = vals.mean(0)
-                se = vals.std(0, ddof=1) / math.sqrt(K)
-                if coarse is None and p >= pmax:  # solve the nested level below instead of going up
-                    nc, wc = scrambled_rules(p - 1, K, seed)
-                    rc = _solve_rows(a, mean[:4], nc, wc, free=free, branch=branch, kw=kw, rho=rho,
-                                     ftol=ftol, max_updates=max_updates)
-                    n_up += rc["n_updates"]
-                    if not (rc["status"] == "converged").all():
-                        outcome, reason = Outcome.UNDECIDED, (
-                            f"converged on all {K} scramblings of 2^{p} points but not on the nested "
-                            f"rule of 2^{p - 1}: no error estimate")
-                        err = np.full(6, np.nan)
-                        break
-                    coarse = np.column_stack([rc["z"], rc["test_error"], rc["train_loss"]]).mean(0)
-                if coarse is None:  # need the nested level's mean before judging the error
-                    coarse = mean
-                    z0 = mean[:4]
+            final = False
+            if r["status"] == "local":
+                r["status"] = "converged"
+                local = True
+            else:
+                local = False
+            if r["status"] == "left_branch":
+                mean, err, deriv = np.full(6, np.nan), np.full(6, np.nan), None
+                outcome, reason = Outcome.NO_FIXED_POINT, (
+                    f"the iteration leaves the {branch} branch ({'theta' if branch == 'semantic' else 'm'} "
+                    f"flows to 0) with the pooled rule of {K} scramblings of 2^{p} points")
+                break
+            if r["status"] != "converged":
+                # a rule twice as fine may settle (smaller jumps from switching minimisers); after two
+                # levels that do not, the point is undecided (near a branch's end)
+                unsettled += 1
+                if p < pmax and unsettled < 2:
                     p += 1
                     continue
-                # quadrature error: standard error over scramblings, combined with the change from
-                # the nested rule of half as many points (a bias of the fixed point that shrinks
-                # with N; over-estimated by the change, which errs on the safe side)
-                err = np.sqrt(se ** 2 + (mean - coarse) ** 2)
-                order_par = 3 if branch == "semantic" else 1
-                if mean[order_par] - tq * err[order_par] <= 0:
-                    outcome, reason = Outcome.UNDECIDED, (
-                        f"{'theta' if branch == 'semantic' else 'm'} is zero within its quadrature error "
-                        f"({mean[order_par]:.2e} +- {err[order_par]:.1e}, {K} scramblings of 2^{p})")
-                    break
-                if err[4] <= rtol * abs(mean[4]):
-                    outcome, reason = Outcome.CONVERGED, (
-                        f"test error to {err[4] / abs(mean[4]):.1e} relative (standard error over {K} "
-                        f"scramblings of 2^{p} points combined with the change from 2^{p - 1})")
-                    break
-                if p >= pmax:
-                    msg = (f"state evolution ({branch}, alpha={a:.4g}, omega={omega}): fixed point found "
-                           f"on all {K} scramblings of 2^{p} points but the test error's quadrature error "
-                           f"{err[4] / abs(mean[4]):.1e} (relative) exceeds rtol={rtol}; raise "
-                           f"max_log2_points (now {pmax}) or rtol")
-                    if on_accuracy == "raise":
-                        raise AccuracyNotReached(msg)
-                    outcome, reason = Outcome.UNDECIDED, msg
-                    break
-                coarse = mean
-                z0 = mean[:4]
-            elif (st == "left_branch").all():
-                outcome, reason = Outcome.NO_FIXED_POINT, (
-                    f"the iteration leaves the {branch} branch "
-                    f"({'theta' if branch == 'semantic' else 'm'} flows to 0) on all {K} scramblings of 2^{p} points")
-                mean = np.full(6, np.nan); err = np.full(6, np.nan)
+                # the last iterate (on the branch), without an error
+                mean, err, deriv = np.full(6, np.nan), np.full(6, np.nan), None
+                if r["ev"] is not None and _admissible(r["z"], rho):
+                    mean = np.concatenate([r["z"], r["ev"]["pooled"][0, 4:]])
+                outcome, reason = Outcome.UNDECIDED, (
+                    f"the iteration does not settle with the pooled rule of {K} scramblings of 2^{p} points")
                 break
-            else:
-                counts = {s_: int((st == s_).sum()) for s_ in ("converged", "left_branch", "not_settled")}
-                if p >= pmax:
-                    outcome, reason = Outcome.UNDECIDED, (
-                        f"the scramblings disagree at 2^{p} points: {counts['converged']} converged, "
-                        f"{counts['left_branch']} left the branch, {counts['not_settled']} did not settle")
-                    mean = vals[conv].mean(0) if conv.any() else np.full(6, np.nan)
-                    err = np.full(6, np.nan)
-                    break
-                coarse = None
-                if conv.any():
-                    z0 = vals[conv].mean(0)[:4]
-            p += 1
-        mean = np.asarray(mean); err = np.asarray(err)
+            prox_cur, p_cur = r["prox"], p
+            if continuation:
+                prox_prev, p_prox = r["prox"], p
+            z = r["z"]
+            ev = r["ev"]
+            jp = _jacobian_pass(a, z, nodes, K, free=free, branch=branch, kw=kw, prox=r["prox"],
+                                stability=stability and (branch == "positional" or symmetric))
+            n_up += jp["n"]
+            nf, h = fi.size, jp["h"]
+            P0, Pk = ev["pooled"][0], ev["per"][0]  # (6,), (K, 6) at z
+            Pj = jp["ev"]["pooled"][:nf]  # (nf, 6) at z + h_j e_j
+            D = ((Pj - jp["base"]) / h[:, None]).T  # (6, nf): derivatives of the update and losses
+            J = D[fi]  # (nf, nf) Jacobian of F on the free coordinates
+            jac_prev = J
+            lam_max = float(np.max(np.linalg.eigvals(J).real)) if nf else float("nan")
+            # delta method: scrambling k's residual at the pooled fixed point, propagated through
+            # (I - J)^{-1}, is its linearised fixed point's offset; the losses move along with it
+            # then one more Newton step on each scrambling's own map (its K N / K points) from there,
+            # which carries the fixed point's second-order bias: scrambling k's fixed point has the
+            # bias b / N, the pooled one b / (K N), so (mean_k z_k - z) / (K - 1) estimates the latter
+            mean = np.concatenate([z, P0[4:]])
+            vals = np.full((K, 6), np.inf)
+            try:
+                IJ = np.eye(nf) - J
+                dz = np.linalg.solve(IJ, (Pk[:, fi] - z[fi]).T).T  # (K, nf)
+                zk = np.repeat(z[None], K, 0)
+                zk[:, fi] += dz
+                if all(_admissible(zk_, rho) for zk_ in zk):
+                    ek = _evaluate(a, zk, nodes.reshape(K, N, 4), 1, kw, r["prox"].reshape(K, N, 2), None,
+                                   restart=False)["pooled"]  # (K, 6): F_k(z_k), losses at z_k
+                    n_up += 1
+                    dz2 = np.linalg.solve(IJ, (_constrain(ek[:, :4], branch, free)[:, fi] - zk[:, fi]).T).T
+                    vals[:, :4] = zk
+                    vals[:, fi] += dz2
+                    vals[:, 4:] = ek[:, 4:] + dz2 @ D[4:].T
+            except np.linalg.LinAlgError:
+                pass
+            # the standard error over K scramblings is itself a K - 1 degree-of-freedom estimate:
+            # scaled by t_{K-1} / z (0.975 quantiles), +-1.96 err is the 95% interval of Student's t
+            se_ = vals.std(0, ddof=1) / math.sqrt(K) * (tq / 1.959963984540054)
+            bias = (vals.mean(0) - mean) / (K - 1)
+            err = np.sqrt(se_ ** 2 + bias ** 2)
+            err[:4][~free] = 0.0
+            if jp["ev"]["pooled"].shape[0] > nf:
+                js, eps = jp["js"], jp["eps"]
+                up, dn = jp["ev"]["pooled"][nf:nf + 2, js], jp["ev"]["per"][nf:nf + 2, :, js]
+                dk = (dn[0] - dn[1]) / (2 * eps)
+                deriv = ((up[0] - up[1]) / (2 * eps), dk.std(ddof=1) / math.sqrt(K))
+            order_par = 3 if branch == "semantic" else 1
+            rel = err[4] / abs(mean[4])
+            # the error estimate from K scramblings is noisy: the jump uses the previous level's too
+            # (error about 1 / N)
+            rel_jump = rel if rel_prev is None else math.sqrt(rel * rel_prev[0] * 2.0 ** (rel_prev[1] - p))
+            if local:
+                # minimisers followed from the previous ones, not yet verified global: if the target
+                # looks met (or nothing else is left), verify at this level; otherwise go up
+                if (np.all(np.isfinite(err)) and lam_max < 1 and rel > rtol and p < pmax
+                        and mean[order_par] - 1.959963984540054 * err[order_par] > 0):
+                    rel_prev = (rel, p)
+                    p = min(pmax, p + max(1, math.ceil(math.log2(1.2 * rel_jump / rtol))))
+                    z0, jac = z, J
+                    continue
+                final = True
+                z0, jac = z, J
+                continue
+            if not np.all(np.isfinite(err)) or lam_max >= 1:
+                outcome, reason = Outcome.UNDECIDED, (
+                    f"fixed point of the pooled rule ({K} scramblings of 2^{p}) with a Jacobian eigenvalue "
+                    f"{lam_max:.3f} >= 1 along the free overlaps: it repels the damped iteration, and its "
+                    f"quadrature error is unbounded")
+                err = np.full(6, np.nan)
+                break
+            if mean[order_par] - 1.959963984540054 * err[order_par] <= 0:
+                outcome, reason = Outcome.UNDECIDED, (
+                    f"{'theta' if branch == 'semantic' else 'm'} is zero within its quadrature error "
+                    f"({mean[order_par]:.2e} +- {err[order_par]:.1e}, {K} scramblings of 2^{p})")
+                break
+            if rel <= rtol:
+                outcome, reason = Outcome.CONVERGED, (
+                    f"test error to {rel:.1e} relative (standard error over {K} scramblings of 2^{p} points "
+                    f"of the pooled rule's fixed point, delta method; Jacobian eigenvalue {lam_max:.3f})")
+                break
+            if p >= pmax:
+                msg = (f"state evolution ({branch}, alpha={a:.4g}, omega={omega}): fixed point found with "
+                       f"the pooled rule of {K} scramblings of 2^{p} points but the test error's quadrature "
+                       f"error {rel:.1e} (relative) exceeds rtol={rtol}; raise max_log2_points (now {pmax}) "
+                       f"or rtol")
+                if on_accuracy == "raise":
+                    raise AccuracyNotReached(msg)
+                outcome, reason = Outcome.UNDECIDED, msg
+                break
+            # the error falls about as 1 / N here (measured: N^-0.9 to N^-1.1 for the averages at a
+            # fixed point, scrambled Sobol): jump to the number of points that should meet the target
+            rel_prev = (rel, p)
+            p = min(pmax, p + max(1, math.ceil(math.log2(1.2 * rel_jump / rtol))))
+            z0, jac = z, J
         for k, key in enumerate(OUTPUT_KEYS):
             out[key][i] = mean[k]
             out[f"{key}_err"][i] = err[k]
         out["outcome"][i], out["reason"][i] = outcome, reason
         out["log2_points"][i] = p
-        if outcome == Outcome.CONVERGED and stability and (branch == "positional" or symmetric):
-            dv = _suppressed_derivative(a, r["z"], nodes, w, branch, kw, r["prox"])
-            out["suppressed_derivative"][i] = dv.mean()
-            out["suppressed_derivative_err"][i] = dv.std(ddof=1) / math.sqrt(K)
-            out["unstable"][i] = dv.mean() > 1
-            out["unstable_undamped"][i] = abs(dv.mean()) > 1
-            n_up += 1
+        if outcome != Outcome.NO_FIXED_POINT and r["status"] == "converged":
+            out["jacobian_eigenvalue"][i] = lam_max
+        if outcome == Outcome.CONVERGED and deriv is not None:
+            out["suppressed_derivative"][i], out["suppressed_derivative_err"][i] = deriv
+            out["unstable"][i] = deriv[0] > 1
+            out["unstable_undamped"][i] = abs(deriv[0]) > 1
         out["n_updates"][i] = n_up
         if outcome == Outcome.CONVERGED:
-            z_prev, p_prev = mean[:4], p
+            hist.append((a, mean[:4].copy()))
+            # the next point (smaller alpha) starts at this one's number of points, fewer if the target
+            # was met with a wide margin (error about 1 / N)
+            p_next = max(pmin, p - max(0, math.floor(math.log2(rtol / (1.2 * rel))))) if rel > 0 else p
         out["seconds"][i] = time.perf_counter() - t0
     out["alpha"] = alphas
     out["n_scramblings"] = np.full(nA, K)
