@@ -113,6 +113,11 @@ def _state_evolution_call(**kw):
     return _state_evolution()(**{"alpha": [1.0], "omega": 0.3, **kw})
 
 
+def _replay_authors(**kw):
+    from stumplib.phase.transition import replay_authors
+    return replay_authors(**{"alphas": [1.0], "branch": "semantic", **kw})
+
+
 def _profile_errors(**kw):
     from stumplib.boundary import profile_errors
     return profile_errors(**{"x": _x(), "tau": torch.linspace(0, 1, 5, dtype=torch.float64),
@@ -184,6 +189,12 @@ TABLE = [
         "m": [(0, "m")], "n": [(2.5, "n")], "seed": [(-1, "seed")], "device": DEVICE[:1]}),
     ("phase.state_evolution", _state_evolution_call, {
         "branch": [("bogus", "branch")], "omega": [(NAN, "omega")]}),
+    ("phase.replay_authors", _replay_authors, {
+        "alphas": [([-1.0], "alpha"), ([], "alpha")], "branch": [("bogus", "branch")],
+        "damping": [(1.0, "damping"), (NAN, "damping")], "tol": [(0.0, "tol")], "max_iter": [(0, "max_iter")],
+        "start": [({"q": 0.1}, "start"), ({"q": -1.0, "m": 0.0, "V": 1.0, "theta": 0.0}, "start"),
+                  ({"q": 0.1, "m": NAN, "V": 1.0, "theta": 0.0}, "start")],
+        "omega": [(NAN, "omega")]}),
     ("boundary.profile_errors", _profile_errors, {
         "beta": [(0.0, "beta"), (NAN, "beta")],
         "b": [(INF, "b must")],

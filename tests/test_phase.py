@@ -446,23 +446,35 @@ def stroud_replay():
     return out
 
 
+#: largest relative deviation from the published files allowed for the authors' procedure stopped by
+#: their rule (:func:`replay_authors`), per branch, at every published alpha >= 0.3: measured
+#: values, 4.1e-3 and 2.7e-3 (the issue's target, 1e-3, is reached on the semantic branch for
+#: alpha >= 0.65 only, and on the positional branch nowhere for V, 2.7e-3, and q, 1.9e-3)
+STOPPED_TOL = {"semantic": 5e-3, "positional": 3.5e-3}
+
+
 @needs_shared
 def test_stroud_rule_reproduces_the_published_fixed_points(stroud_replay):
-    """The exact fixed points of the authors' 144-node rule reproduce the published q, V, theta
-    (semantic) and q, m, V (positional) at every published alpha >= 0.3: within 3.5e-3 relative
-    for alpha >= 1 (measured: 1e-3 for q, theta and m, 3e-3 for V, which the authors' stopping rule
-    does not watch), within 1% on the semantic branch and 3% on the positional one below (the
-    authors stopped a slow damped iteration at changes below 1e-4 and minimised each node's
-    proximal problem by BFGS with finite-difference gradients; neither is replayed exactly here).
-    The accurate rule differs from the same files by 3% to 25% in theta for alpha in 0.8 to 1.25
-    (PHASE.md): far more than these replay differences."""
+    """The authors' procedure (144-node rule, local proximal minimisation from the origin, damping
+    0.8, stop at undamped changes below 1e-4 in q, m, theta, same start for every alpha) reproduces
+    the published q, V, theta (semantic) and q, m, V (positional) within ``STOPPED_TOL`` at every
+    published alpha >= 0.3 (measured, not the 1e-3 asked: the stopped point depends on the start,
+    which is not known, most at the smallest alphas; within 1e-3 for alpha >= 0.65 on the semantic
+    branch, asserted). The exact fixed points of the same rule stay within 3.5e-3 for alpha >= 1 and
+    differ by up to 0.9% (semantic) and 2.6% (positional) below."""
+    from stumplib.phase.transition import replay_authors
     for br, (ref, sel, r) in stroud_replay.items():
         keys = ("q", "V", "theta") if br == "semantic" else ("q", "m", "V")
         a = ref["alpha"][sel]
+        st = replay_authors(a, br)
+        assert np.all(st["n_iter"] < 300), (br, st["n_iter"])
         for k in keys:
             rel = np.abs(r[k] / ref[k][sel] - 1)
             assert rel[a >= 1.0].max() < 3.5e-3, (br, k, a[np.argmax(rel)], rel.max())
-            assert rel.max() < (0.01 if br == "semantic" else 0.03), (br, k, a[np.argmax(rel)], rel.max())
+            rs = np.abs(st[k] / ref[k][sel] - 1)
+            assert rs.max() < STOPPED_TOL[br], (br, k, a[np.argmax(rs)], rs.max())
+            if br == "semantic":
+                assert rs[a >= 0.65].max() < 1e-3, (br, k, a[np.argmax(rs)], rs.max())
 
 
 @needs_shared

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from ..stats import Estimate, crossing
 
 __all__ = ["first_crossing", "theory_curves", "accurate_curves", "crossing_estimate", "branch_end",
-           "read_published", "published_curves"]
+           "read_published", "published_curves", "replay_authors", "AUTHORS_START"]
 
 
 def first_crossing(x: Any, above: Any, below: Any) -> float:
@@ -149,10 +149,90 @@ def read_published(path: Path) -> dict[str, np.ndarray]:
     return {k: v[o] for k, v in d.items()}
 
 
+#: starts of :func:`replay_authors` (``q, m, V, theta``), one per branch, the same for every alpha. The
+#: authors' start is not published: these are the best of a grid of starts (q, V, theta or m over
+#: 0.01-1, 0.5-50, and fractions of the admissible range), judged by the largest relative deviation
+#: from the published files at alpha >= 0.3 (4.1e-3 semantic, 2.7e-3 positional). Where the iteration
+#: stops depends on the side from which each overlap approaches its fixed point, hence on the start.
+AUTHORS_START = {"semantic": {"q": 0.05, "m": 0.0, "V": 50.0, "theta": 0.0335},
+                 "positional": {"q": 0.01, "m": 0.25, "V": 10.0, "theta": 0.0}}
+
+
+def replay_authors(alphas: Any, branch: str, *, start: Mapping[str, float] | None = None,
+                   damping: float = 0.8, tol: float = 1e-4, max_iter: int = 300, omega: float = 0.3,
+                   sigma: float = 0.5, lam: float = 0.01, A: Any = ((0.6, 0.4), (0.4, 0.6))
+                   ) -> dict[str, np.ndarray]:
+    """The authors' state-evolution procedure, stopped where they stopped it.
+
+    Per ``alpha`` (all at once, each from the same ``start``): the 144-node Stroud-Secrest product
+    rule (:func:`.se.stroud_secrest_4d`); each node's proximal problem minimised locally from the
+    origin (one start, no global search: :func:`.se.se_update` with ``warm`` = 0 and
+    ``restart=False``); the update ``z <- damping z + (1 - damping) F(z)`` on ``z = (q, m, V,
+    theta)``; stop at the first iterate whose undamped change ``|F(z) - z|`` is below ``tol``
+    (absolute) in each of ``q, m, theta`` (``V`` is not watched), keeping the damped update made
+    there; at most ``max_iter`` updates (then the last iterate is kept, ``n_iter == max_iter``).
+    On the semantic branch ``m = 0`` is imposed, on the positional one ``theta = 0``.
+
+    Parameters
+    ----------
+    alphas : positive number or 1-D sequence. branch : ``"semantic"`` or ``"positional"``.
+    start : dict of ``q, m, V, theta`` (default :data:`AUTHORS_START` of the branch).
+    damping : weight of the old iterate, in [0, 1). tol : stopping threshold (> 0).
+    max_iter : iteration cap (>= 1). omega, sigma, lam, A : the model, as in :func:`.se.solve_fixed_rule`.
+
+    Returns
+    -------
+    dict of (K,) arrays ``alpha, q, m, V, theta, n_iter`` and ``residual`` (the last ``max |F(z) - z|``
+    over ``q, m, theta``).
+    """
+    from ..validation import check_choice, check_int, check_real
+    from .se import BRANCHES, _check_alphas, check_A, se_update, stroud_secrest_4d
+
+    a, _ = _check_alphas(alphas)
+    branch = check_choice("branch", branch, BRANCHES)
+    damping = check_real("damping", damping, low=0.0, high=1.0, high_open=True)
+    tol = check_real("tol", tol, low=0.0, low_open=True, high=1.0)
+    max_iter = check_int("max_iter", max_iter, minimum=1)
+    omega = check_real("omega", omega, low=0.0, high=1.0)
+    sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
+    lam = check_real("lam", lam, low=0.0, low_open=True, high=1e3)
+    A_ = check_A(A)
+    start = AUTHORS_START[branch] if start is None else start
+    if not isinstance(start, Mapping) or set(start) != {"q", "m", "V", "theta"}:
+        raise ValueError(f"start must be a dict with keys q, m, V, theta; got {start!r}")
+    st = {k: check_real(f"start[{k!r}]", start[k]) for k in ("q", "m", "V", "theta")}
+    if st["q"] <= 0 or st["V"] <= 0 or st["theta"] ** 2 >= sigma ** 2 * st["q"]:
+        raise ValueError(f"start needs q > 0, V > 0 and theta^2 < sigma^2 q; got {st}")
+    nodes, w = stroud_secrest_4d()
+    keys = ("q", "m", "V", "theta")
+    z = np.tile(np.array([st[k] for k in keys]), (a.size, 1))
+    watch = [0, 1, 3]
+    active = np.ones(a.size, dtype=bool)
+    n_iter = np.zeros(a.size, dtype=int)
+    resid = np.full(a.size, np.inf)
+    for _ in range(max_iter):
+        idx = np.flatnonzero(active)
+        up = se_update(a[idx], *z[idx].T, omega=omega, sigma=sigma, lam=lam, A=A_, nodes=nodes, weights=w,
+                       warm=np.zeros((idx.size, nodes.shape[0], 2)), restart=False, with_test_error=False)
+        f = np.stack([up[k] for k in keys], -1)
+        f[:, 1 if branch == "semantic" else 3] = 0.0
+        r = np.abs(f - z[idx])[:, watch].max(-1)
+        z[idx] = damping * z[idx] + (1 - damping) * f
+        n_iter[idx] += 1
+        resid[idx] = r
+        active[idx[r < tol]] = False
+        if not active.any():
+            break
+    out = {k: z[:, i].copy() for i, k in enumerate(keys)}
+    return dict(alpha=a, **out, n_iter=n_iter, residual=resid)
+
+
 def published_curves(ref_dir: Path, *, alpha_min: float = 0.3) -> dict[str, np.ndarray]:
     """The published omega = 0.3 curves (alpha >= alpha_min; test error = mse / 2, train loss =
-    -Phi) and our replay of the authors' rule: the exact fixed points of the 144-node Stroud-Secrest
-    product rule (:func:`.se.solve_fixed_rule` with ``rule="stroud"``) at the same alphas."""
+    -Phi) and two replays of the authors' rule at the same alphas: ``{br}_replay_*``, the exact fixed
+    points of the 144-node Stroud-Secrest product rule (:func:`.se.solve_fixed_rule` with
+    ``rule="stroud"``), and ``{br}_stopped_*``, their procedure stopped by their rule
+    (:func:`replay_authors`)."""
     from .se import solve_fixed_rule, test_error_from_overlaps
 
     out: dict[str, np.ndarray] = {}
@@ -164,6 +244,9 @@ def published_curves(ref_dir: Path, *, alpha_min: float = 0.3) -> dict[str, np.n
             out[f"{key}_{k}"] = d[k][sel]
         out[f"{key}_test_error"] = d["mse"][sel] / 2
         out[f"{key}_train_loss"] = -d["Phi"][sel]
+        st = replay_authors(d["alpha"][sel], br)
+        for k in ("q", "m", "V", "theta"):
+            out[f"{key}_stopped_{k}"] = np.asarray(st[k])
         r = solve_fixed_rule(d["alpha"][sel], omega=0.3, branch=br, rule="stroud", tol=1e-8, max_iter=3000)
         for k in ("q", "m", "V", "theta"):
             out[f"{key}_replay_{k}"] = np.asarray(r[k])
