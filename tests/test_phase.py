@@ -551,3 +551,15 @@ def test_solver_estimate_is_the_book_type(accurate_alpha2):
     e = estimate(accurate_alpha2, "test_error")
     assert isinstance(e, Estimate) and e.kind == "quadrature"
     assert e.lo < accurate_alpha2["test_error"] < e.hi
+
+
+def test_stability_verdict_counts_both_rules():
+    """The chapter's stability sentence: converged points only, +1 rule and magnitude rule apart."""
+    from stumplib.phase.transition import stability_verdict
+    v = stability_verdict([-2.5, 1.2, np.nan, 0.3, 5.0], ["converged", "converged", "converged", "converged",
+                                                          "undecided"])
+    assert "at the 3 converged points" in v and "between -2.5 and 1.2" in v
+    assert "every damping) at 1," in v and "along m) at 2" in v and "oscillations" not in v
+    v = stability_verdict([-2.5, -1.5], ["converged"] * 2, direction="theta")
+    assert "dF_theta/dtheta" in v and "at 0," in v and "oscillations" in v
+    assert "no converged point" in stability_verdict([np.nan], ["converged"])

@@ -14,6 +14,7 @@ import numpy as np
 from ..stats import Estimate, crossing
 
 __all__ = ["first_crossing", "theory_curves", "accurate_curves", "crossing_estimate", "branch_end",
+           "stability_verdict",
            "read_published", "published_curves", "replay_authors", "AUTHORS_START"]
 
 
@@ -81,6 +82,31 @@ def branch_end(alphas: Any, outcomes: Any) -> Estimate:
     return Estimate(0.5 * (lo + hi), lo, hi, "plain", float("nan"), None, a.size)
 
 
+def stability_verdict(derivative: Any, outcome: Any, *, direction: str = "m") -> str:
+    """A sentence on the derivative of the update along the suppressed direction at the converged
+    points (:func:`stumplib.phase.state_evolution`'s ``suppressed_derivative``): its range, how many
+    points exceed +1 (the fixed point repels along ``direction`` for every damping: imposing the
+    symmetry holds the iteration on an unstable point) and how many exceed 1 in magnitude (the
+    undamped update is unstable there; below -1 it oscillates, which damping removes).
+
+    Parameters
+    ----------
+    derivative : (A,) derivatives (NaN where not computed). outcome : (A,) named outcomes.
+    direction : the suppressed overlap's name, for the sentence.
+    """
+    d = np.asarray(derivative, dtype=np.float64)
+    ok = (np.asarray(outcome, dtype=object) == "converged") & np.isfinite(d)
+    if not ok.any():
+        return f"no converged point carries a derivative along {direction}"
+    d = d[ok]
+    up, mag = int(np.sum(d > 1)), int(np.sum(np.abs(d) > 1))
+    return (f"at the {d.size} converged points dF_{direction}/d{direction} lies between {d.min():.3g} and "
+            f"{d.max():.3g}: above +1 (unstable along {direction} for every damping) at {up}, of magnitude "
+            f"above 1 (the undamped update unstable along {direction}) at {mag}"
+            + ("; all of those are oscillations (below -1), which the damped iteration removes"
+               if mag and not up else ""))
+
+
 def accurate_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
                     A: Any = ((0.6, 0.4), (0.4, 0.6)), rtol: float = 3e-3, max_log2_points: int = 14,
                     branches=("semantic", "positional"), **kw) -> dict[str, np.ndarray]:
@@ -97,7 +123,7 @@ def accurate_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float
         r = state_evolution(alphas, omega=omega, sigma=sigma, lam=lam, A=A, branch=br, rtol=rtol,
                             max_log2_points=max_log2_points, on_accuracy="undecided", **kw)
         for k in ("alpha", "q", "m", "V", "theta", "test_error", "train_loss", "seconds", "log2_points",
-                  "suppressed_derivative", "unstable"):
+                  "suppressed_derivative", "unstable", "unstable_undamped"):
             out[f"{key}_{k}"] = np.atleast_1d(r[k])
         for k in ("q", "m", "V", "theta", "test_error", "train_loss"):
             out[f"{key}_{k}_err"] = np.atleast_1d(r[f"{k}_err"])
