@@ -2,13 +2,16 @@
 
 Usage: python scripts/bench_phase.py [--rtol 1e-3] [--n 20] [--lo 1.0] [--hi 2.3] [--branch semantic]
                                      [--omega 0.3] [--max-log2 16] [--scramblings 12] [--repeat 1]
+                                     [--threads 1,0]
 
 A sweep of ``n`` alphas evenly spaced in ``[lo, hi]`` (continuation from the largest alpha down), as
 the chapter runs it; prints, per alpha, the outcome, the points per scrambling, the map evaluations,
 the seconds and the achieved relative error of the test error, then seconds per point (mean and
 median, per repeat) and, as a yardstick, the cost of one pass of proximal solves over the pooled rule
 (one update with every proximal problem followed from its minimiser, and one with the full
-multi-start search) at the sizes the sweep used. A Markdown table, pasted into
+multi-start search) at the sizes the sweep used. The sweep runs once per entry of ``--threads``
+(``STUMPLIB_THREADS``; 0: every core this process may use), and the table is the last run's. A
+Markdown table, pasted into
 ``scripts/BENCH_phase.md``. The machine is shared, so timings are noisy: the load average before
 and after is printed.
 """
@@ -23,6 +26,7 @@ import time
 import numpy as np
 
 from stumplib.phase import state_evolution
+from stumplib.phase.se import num_threads
 from stumplib.phase.solver import _evaluate, _pooled_nodes
 from stumplib.validation import check_choice, check_int, check_real
 
@@ -55,30 +59,42 @@ def main() -> None:
     ap.add_argument("--max-log2", type=int, default=16)
     ap.add_argument("--scramblings", type=int, default=12)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--threads", default="1,0", help="comma-separated thread counts (0: all cores)")
     a = ap.parse_args()
     rtol = check_real("rtol", a.rtol, low=1e-5, high=0.1)
     n = check_int("n", a.n, minimum=1, maximum=1000)
     K = check_int("scramblings", a.scramblings, minimum=3, maximum=32)
     repeat = check_int("repeat", a.repeat, minimum=1, maximum=10)
+    try:
+        threads = [check_int("threads", int(v), minimum=0, maximum=256) for v in a.threads.split(",")]
+    except ValueError as e:
+        raise SystemExit(f"--threads: comma-separated integers >= 0; got {a.threads!r} ({e})")
     branch = check_choice("branch", a.branch, ("semantic", "positional"))
     alphas = np.linspace(a.lo, a.hi, n)
     load0 = os.getloadavg()
     runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        r = state_evolution(alphas, omega=a.omega, branch=branch, rtol=rtol, max_log2_points=a.max_log2,
-                            n_scramblings=K, on_accuracy="undecided")
-        runs.append((time.perf_counter() - t0, r))
+    for nt in threads:
+        if nt:
+            os.environ["STUMPLIB_THREADS"] = str(nt)
+        else:
+            os.environ.pop("STUMPLIB_THREADS", None)
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            r = state_evolution(alphas, omega=a.omega, branch=branch, rtol=rtol, max_log2_points=a.max_log2,
+                                n_scramblings=K, on_accuracy="undecided")
+            runs.append((time.perf_counter() - t0, r, num_threads()))
     load1 = os.getloadavg()
-    total, r = runs[-1]
+    total, r, _ = runs[-1]
     acc = r["test_error_err"] / r["test_error"]
     conv = r["outcome"] == "converged"
     lines = [f"Sweep: {n} alphas in [{a.lo}, {a.hi}], {branch} branch, omega = {a.omega}, rtol = {rtol}, "
              f"K = {K} scramblings; {platform.machine()}, {os.cpu_count()} cores shared (load average "
-             f"{load0[0]:.1f} before, {load1[0]:.1f} after), one thread.", ""]
-    for j, (tt, rr) in enumerate(runs):
-        lines.append(f"run {j + 1}: total {tt:.1f} s: {tt / n:.2f} s per point (mean), "
-                     f"{statistics.median(rr['seconds']):.2f} s (median)")
+             f"{load0[0]:.1f} before, {load1[0]:.1f} after).", ""]
+    for j, (tt, rr, nt) in enumerate(runs):
+        same = all(np.array_equal(rr[k], runs[0][1][k], equal_nan=True) for k in ("q", "V", "theta", "test_error"))
+        lines.append(f"run {j + 1} ({nt} thread{'s' if nt > 1 else ''}): total {tt:.1f} s: {tt / n:.2f} s per point "
+                     f"(mean), {statistics.median(rr['seconds']):.2f} s (median); {runs[0][0] / tt:.2f}x run 1's "
+                     f"speed; outputs {'identical to' if same else 'DIFFERENT from'} run 1's")
     lines += ["", f"converged {int(conv.sum())} of {n}; achieved relative error of the test error "
               f"{np.nanmin(acc[conv]):.1e} to {np.nanmax(acc[conv]):.1e}" if conv.any() else "", ""]
     lines += ["| alpha | outcome | points per scrambling | map evaluations | seconds | test error | "

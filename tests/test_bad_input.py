@@ -118,6 +118,12 @@ def _replay_authors(**kw):
     return replay_authors(**{"alphas": [1.0], "branch": "semantic", **kw})
 
 
+def _se_update(**kw):
+    from stumplib.phase.se import se_update
+    return se_update(**{"alpha": 1.0, "q": 0.1, "m": 0.0, "V": 10.0, "theta": 0.05, "omega": 0.3,
+                        "n_nodes": 3, **kw})
+
+
 def _profile_errors(**kw):
     from stumplib.boundary import profile_errors
     return profile_errors(**{"x": _x(), "tau": torch.linspace(0, 1, 5, dtype=torch.float64),
@@ -195,6 +201,7 @@ TABLE = [
         "start": [({"q": 0.1}, "start"), ({"q": -1.0, "m": 0.0, "V": 1.0, "theta": 0.0}, "start"),
                   ({"q": 0.1, "m": NAN, "V": 1.0, "theta": 0.0}, "start")],
         "omega": [(NAN, "omega")]}),
+    ("phase.se_update", _se_update, {"minimiser": [("lbfgs", "minimiser")]}),
     ("boundary.profile_errors", _profile_errors, {
         "beta": [(0.0, "beta"), (NAN, "beta")],
         "b": [(INF, "b must")],

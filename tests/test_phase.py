@@ -447,21 +447,20 @@ def stroud_replay():
 
 
 #: largest relative deviation from the published files allowed for the authors' procedure stopped by
-#: their rule (:func:`replay_authors`), per branch, at every published alpha >= 0.3: measured
-#: values, 4.1e-3 and 2.7e-3 (the issue's target, 1e-3, is reached on the semantic branch for
-#: alpha >= 0.65 only, and on the positional branch nowhere for V, 2.7e-3, and q, 1.9e-3)
-STOPPED_TOL = {"semantic": 5e-3, "positional": 3.5e-3}
+#: their rule (:func:`replay_authors`), per branch, at every published alpha >= 0.3: the issue's
+#: 1e-3 on the semantic branch (measured 6.1e-4); on the positional branch the measured 2.7e-3 (q,
+#: m, V), because there the published points are not where an exact-minimiser iteration stops (see
+#: ``test_published_positional_points_fail_the_stopping_rule_with_exact_minimisers``)
+STOPPED_TOL = {"semantic": 1e-3, "positional": 3.5e-3}
 
 
 @needs_shared
 def test_stroud_rule_reproduces_the_published_fixed_points(stroud_replay):
-    """The authors' procedure (144-node rule, local proximal minimisation from the origin, damping
-    0.8, stop at undamped changes below 1e-4 in q, m, theta, same start for every alpha) reproduces
-    the published q, V, theta (semantic) and q, m, V (positional) within ``STOPPED_TOL`` at every
-    published alpha >= 0.3 (measured, not the 1e-3 asked: the stopped point depends on the start,
-    which is not known, most at the smallest alphas; within 1e-3 for alpha >= 0.65 on the semantic
-    branch, asserted). The exact fixed points of the same rule stay within 3.5e-3 for alpha >= 1 and
-    differ by up to 0.9% (semantic) and 2.6% (positional) below."""
+    """The authors' procedure (144-node rule, global proximal minimisers, damping 0.8, stop at
+    undamped changes below 1e-4 in q, m, theta, same start for every alpha) reproduces the published
+    q, V, theta (semantic) and q, m, V (positional) within ``STOPPED_TOL`` at every published alpha
+    >= 0.3. The exact fixed points of the same rule stay within 3.5e-3 for alpha >= 1 and differ by
+    up to 0.9% (semantic) and 2.6% (positional) below."""
     from stumplib.phase.transition import replay_authors
     for br, (ref, sel, r) in stroud_replay.items():
         keys = ("q", "V", "theta") if br == "semantic" else ("q", "m", "V")
@@ -473,8 +472,35 @@ def test_stroud_rule_reproduces_the_published_fixed_points(stroud_replay):
             assert rel[a >= 1.0].max() < 3.5e-3, (br, k, a[np.argmax(rel)], rel.max())
             rs = np.abs(st[k] / ref[k][sel] - 1)
             assert rs.max() < STOPPED_TOL[br], (br, k, a[np.argmax(rs)], rs.max())
-            if br == "semantic":
-                assert rs[a >= 0.65].max() < 1e-3, (br, k, a[np.argmax(rs)], rs.max())
+
+
+def test_bfgs_from_the_origin_finds_the_global_minimiser_where_newton_does_not():
+    """Why :func:`replay_authors` uses global minimisers: at the 144 nodes, at overlaps on the
+    authors' path (V = 50), BFGS with finite-difference gradients from the origin (scipy's default,
+    their minimiser) reaches the multi-start global minimiser at every node, while a local Newton
+    method from the origin stops in another basin at some nodes."""
+    from stumplib.phase.se import _geometry, check_A, proximal_bfgs, stroud_secrest_4d, teacher_rows
+    nodes, _ = stroud_secrest_4d()
+    q, m, V, th = (np.array([v]) for v in (0.05, 0.0, 50.0, 0.0335))
+    center, u, _, _, _ = _geometry(q, m, th, 0.5, nodes)
+    t = teacher_rows(u, 0.3, check_A(((0.6, 0.4), (0.4, 0.6))))
+    xg, _, _ = proximal(center, t, V[:, None], 0.5)
+    xo, _, _ = proximal(center, t, V[:, None], 0.5, default_starts=False, match_starts=False,
+                        extra_starts=[np.zeros_like(center)])
+    xb = proximal_bfgs(center[0], t[0], float(V[0]), 0.5)
+    assert np.abs(xb - xg[0]).max() < 1e-3, np.abs(xb - xg[0]).max()
+    assert (np.abs(xo[0] - xg[0]).max(1) > 1e-2).sum() >= 1
+
+
+@needs_shared
+def test_published_positional_points_fail_the_stopping_rule_with_exact_minimisers():
+    """At the published semantic points the 144-node rule's undamped change is below the authors'
+    1e-4 in q and theta (where they stopped); at some published positional points it is not (m or
+    q change by more): those points carry their minimiser's error, of the stopping rule's size."""
+    from stumplib.phase.transition import published_curves
+    out = published_curves(SHARED / "reference" / "cui2024")
+    assert max(np.abs(out[f"sem_resid_{k}"]).max() for k in ("q", "theta")) < 1e-4
+    assert max(np.abs(out[f"pos_resid_{k}"]).max() for k in ("q", "m")) > 1.5e-4
 
 
 @needs_shared
@@ -563,3 +589,59 @@ def test_stability_verdict_counts_both_rules():
     v = stability_verdict([-2.5, -1.5], ["converged"] * 2, direction="theta")
     assert "dF_theta/dtheta" in v and "at 0," in v and "oscillations" in v
     assert "no converged point" in stability_verdict([np.nan], ["converged"])
+
+
+def test_proximal_threads_give_the_same_bits(monkeypatch):
+    """A batch large enough to be split over threads gives the same minimisers, bit for bit, with
+    one thread and with three (every problem is solved on its own)."""
+    from stumplib.phase import se
+    rng = np.random.default_rng(3)
+    P = 3 * se._PARALLEL_MIN + 17
+    c, t, V = rng.normal(size=(P, 2)) * 0.7, rng.uniform(0.1, 0.9, size=(P, 2)), rng.uniform(1, 40, size=P)
+    out = {}
+    for n in ("1", "3"):
+        monkeypatch.setenv("STUMPLIB_THREADS", n)
+        assert se.num_threads() == int(n)
+        out[n] = proximal(c, t, V, 0.5)
+    for a, b in zip(out["1"], out["3"]):
+        assert np.array_equal(a, b)
+    monkeypatch.setenv("STUMPLIB_THREADS", "0")
+    with pytest.raises(ValueError, match="STUMPLIB_THREADS"):
+        se.num_threads()
+
+
+def test_replay_verdict_reads_the_residuals_and_deviations():
+    """The verdict counts published points whose undamped change exceeds the stopping threshold and
+    compares the stopped replay's deviation with the target, per branch."""
+    from stumplib.phase.transition import replay_verdict
+    one = np.ones(3)
+    pub = {}
+    for b in ("sem", "pos"):
+        for k in ("q", "m", "V", "theta"):
+            pub[f"{b}_{k}"] = one
+            pub[f"{b}_stopped_{k}"] = one * (1 + (5e-4 if b == "sem" else 2e-3))
+        for k in ("q", "m", "theta"):
+            pub[f"{b}_resid_{k}"] = one * 0.5e-4
+    pub["pos_resid_m"] = np.array([0.5e-4, 2e-4, 3e-4])
+    v = replay_verdict(pub)
+    assert "BFGS" not in v
+    for k in ("q", "m", "theta"):
+        pub[f"pos_bfgs_resid_{k}"] = pub[f"pos_resid_{k}"] + np.array([0, 0, 1e-4 if k == "m" else 0])
+    v = replay_verdict(pub)
+    assert "changes that update by up to 0.0001, of the threshold's size" in v
+    assert "at all 3 published semantic points" in v and "meets the 0.001 target (5.0e-04)" in v
+    assert "at 2 of 3 published positional points" in v and "up to 0.0003" in v
+    assert "misses the 0.001 target (2.0e-03)" in v
+
+
+def test_state_evolution_does_not_depend_on_the_number_of_threads(monkeypatch):
+    """The pooled rule split over two threads (by whole scramblings) gives the same fixed point, error
+    and outcome, bit for bit, as one thread."""
+    out = {}
+    for n in ("1", "2"):
+        monkeypatch.setenv("STUMPLIB_THREADS", n)
+        out[n] = state_evolution([2.0, 1.8], omega=0.3, branch="semantic", rtol=3e-3, max_log2_points=13,
+                                 stability=False)
+    for k in ("q", "V", "theta", "test_error", "test_error_err", "log2_points"):
+        assert np.array_equal(out["1"][k], out["2"][k]), k
+    assert list(out["1"]["outcome"]) == list(out["2"]["outcome"]) == ["converged", "converged"]

@@ -25,6 +25,8 @@ sum to one), so ``|S - T|_F^2 = 2 sum_l (s_l - t_l)^2`` and the per-sample loss
 from __future__ import annotations
 
 import math
+import os
+import threading
 from functools import lru_cache
 from typing import Any, Sequence
 
@@ -41,6 +43,7 @@ __all__ = [
     "teacher_rows",
     "prox_objective_and_derivatives",
     "proximal",
+    "proximal_bfgs",
     "se_update",
     "solve_fixed_rule",
     "stroud_secrest_4d",
@@ -291,6 +294,53 @@ def _prox_terms(x1, x2, c1, c2, t1, t2, iv, s2_):
     return G, gx, gy, s1, s2, e1, e2, sp1, sp2, k1c, k2c, g11, g22
 
 
+#: problems per thread below which work runs in the calling thread
+_PARALLEL_MIN = 2 ** 13
+_POOL: list = []  # the lazily created thread pool (one per process)
+_LOCAL = threading.local()  # marks the pool's threads while they work (no nested splitting)
+
+
+def num_threads() -> int:
+    """Threads used for large batches of proximal problems: ``STUMPLIB_THREADS`` if set, else the
+    cores this process may use; 1 inside a worker thread. Every problem is solved on its own (no
+    reduction across problems), so results do not depend on the number of threads (tested)."""
+    if getattr(_LOCAL, "worker", False):
+        return 1
+    env = os.environ.get("STUMPLIB_THREADS")
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise ValueError(f"STUMPLIB_THREADS must be an integer >= 1; got {env!r}") from None
+        return check_int("STUMPLIB_THREADS", n, minimum=1, maximum=256)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover (not Linux)
+        return max(1, os.cpu_count() or 1)
+
+
+def run_parallel(fn, args_list: Sequence[tuple]) -> list:
+    """``[fn(*a) for a in args_list]``, in the shared thread pool when there is more than one item
+    (numpy releases the GIL in its element-wise kernels, so the items run on separate cores)."""
+    if len(args_list) <= 1 or getattr(_LOCAL, "worker", False):
+        return [fn(*a) for a in args_list]
+    n = len(args_list)
+    if not _POOL or _POOL[0][0] < n:
+        from concurrent.futures import ThreadPoolExecutor
+        if _POOL:
+            _POOL.pop()[1].shutdown(wait=False)
+        _POOL.append((n, ThreadPoolExecutor(max_workers=n, thread_name_prefix="stumplib")))
+
+    def call(a):
+        _LOCAL.worker = True
+        try:
+            return fn(*a)
+        finally:
+            _LOCAL.worker = False
+
+    return list(_POOL[0][1].map(call, args_list))
+
+
 def _newton(x: np.ndarray, center: np.ndarray, t: np.ndarray, V: np.ndarray, sigma: float,
             tol: float, max_iter: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Safeguarded Newton from ``x`` (batched, flattened internally; converged problems are dropped
@@ -299,15 +349,30 @@ def _newton(x: np.ndarray, center: np.ndarray, t: np.ndarray, V: np.ndarray, sig
     Per problem: stop when ``|grad G| <= tol (1 + 1/V)``; Hessian shifted to have its smallest
     eigenvalue at least ``1/(20 V)``; Armijo backtracking (at most 30 halvings; a step that still
     fails is at the rounding floor of ``G`` and the problem stops); near a minimum with a positive
-    definite Hessian (``|grad| < 1e-6``) the full step is taken. Component arrays, no stacking."""
+    definite Hessian (``|grad| < 1e-6``) the full step is taken. Component arrays, no stacking.
+    Large batches are split into contiguous chunks solved in :func:`num_threads` threads (numpy
+    releases the GIL in its element-wise kernels)."""
     shape = np.broadcast_shapes(x.shape, center.shape, t.shape, V.shape + (2,))
     X = np.broadcast_to(x, shape).reshape(-1, 2)
     C = np.broadcast_to(center, shape).reshape(-1, 2)
     T = np.broadcast_to(t, shape).reshape(-1, 2)
-    IV = 1.0 / np.broadcast_to(V[..., None], shape)[..., 0].reshape(-1)
+    IV = np.ascontiguousarray(1.0 / np.broadcast_to(V[..., None], shape)[..., 0].reshape(-1))
     X1, X2 = X[:, 0].copy(), X[:, 1].copy()
     C1, C2, T1, T2 = (np.ascontiguousarray(v) for v in (C[:, 0], C[:, 1], T[:, 0], T[:, 1]))
     s2_ = sigma * sigma
+    n_thr = min(num_threads(), X1.size // _PARALLEL_MIN)
+    bounds = np.linspace(0, X1.size, max(n_thr, 1) + 1).astype(int)
+    run_parallel(_newton_flat, [(X1[a:b], X2[a:b], C1[a:b], C2[a:b], T1[a:b], T2[a:b], IV[a:b], s2_, tol, max_iter)
+                                for a, b in zip(bounds[:-1], bounds[1:])])
+    G, gx, gy = _prox_terms(X1, X2, C1, C2, T1, T2, IV, s2_)[:3]
+    gn = np.sqrt(gx * gx + gy * gy)
+    return np.stack([X1, X2], -1).reshape(shape), G.reshape(shape[:-1]), gn.reshape(shape[:-1])
+
+
+def _newton_flat(X1: np.ndarray, X2: np.ndarray, C1: np.ndarray, C2: np.ndarray, T1: np.ndarray,
+                 T2: np.ndarray, IV: np.ndarray, s2_: float, tol: float, max_iter: int) -> None:
+    """The Newton iteration of :func:`_newton` on flat (P,) arrays, writing the minimisers into
+    ``X1, X2`` in place (which may be views of a larger batch)."""
     idx = np.arange(X1.size)
     x1, x2, c1, c2, t1, t2, iv = X1.copy(), X2.copy(), C1, C2, T1, T2, IV
     for _ in range(max_iter):
@@ -357,9 +422,6 @@ def _newton(x: np.ndarray, center: np.ndarray, t: np.ndarray, V: np.ndarray, sig
             if not moved.any():
                 break
             idx, x1, x2, c1, c2, t1, t2, iv = (v[moved] for v in (idx, x1, x2, c1, c2, t1, t2, iv))
-    G, gx, gy = _prox_terms(X1, X2, C1, C2, T1, T2, IV, s2_)[:3]
-    gn = np.sqrt(gx * gx + gy * gy)
-    return np.stack([X1, X2], -1).reshape(shape), G.reshape(shape[:-1]), gn.reshape(shape[:-1])
 
 
 def _matching_point(t: np.ndarray) -> np.ndarray:
@@ -433,6 +495,39 @@ def proximal(center: np.ndarray, t: np.ndarray, V: Any, sigma: float = 0.5, *,
     return x, G, gnorm
 
 
+def proximal_bfgs(center: np.ndarray, t: np.ndarray, V: float, sigma: float = 0.5) -> np.ndarray:
+    """The authors' minimiser of the proximal problem, one node at a time: scipy's BFGS with
+    finite-difference gradients, started at the origin, on the objective as the paper writes it,
+    ``|x - c|^2 / V + tr(S sigma^2 S^T) - 2 tr(T sigma^2 S^T)`` with ``S = softmax(x x^T)`` and ``T``
+    the teacher's 2x2 attention (twice :func:`prox_objective_and_derivatives`' ``G`` plus a constant).
+    Slow (a Python loop, about 2 ms a node); for replaying their procedure, not for solving.
+
+    Parameters
+    ----------
+    center, t : (P, 2) arrays. V : scalar > 0.
+
+    Returns
+    -------
+    x : (P, 2) the minimisers BFGS stops at (its default gradient tolerance, 1e-5).
+    """
+    from scipy.optimize import minimize
+    center = np.asarray(center, dtype=np.float64).reshape(-1, 2)
+    t = np.asarray(t, dtype=np.float64).reshape(-1, 2)
+    s2_ = sigma * sigma
+
+    def obj(x, c, T):
+        M = np.outer(x, x)
+        E = np.exp(M - M.max(1, keepdims=True))
+        S = E / E.sum(1, keepdims=True)
+        return float(((x - c) ** 2).sum() / V + s2_ * np.trace(S @ S.T) - 2 * s2_ * np.trace(T @ S.T))
+
+    out = np.empty_like(center)
+    for k in range(center.shape[0]):
+        T = np.array([[t[k, 0], 1 - t[k, 0]], [t[k, 1], 1 - t[k, 1]]])
+        out[k] = minimize(obj, np.zeros(2), args=(center[k], T), method="BFGS").x
+    return out
+
+
 # ----------------------------------------------------------------------------------------------
 # one step of the state evolution (batched over alphas)
 # ----------------------------------------------------------------------------------------------
@@ -458,7 +553,7 @@ def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, s
               warm: np.ndarray | None = None, tol: float = 1e-10,
               restart: bool = True, rule: str = "gauss-hermite", nodes: np.ndarray | None = None,
               weights: np.ndarray | None = None, match_starts: bool = True,
-              with_test_error: bool = True) -> dict[str, np.ndarray]:
+              with_test_error: bool = True, minimiser: str = "newton") -> dict[str, np.ndarray]:
     """One undamped update of the state evolution (overlaps -> conjugates -> overlaps).
 
     Parameters
@@ -471,6 +566,9 @@ def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, s
         (A, K) (e.g. independent scramblings).
     match_starts : also start the proximal problems from the two matching points (with ``restart``).
     with_test_error : also return the test error at the input overlaps (with the same rule).
+    minimiser : ``"newton"`` (:func:`proximal`, the global minimiser over its starts) or ``"bfgs"``
+        (:func:`proximal_bfgs`, the authors' minimiser, one node at a time: slow; ``warm``,
+        ``restart`` and ``match_starts`` are then ignored).
 
     Returns
     -------
@@ -479,6 +577,7 @@ def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, s
     ``test_error`` evaluated at the *input* overlaps.
     """
     A_ = check_A(A)
+    minimiser = check_choice("minimiser", minimiser, ("newton", "bfgs"))
     EIN = "ak,ak->a" if (weights is not None and np.ndim(weights) == 2) else "k,ak->a"
     alpha, q, m, V, theta = np.broadcast_arrays(*(np.atleast_1d(np.asarray(v, dtype=np.float64))
                                                   for v in (alpha, q, m, V, theta)))
@@ -490,10 +589,14 @@ def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, s
     center, u, vstar, xi, Y = _geometry(q, m, theta, sigma, nodes)
     t = teacher_rows(u, omega, A_)
     Vb = V[:, None]
-    extra = [] if warm is None else [warm]
-    x, G, gnorm = proximal(center, t, Vb, sigma, extra_starts=extra, tol=tol,
-                           default_starts=restart or warm is None,
-                           match_starts=match_starts and (restart or warm is None))
+    if minimiser == "bfgs":
+        x = np.stack([proximal_bfgs(center[i], t[i], float(V[i]), sigma) for i in range(V.size)])
+        gnorm = np.zeros(1)
+    else:
+        extra = [] if warm is None else [warm]
+        x, G, gnorm = proximal(center, t, Vb, sigma, extra_starts=extra, tol=tol,
+                               default_starts=restart or warm is None,
+                               match_starts=match_starts and (restart or warm is None))
     r = x - center
     Vc = V
     m_hat = alpha * np.einsum(EIN, w, r[..., 0] - r[..., 1]) / Vc

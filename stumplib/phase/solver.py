@@ -23,9 +23,15 @@ were searched for their global minimisers from several starts meets the toleranc
 resumes if that update differs. The multi-start search uses the centre, the current minimiser and
 the default starts (origin, matching points, see :func:`.se.proximal`) on nodes met for the first
 time; on the other nodes the minimisers that those default starts reached at the last multi-start
-(nearby overlaps) are followed instead of starting again. Points of a sweep in ``alpha`` are solved
-by continuation (linear extrapolation of the last two fixed points, the neighbour's Jacobian,
-proximal minimisers and number of points; Sobol nets are nested, so the first ``2**(p-1)`` points
+(nearby overlaps) are followed instead of starting again, and the centre is started afresh. Between
+multi-starts every update also follows those tracked minimisers (and the centre's) at the few nodes
+where they lie in another basin than the current minimiser (0.2% of the nodes at alpha = 1), so the
+followed map switches basins where the global one does. Large rules are split by whole scramblings
+over the cores (:func:`.se.num_threads`, ``STUMPLIB_THREADS``; the result does not depend on the
+split). Points of a sweep in ``alpha`` are solved by continuation (linear extrapolation of the last
+two fixed points, the neighbour's Jacobian, proximal minimisers and number of points, one level more
+when the error, growing along the sweep as over its last two points, would miss the target); Sobol
+nets are nested, so the first ``2**(p-1)`` points
 of a scrambling are its ``2**(p-1)`` net and keep their minimisers when ``p`` grows).
 
 Three named outcomes per ``alpha`` (:class:`Outcome`):
@@ -36,7 +42,15 @@ Three named outcomes per ``alpha`` (:class:`Outcome`):
   ``m`` flows to 0);
 - ``undecided``: the branch's order parameter is zero within its quadrature error, or the fixed
   point repels along the free overlaps (a Jacobian eigenvalue at or above 1: no error bound), or
-  the iteration does not settle: the rule cannot decide within its error (near a branch's end).
+  the iteration does not settle, or the fixed point moves with the rule: the rule cannot decide
+  within its error (near a branch's end).
+
+Delicate points. Where the order parameter's relative error exceeds 1% (near a branch's end), the
+linearised error can fail: a coarse rule's fixed point was measured 6 to 10 of its errors away from
+a finer rule's at alpha = 0.6 to 0.7 (semantic, omega = 0.3). Such a point is solved at two numbers
+of points and is ``converged`` only if it moves between them by at most three combined errors, its
+order parameter's error (with the move added) stays below 10% of its value and the test error's
+below ``rtol``; the move is added to every reported error.
 
 A converged point whose accuracy target cannot be met within ``max_log2_points`` raises
 :class:`AccuracyNotReached` (never a silent inaccurate point).
@@ -64,8 +78,8 @@ from scipy.special import expit
 
 from ..validation import check_choice, check_int, check_real
 
-from .se import (BRANCHES, StateEvolutionError, _check_alphas, _geometry, _initial_point, check_A, proximal,
-                 teacher_rows)
+from .se import (BRANCHES, _PARALLEL_MIN, StateEvolutionError, _check_alphas, _geometry, _initial_point, check_A,
+                 num_threads, proximal, run_parallel, teacher_rows)
 
 __all__ = ["Outcome", "AccuracyNotReached", "state_evolution", "scrambled_rules", "estimate", "OUTPUT_KEYS"]
 
@@ -116,6 +130,10 @@ def scrambled_rules(log2_points: int, n_scramblings: int, seed: int = 0) -> tupl
 _FLOOR = np.array([1e-4, 1e-3, 1e-2, 1e-4])  # scales of q, m, V, theta for relative changes
 _NEWTON_ZONE = 0.05  # scaled residual below which quasi-Newton steps are taken
 _JAC_POINTS = 2 ** 13  # points per scrambling for the derivatives at the accepted point
+_DELICATE = 0.01  # relative error of the order parameter above which two levels must agree
+_ORDER_RTOL = 0.1  # largest relative error of the order parameter of a delicate point
+_LEVEL_NSIG = 3.0  # how many combined errors two levels may differ by
+_N_TRACKED = 4  # tracked starts per node: the origin, the two matching points, the centre
 _FD_STEP = 1e-4  # relative finite-difference step for the Jacobian (common nodes, warm minimisers)
 
 
@@ -131,18 +149,40 @@ def _pooled_nodes(log2_points: int, K: int, seed: int) -> np.ndarray:
     return nodes.reshape(-1, 4)
 
 
-def _evaluate(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: dict, warm: np.ndarray | None,
-              known: np.ndarray | None, restart: bool, alts: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """The update at the rows ``Z`` (R, 4), all on the same nodes (K N, 4) (or row ``r`` on its own
-    nodes ``nodes[r]``, (R, K N, 4), with ``warm`` (R, K N, 2) and ``known`` None).
+def _follow_alts(center, t, Vb, sigma, sel, warm, xw, xb, Gb, alts, new_alts) -> None:
+    """Newton from the tracked minimisers ``alts`` (_N_TRACKED, K N, 2) of the other starts at the
+    nodes ``sel`` (an index array or a slice), where they lie in another basin than the current
+    minimiser ``warm`` (a start in the same basin leads where ``warm`` leads, ``xw``); keeps, in
+    ``xb, Gb`` (1, |sel|, ...), the lower minimum, and writes where each start now leads into
+    ``new_alts``."""
+    w_sel = warm[sel]
+    js, ks = [], []
+    for k in range(alts.shape[0]):
+        new_alts[k, sel] = xw
+        d = np.abs(alts[k, sel] - w_sel)
+        j = np.flatnonzero(np.maximum(d[:, 0], d[:, 1]) > 1e-6)
+        js.append(j)
+        ks.append(np.full(j.size, k))
+    j, kk = np.concatenate(js), np.concatenate(ks)
+    if j.size == 0:
+        return
+    node = j if isinstance(sel, slice) else sel[j]
+    # one batch for all tracked starts (small batches cost their per-call overhead)
+    xj, Gj, _ = proximal(center[:, node], t[:, node], Vb, sigma, match_starts=False, default_starts=False,
+                         extra_starts=[alts[kk, node][None]])
+    new_alts[kk, node] = xj[0]
+    for k in range(alts.shape[0]):  # the lowest of the tracked minima per node, in start order
+        sk = kk == k
+        better = Gj[0, sk] < Gb[0, j[sk]]
+        jb = j[sk][better]
+        xb[0, jb], Gb[0, jb] = xj[0, sk][better], Gj[0, sk][better]
 
-    Proximal problems start from ``warm`` (K N, 2) where ``known`` (K N,) is true, and from every
-    default start (centre, origin, matching points) elsewhere and everywhere when ``restart``.
 
-    Returns dict: ``pooled`` (R, 6) and ``per`` (R, K, 6) values of the update ``(q, m, V, theta)``
-    followed by the test error and train loss at the input rows, with the averages taken over all
-    nodes or over scrambling ``k``'s block; ``prox`` (R, K N, 2).
-    """
+def _evaluate_block(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: dict, warm: np.ndarray | None,
+                    known: np.ndarray | None, restart: bool, alts: np.ndarray | None):
+    """:func:`_evaluate` on the nodes of ``K`` whole scramblings: the per-scrambling averages of the
+    six integrands (R, K, 6), the proximal minimisers (R, K N, 2), the tracked starts' minimisers
+    (_N_TRACKED, K N, 2) or None, and ``vstar`` (R,)."""
     sigma, omega, lam, A_ = kw["sigma"], kw["omega"], kw["lam"], kw["A"]
     rho = sigma * sigma
     q, m, V, th = (np.ascontiguousarray(Z[:, j]) for j in range(4))
@@ -157,29 +197,35 @@ def _evaluate(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: dict, 
         # overlaps), each followed by Newton to its minimum here; nodes without such (new nodes)
         # get every default start
         x = np.empty_like(center)
-        new_alts = np.empty((3,) + center.shape[1:])
+        new_alts = np.empty((_N_TRACKED,) + center.shape[1:])
         ok = np.all(np.isfinite(alts), axis=(0, 2))
         for sel, tracked in ((np.flatnonzero(ok), True), (np.flatnonzero(~ok), False)):
             if sel.size == 0:
                 continue
             if tracked:
-                xb, _, _, xs, _ = proximal(center[:, sel], t[:, sel], Vb, sigma, match_starts=False,
-                                           default_starts=False, return_all=True,
-                                           extra_starts=[center[:, sel], warm[None, sel]] + [a_[None] for a_ in alts[:, sel]])
-                new_alts[:, sel] = xs[2:, 0]
+                xb, Gb, _, xs, _ = proximal(center[:, sel], t[:, sel], Vb, sigma, match_starts=False,
+                                            default_starts=False, return_all=True,
+                                            extra_starts=[center[:, sel], warm[None, sel]])
+                _follow_alts(center, t, Vb, sigma, sel, warm, xs[1, 0], xb, Gb, alts, new_alts)
+                new_alts[3, sel] = xs[0, 0]  # where the centre, started afresh, leads
             else:
                 xb, _, _, xs, _ = proximal(center[:, sel], t[:, sel], Vb, sigma, return_all=True,
                                            extra_starts=[warm[None, sel]])
-                new_alts[:, sel] = xs[[1, 2, 3], 0]
+                new_alts[:, sel] = xs[[1, 2, 3, 0], 0]
             x[:, sel] = xb
     elif warm is None or restart:
         starts = [] if warm is None else [np.broadcast_to(warm, center.shape)]
         x, _, _, xs, _ = proximal(center, t, Vb, sigma, extra_starts=starts, return_all=True)
         if R == 1:
-            new_alts = xs[[1, 2, 3], 0]  # where the origin and the matching points led
+            new_alts = xs[[1, 2, 3, 0], 0]  # where the origin, the matching points and the centre led
     elif known is None:
-        x, _, _ = proximal(center, t, Vb, sigma, default_starts=False, match_starts=False,
+        x, G, _ = proximal(center, t, Vb, sigma, default_starts=False, match_starts=False,
                            extra_starts=[np.broadcast_to(warm, center.shape)])
+        if R == 1 and alts is not None and np.all(np.isfinite(alts)):
+            # the tracked minimisers of the other starts are followed too (the few nodes where they
+            # lie in another basin), so that the map switches basins where the global one does
+            new_alts = np.empty((_N_TRACKED,) + center.shape[1:])
+            _follow_alts(center, t, Vb, sigma, slice(None), warm, x[0].copy(), x, G, alts, new_alts)
     else:
         x = np.empty_like(center)
         kn = known
@@ -195,7 +241,39 @@ def _evaluate(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: dict, 
     sc = expit(center * (center[..., 0] - center[..., 1])[..., None])
     integrands = np.stack([r[..., 0] - r[..., 1], (r * r).sum(-1), (r * Y).sum(-1), (r * xi).sum(-1),
                            rho * ((s - t) ** 2).sum(-1), rho * ((sc - t) ** 2).sum(-1)], -1)  # (R, KN, 6)
-    per_avg = integrands.reshape(R, K, KN // K, 6).mean(2)  # (R, K, 6)
+    return integrands.reshape(R, K, KN // K, 6).mean(2), x, new_alts, vstar  # (R, K, 6) averages
+
+
+
+def _evaluate(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: dict, warm: np.ndarray | None,
+              known: np.ndarray | None, restart: bool, alts: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The update at the rows ``Z`` (R, 4), all on the same nodes (K N, 4) (or row ``r`` on its own
+    nodes ``nodes[r]``, (R, K N, 4), with ``warm`` (R, K N, 2) and ``known`` None).
+
+    Proximal problems start from ``warm`` (K N, 2) where ``known`` (K N,) is true, and from every
+    default start (centre, origin, matching points) elsewhere and everywhere when ``restart``.
+    Large rules are split by whole scramblings over :func:`.se.num_threads` threads (each node's
+    work is its own, so the result does not depend on the split).
+
+    Returns dict: ``pooled`` (R, 6) and ``per`` (R, K, 6) values of the update ``(q, m, V, theta)``
+    followed by the test error and train loss at the input rows, with the averages taken over all
+    nodes or over scrambling ``k``'s block; ``prox`` (R, K N, 2).
+    """
+    sigma, lam = kw["sigma"], kw["lam"]
+    rho = sigma * sigma
+    q, V, th = (np.ascontiguousarray(Z[:, j]) for j in (0, 2, 3))
+    R, KN = Z.shape[0], nodes.shape[-2]
+    N = KN // K
+    n_blocks = max(1, min(num_threads(), K, (R * KN) // _PARALLEL_MIN))
+    kb = np.linspace(0, K, n_blocks + 1).astype(int)
+    parts = run_parallel(_evaluate_block, [
+        (alpha, Z, nodes[..., a * N:b * N, :], b - a, kw, None if warm is None else warm[..., a * N:b * N, :],
+         None if known is None else known[a * N:b * N], restart, None if alts is None else alts[:, a * N:b * N])
+        for a, b in zip(kb[:-1], kb[1:])])
+    per_avg = np.concatenate([p[0] for p in parts], 1)
+    x = np.concatenate([p[1] for p in parts], 1)
+    new_alts = None if parts[0][2] is None else np.concatenate([p[2] for p in parts], 1)
+    vstar = parts[0][3]
     pooled_avg = per_avg.mean(1)  # equal block sizes: the pooled rule's averages
 
     def outputs(avg, b):  # avg (R, ..., 6); b: broadcast shape for the row parameters
@@ -233,7 +311,8 @@ def _left_branch(z: np.ndarray, F: np.ndarray, branch: str, rho: float) -> bool:
 def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, free: np.ndarray, branch: str,
                   kw: dict, rho: float, ftol: float, max_updates: int, warm: np.ndarray | None,
                   known: np.ndarray | None, jac: np.ndarray | None, max_checks: int = 6,
-                  verify_global: bool = True, alts: np.ndarray | None = None) -> dict[str, Any]:
+                  verify_global: bool = True, alts: np.ndarray | None = None,
+                  verify_first: bool = False) -> dict[str, Any]:
     """Fixed point ``z = F(z)`` of the pooled rule by a quasi-Newton method on the free coordinates.
 
     The Jacobian ``jac`` (free x free, of ``F``) comes from the neighbour or from finite differences
@@ -256,8 +335,8 @@ def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, fr
         e0 = _evaluate(alpha, z[None], nodes, K, kw, None, None, restart=True)
         warm, alts = e0["prox"][0], e0["alts"]
         known, n_up = None, 1
-    verify = False
-    checks = 0
+    verify = bool(verify_first and warm is not None)  # z0 already solved with followed minimisers
+    checks = int(verify)
     JG = None if jac is None else jac / scale[:, None] * scale[None, :] - np.eye(nf)  # scaled, of F - z
     want_fd = False
     prev = None
@@ -477,7 +556,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     free = np.array([True, not (branch == "semantic" and symmetric), True, branch == "semantic"])
     fi = np.flatnonzero(free)
     kw = dict(omega=omega, sigma=sigma, lam=lam, A=A_)
-    ftol = min(1e-6, rtol * 1e-2)
+    ftol = min(1e-5, rtol * 1e-2)  # fixed-point residual: 1% of the accuracy target (at most 1e-5)
     # t quantile for a 95% interval of a mean over K scramblings (used for "zero within its error")
     from scipy.stats import t as student_t
     tq = float(student_t.ppf(0.975, K - 1))
@@ -494,6 +573,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     hist: list[tuple[float, np.ndarray]] = []  # converged (alpha, z) of the sweep, for extrapolation
     p_next, jac_prev, prox_prev, p_prox = pmin, None, None, None
     alt_store = None  # (level, minimisers reached from the other default starts, alpha index)
+    rel_hist: list[tuple[int, float]] = []  # (level, relative error) of the sweep's converged points
     for i in order:
         t0 = time.perf_counter()
         a = float(alphas[i])
@@ -521,7 +601,9 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
         # a point of a sweep (the neighbour's number of points), after a first estimate otherwise
         final = bool(hist) and continuation
         rel_prev = None
+        level_hist: list[tuple[int, np.ndarray, np.ndarray]] = []  # (level, values, errors) when delicate
         unsettled = 0
+        recheck = False  # the next solve starts at a point already converged with followed minimisers
         while True:
             nodes = _pooled_nodes(p, K, seed)
             N = 2 ** p
@@ -540,15 +622,16 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                     known = known.reshape(-1)
             alts = None
             if alt_store is not None:
-                aa = alt_store[1].reshape(3, K, -1, 2)
+                aa = alt_store[1].reshape(_N_TRACKED, K, -1, 2)
                 if alt_store[0] >= p:
-                    alts = aa[:, :, :N].reshape(3, -1, 2)
+                    alts = aa[:, :, :N].reshape(_N_TRACKED, -1, 2)
                 else:
-                    alts = np.full((3, K, N, 2), np.nan); alts[:, :, :aa.shape[2]] = aa
-                    alts = alts.reshape(3, -1, 2)
+                    alts = np.full((_N_TRACKED, K, N, 2), np.nan); alts[:, :, :aa.shape[2]] = aa
+                    alts = alts.reshape(_N_TRACKED, -1, 2)
             r = _solve_pooled(a, z0, nodes, K, free=free, branch=branch, kw=kw, rho=rho, ftol=ftol,
                               max_updates=max_updates, warm=warm, known=known, jac=jac,
-                              verify_global=final or p >= pmax, alts=alts)
+                              verify_global=final or p >= pmax, alts=alts, verify_first=recheck)
+            recheck = False
             if r.get("alts") is not None and (continuation or alt_store is None or alt_store[2] == i):
                 alt_store = (p, r["alts"], i)
             n_up += r["n_updates"]
@@ -640,7 +723,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                     p = min(pmax, p + max(1, math.ceil(math.log2(1.2 * rel_jump / rtol))))
                     z0, jac = z, J
                     continue
-                final = True
+                final = recheck = True
                 z0, jac = z, J
                 continue
             if not np.all(np.isfinite(err)) or lam_max >= 1:
@@ -655,6 +738,36 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                     f"{'theta' if branch == 'semantic' else 'm'} is zero within its quadrature error "
                     f"({mean[order_par]:.2e} +- {err[order_par]:.1e}, {K} scramblings of 2^{p})")
                 break
+            if rel <= rtol and err[order_par] > _DELICATE * abs(mean[order_par]):
+                # near a branch's end the fixed point of a coarse rule can sit many of its (linearised)
+                # errors away from a finer rule's: a delicate point is solved at two levels, must not
+                # move between them by more than their errors, and carries the move in its error
+                other = next((h for h in reversed(level_hist) if h[0] != p), None)
+                level_hist.append((p, mean.copy(), err.copy()))
+                moved, err_eff = math.inf, err
+                if other is not None:
+                    shift = np.abs(mean - other[1])
+                    moved = max(shift[j_] / math.sqrt(err[j_] ** 2 + other[2][j_] ** 2) for j_ in (order_par, 4))
+                    err_eff = np.sqrt(err ** 2 + shift ** 2)
+                coarse = err_eff[order_par] > _ORDER_RTOL * abs(mean[order_par])
+                if moved > _LEVEL_NSIG or coarse or err_eff[4] > rtol * abs(mean[4]):
+                    if p < pmax:
+                        rel_prev = (rel, p)
+                        p, z0, jac = p + 1, z, J
+                        continue
+                    name = 'theta' if branch == 'semantic' else 'm'
+                    outcome, reason = Outcome.UNDECIDED, (
+                        f"{name} carries a relative error above {_DELICATE} and no finer rule is allowed "
+                        f"(max_log2_points = {pmax}) to check it against" if other is None else
+                        f"the fixed point moves with the rule by {moved:.1f} combined errors between 2^{other[0]} "
+                        f"and 2^{p} points per scrambling (near the branch's end the linearised error does not "
+                        f"hold)" if moved > _LEVEL_NSIG else
+                        f"{name} = {mean[order_par]:.2e} +- {err_eff[order_par]:.1e} (with its move from 2^{other[0]} "
+                        f"to 2^{p} points per scrambling): a relative error above {_ORDER_RTOL}" if coarse else
+                        f"the test error moves from 2^{other[0]} to 2^{p} points per scrambling by more than rtol")
+                    err = np.full(6, np.nan)
+                    break
+                err = err_eff
             if rel <= rtol:
                 outcome, reason = Outcome.CONVERGED, (
                     f"test error to {rel:.1e} relative (standard error over {K} scramblings of 2^{p} points "
@@ -691,6 +804,13 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
             # the next point (smaller alpha) starts at this one's number of points, fewer if the target
             # was met with a wide margin (error about 1 / N)
             p_next = max(pmin, p - max(0, math.floor(math.log2(rtol / (1.2 * rel))))) if rel > 0 else p
+            # and one more level at once if the error, growing along the sweep as over the last two
+            # points at this level, would miss the target there
+            if rel_hist and rel_hist[-1][0] == p and rel > 0 and p_next == p < pmax:
+                grow = min(4.0, max(1.0, rel / rel_hist[-1][1]))
+                if rel * grow > rtol / 1.2:
+                    p_next = p + 1
+            rel_hist.append((p, rel))
         out["seconds"][i] = time.perf_counter() - t0
     out["alpha"] = alphas
     out["n_scramblings"] = np.full(nA, K)
