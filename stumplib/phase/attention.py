@@ -152,7 +152,8 @@ def train_attention_gd(alphas: Sequence[float], d: int, *, seeds: Sequence[int] 
                        sigma: float = 0.5, lam: float = 0.01, A: Any = ((0.6, 0.4), (0.4, 0.6)),
                        lr: float = 0.15, steps: int = 5000, n_test: int = 20000, lam_linear: float = 1e-4,
                        device: Any = "cpu", dtype: torch.dtype = torch.float64, seed: int = 0,
-                       check_every: int = 250, progress: bool = True) -> dict[str, np.ndarray]:
+                       check_every: int = 250, progress: bool = True,
+                       checkpoints: Sequence[int] = ()) -> dict[str, np.ndarray]:
     """Full-batch GD of the attention student for every (seed, alpha, init) at once.
 
     Parameters
@@ -167,12 +168,15 @@ def train_attention_gd(alphas: Sequence[float], d: int, *, seeds: Sequence[int] 
     lam_linear : ridge of the linear baseline fitted on the same samples.
     dtype : float64 by default; float32 is adequate on a GPU (losses ~1e-3, Grams of O(1) entries)
         but is not the default.
+    checkpoints : steps (each in 1..steps) after which the test error (the same test draws as the
+        final one) and the gradient norm are also recorded, to see whether the runs still move.
 
     Returns
     -------
     dict of numpy arrays with axes (seed, alpha, init): ``m``, ``theta_emp``, ``q_emp``,
     ``test_error``, ``test_error_se``, ``train_loss`` (objective / d), ``grad_norm`` (final |grad L|);
-    ``baseline_test_error`` (seed, alpha); ``alphas``, ``n`` (alpha,); ``d``.
+    ``baseline_test_error`` (seed, alpha); ``alphas``, ``n`` (alpha,); ``d``; with ``checkpoints``,
+    ``checkpoints`` (C,) and ``test_error_at``, ``grad_norm_at`` (C, seed, alpha, init).
 
     Raises
     ------
@@ -194,6 +198,8 @@ def train_attention_gd(alphas: Sequence[float], d: int, *, seeds: Sequence[int] 
     n_test = check_int("n_test", n_test, minimum=10)
     seed = check_int("seed", seed, minimum=0)
     check_every = check_int("check_every", check_every, minimum=1)
+    checkpoints = sorted({check_int(f"checkpoints[{i}]", c, minimum=1, maximum=steps)
+                          for i, c in enumerate(checkpoints)})
     ns = [int(round(a * d)) for a in alphas]
     for a, n in zip(alphas, ns):
         if n < 1:
@@ -234,16 +240,25 @@ def train_attention_gd(alphas: Sequence[float], d: int, *, seeds: Sequence[int] 
     if progress:
         from tqdm.auto import tqdm
         it = tqdm(it, desc=f"GD d={d}", mininterval=2.0)
+    te_at, gn_at = [], []
+
+    def test_error_now(Q_):
+        return attention_test_error(Q_, q_star, omega=omega, sigma=sigma, A=A_, n_test=n_test,
+                                    generator=make_generator(seed * 1000 + 777, dev))
+
     for k in it:
         L, grad = _objective_and_grad(Q, X, Gxx, Gxz, c0, T, mask, lam)
         Q = Q - lr * grad
+        if k + 1 in checkpoints:
+            _, g_ = _objective_and_grad(Q, X, Gxx, Gxz, c0, T, mask, lam)
+            te_at.append(test_error_now(Q)[0].reshape(nS, nA, nI).cpu().numpy())
+            gn_at.append(g_.norm(dim=1).reshape(nS, nA, nI).cpu().numpy())
         if (k + 1) % check_every == 0 or k + 1 == steps:
             if not bool(torch.isfinite(L).all() and torch.isfinite(Q).all()):
                 raise TrainingDiverged(f"GD diverged (non-finite objective) at step {k + 1} with lr={lr}, "
                                        f"d={d}; lower lr")
     L, grad = _objective_and_grad(Q, X, Gxx, Gxz, c0, T, mask, lam)
-    gen_t = make_generator(seed * 1000 + 777, dev)
-    te, te_se = attention_test_error(Q, q_star, omega=omega, sigma=sigma, A=A_, n_test=n_test, generator=gen_t)
+    te, te_se = test_error_now(Q)
     m = (Q * P[0][None, :, None]).sum(1) / math.sqrt(d)
     theta_emp = (Q * q_star[:, :, None]).sum(1) / d
     q_emp = sigma ** 2 * (Q * Q).sum(1) / d
@@ -258,9 +273,13 @@ def train_attention_gd(alphas: Sequence[float], d: int, *, seeds: Sequence[int] 
     def rs(x):
         return x.reshape(nS, nA, nI).cpu().numpy()
 
-    return dict(m=rs(m), theta_emp=rs(theta_emp), q_emp=rs(q_emp), test_error=rs(te),
-                test_error_se=rs(te_se), train_loss=rs(L) / d, grad_norm=rs(grad.norm(dim=1)),
-                baseline_test_error=base, alphas=np.asarray(alphas), n=np.asarray(ns), d=np.asarray(d))
+    out = dict(m=rs(m), theta_emp=rs(theta_emp), q_emp=rs(q_emp), test_error=rs(te),
+               test_error_se=rs(te_se), train_loss=rs(L) / d, grad_norm=rs(grad.norm(dim=1)),
+               baseline_test_error=base, alphas=np.asarray(alphas), n=np.asarray(ns), d=np.asarray(d))
+    if checkpoints:
+        out.update(checkpoints=np.asarray(checkpoints), test_error_at=np.stack(te_at),
+                   grad_norm_at=np.stack(gn_at))
+    return out
 
 
 def _teacher_batched(Z, q_star, omega, A_):

@@ -6,7 +6,8 @@ standard normals. The ``K`` scramblings are pooled into one rule of ``K 2**p`` p
 point of the pooled rule is solved once. Its quadrature error comes from the delta method: at the
 pooled fixed point ``z``, scrambling ``k``'s own update gives the residual ``F_k(z) - z``; propagated
 through ``(I - J)^{-1}`` (``J`` the update's Jacobian along the free overlaps, by finite differences
-with common nodes) it is the offset of scrambling ``k``'s own fixed point, and one more Newton step
+with common nodes on the first ``2**11`` points of each scrambling: it enters only through
+``(I - J)^{-1}``, where its own relative error of a few 1e-3 is immaterial) it is the offset of scrambling ``k``'s own fixed point, and one more Newton step
 on scrambling ``k``'s map from there adds the second-order terms. The spread of these ``K`` fixed
 points (standard error, scaled by ``t_{K-1} / z`` at 95% so that ``+-1.96 err`` is Student's
 interval for ``K`` samples) combined with the pooled fixed point's bias estimate (the ``K``
@@ -20,7 +21,8 @@ residual above 0.05) and by a quasi-Newton method (finite-difference Jacobian, B
 neighbour's Jacobian in a sweep) near it, with every proximal problem followed from its previous
 minimiser (the map is then smooth). A point is accepted only after an update whose proximal problems
 were searched for their global minimisers from several starts meets the tolerance; iteration
-resumes if that update differs. The multi-start search uses the centre, the current minimiser and
+resumes if that update differs (after a small difference, one Newton step and the global update
+again). The multi-start search uses the centre, the current minimiser and
 the default starts (origin, matching points, see :func:`.se.proximal`) on nodes met for the first
 time; on the other nodes the minimisers that those default starts reached at the last multi-start
 (nearby overlaps) are followed instead of starting again, and the centre is started afresh. Between
@@ -28,9 +30,13 @@ multi-starts every update also follows those tracked minimisers (and the centre'
 where they lie in another basin than the current minimiser (0.2% of the nodes at alpha = 1), so the
 followed map switches basins where the global one does. Large rules are split by whole scramblings
 over the cores (:func:`.se.num_threads`, ``STUMPLIB_THREADS``; the result does not depend on the
-split). Points of a sweep in ``alpha`` are solved by continuation (linear extrapolation of the last
-two fixed points, the neighbour's Jacobian, proximal minimisers and number of points, one level more
-when the error, growing along the sweep as over its last two points, would miss the target); Sobol
+split). Points of a sweep in ``alpha`` are solved by continuation: the start is the quadratic through the
+last three fixed points when they share the rule, else an Euler-Newton predictor from the last one
+(the integrands do not depend on ``alpha``, so the update at the new ``alpha`` from the last point's
+averages costs nothing; one Newton step with its Jacobian); the Jacobian extrapolated from the last
+two, the neighbour's proximal minimisers and number of points, one level more when the error,
+growing along the sweep as over its last two points, would miss the target, and a finer rule,
+after a miss, verified at once. Sobol
 nets are nested, so the first ``2**(p-1)`` points
 of a scrambling are its ``2**(p-1)`` net and keep their minimisers when ``p`` grows).
 
@@ -60,7 +66,8 @@ Stability of the imposed symmetry: on the semantic branch ``m = 0`` is imposed (
 (the other overlaps are even in it), so the derivative of the update along it, ``dF_m/dm`` at
 ``m = 0`` (or ``dF_theta/dtheta`` at ``theta = 0``), is an eigenvalue of the update's Jacobian
 (central finite difference, same nodes, proximal problems started from the fixed point's global
-minimisers, on the first ``2**13`` points of each scrambling). Its value is returned;
+minimisers, on the first ``2**12`` points of each scrambling, with its standard error over the
+scramblings). Its value is returned;
 ``unstable_undamped`` flags a magnitude above 1 (the undamped iteration leaves the point),
 ``unstable`` a value above +1 (the damped iteration ``z <- eta z + (1 - eta) F(z)`` leaves it for
 every damping ``eta``; a value below -1 is an oscillation that damping removes).
@@ -129,7 +136,8 @@ def scrambled_rules(log2_points: int, n_scramblings: int, seed: int = 0) -> tupl
 # ----------------------------------------------------------------------------------------------
 _FLOOR = np.array([1e-4, 1e-3, 1e-2, 1e-4])  # scales of q, m, V, theta for relative changes
 _NEWTON_ZONE = 0.05  # scaled residual below which quasi-Newton steps are taken
-_JAC_POINTS = 2 ** 13  # points per scrambling for the derivatives at the accepted point
+_JAC_POINTS = 2 ** 11  # points per scrambling for the Jacobian and loss gradients at the accepted point
+_STAB_POINTS = 2 ** 12  # points per scrambling for the derivative along the suppressed direction
 _DELICATE = 0.01  # relative error of the order parameter above which two levels must agree
 _ORDER_RTOL = 0.1  # largest relative error of the order parameter of a delicate point
 _LEVEL_NSIG = 3.0  # how many combined errors two levels may differ by
@@ -208,9 +216,10 @@ def _evaluate_block(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: 
                                             extra_starts=[center[:, sel], warm[None, sel]])
                 _follow_alts(center, t, Vb, sigma, sel, warm, xs[1, 0], xb, Gb, alts, new_alts)
                 new_alts[3, sel] = xs[0, 0]  # where the centre, started afresh, leads
-            else:
+            else:  # (new nodes of a finer rule have no minimiser yet: warm is the origin there)
+                ws = warm[None, sel]
                 xb, _, _, xs, _ = proximal(center[:, sel], t[:, sel], Vb, sigma, return_all=True,
-                                           extra_starts=[warm[None, sel]])
+                                           extra_starts=[ws] if np.any(ws) else [])
                 new_alts[:, sel] = xs[[1, 2, 3, 0], 0]
             x[:, sel] = xb
     elif warm is None or restart:
@@ -252,8 +261,9 @@ def _evaluate(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: dict, 
 
     Proximal problems start from ``warm`` (K N, 2) where ``known`` (K N,) is true, and from every
     default start (centre, origin, matching points) elsewhere and everywhere when ``restart``.
-    Large rules are split by whole scramblings over :func:`.se.num_threads` threads (each node's
-    work is its own, so the result does not depend on the split).
+    Large rules are split by whole scramblings (rows on their own nodes: by rows) over
+    :func:`.se.num_threads` threads (each node's work is its own, so the result does not depend on
+    the split).
 
     Returns dict: ``pooled`` (R, 6) and ``per`` (R, K, 6) values of the update ``(q, m, V, theta)``
     followed by the test error and train loss at the input rows, with the averages taken over all
@@ -264,31 +274,52 @@ def _evaluate(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: dict, 
     q, V, th = (np.ascontiguousarray(Z[:, j]) for j in (0, 2, 3))
     R, KN = Z.shape[0], nodes.shape[-2]
     N = KN // K
-    n_blocks = max(1, min(num_threads(), K, (R * KN) // _PARALLEL_MIN))
-    kb = np.linspace(0, K, n_blocks + 1).astype(int)
-    parts = run_parallel(_evaluate_block, [
-        (alpha, Z, nodes[..., a * N:b * N, :], b - a, kw, None if warm is None else warm[..., a * N:b * N, :],
-         None if known is None else known[a * N:b * N], restart, None if alts is None else alts[:, a * N:b * N])
-        for a, b in zip(kb[:-1], kb[1:])])
-    per_avg = np.concatenate([p[0] for p in parts], 1)
-    x = np.concatenate([p[1] for p in parts], 1)
-    new_alts = None if parts[0][2] is None else np.concatenate([p[2] for p in parts], 1)
-    vstar = parts[0][3]
+    if nodes.ndim == 3 and K == 1 and R > 1 and alts is None and known is None:
+        # rows on their own nodes (one scrambling each): split by rows
+        n_blocks = max(1, min(num_threads(), R, (R * KN) // _PARALLEL_MIN))
+        rb = np.linspace(0, R, n_blocks + 1).astype(int)
+        parts = run_parallel(_evaluate_block, [
+            (alpha, Z[a:b], nodes[a:b], 1, kw, None if warm is None else warm[a:b], None, restart, None)
+            for a, b in zip(rb[:-1], rb[1:])])
+        per_avg = np.concatenate([p[0] for p in parts], 0)
+        x = np.concatenate([p[1] for p in parts], 0)
+        new_alts = None
+        vstar = np.concatenate([p[3] for p in parts], 0)
+    else:
+        n_blocks = max(1, min(num_threads(), K, (R * KN) // _PARALLEL_MIN))
+        kb = np.linspace(0, K, n_blocks + 1).astype(int)
+        parts = run_parallel(_evaluate_block, [
+            (alpha, Z, nodes[..., a * N:b * N, :], b - a, kw, None if warm is None else warm[..., a * N:b * N, :],
+             None if known is None else known[a * N:b * N], restart, None if alts is None else alts[:, a * N:b * N])
+            for a, b in zip(kb[:-1], kb[1:])])
+        per_avg = np.concatenate([p[0] for p in parts], 1)
+        x = np.concatenate([p[1] for p in parts], 1)
+        new_alts = None if parts[0][2] is None else np.concatenate([p[2] for p in parts], 1)
+        vstar = parts[0][3]
     pooled_avg = per_avg.mean(1)  # equal block sizes: the pooled rule's averages
 
-    def outputs(avg, b):  # avg (R, ..., 6); b: broadcast shape for the row parameters
-        al, qq, VV, tt, vs = (np.asarray(v).reshape(b) for v in (np.full(R, alpha), q, V, th, vstar))
-        m_hat = al * avg[..., 0] / VV
-        q_hat = al * avg[..., 1] / VV ** 2
-        th_hat = al * avg[..., 2] / (VV * vs)
-        V_hat = -al * avg[..., 3] / (VV * np.sqrt(qq)) + tt * th_hat / qq
-        den = lam + V_hat * rho
-        den = np.where(den > 0, den, np.nan)  # left the admissible region: NaN, judged by the caller
-        return np.stack([rho * (q_hat * rho + m_hat ** 2 + th_hat ** 2 * rho * rho) / den ** 2, m_hat / den,
-                         rho / den, rho * rho * th_hat / den, avg[..., 5] + 0 * al,
-                         al * avg[..., 4] + lam * qq / (2 * rho)], -1)
+    return dict(pooled=_outputs(alpha, pooled_avg, q, V, th, vstar, lam, rho, (R,)),
+                per=_outputs(alpha, per_avg, q, V, th, vstar, lam, rho, (R, 1)), prox=x, alts=new_alts,
+                avg=pooled_avg, vstar=vstar)
 
-    return dict(pooled=outputs(pooled_avg, (R,)), per=outputs(per_avg, (R, 1)), prox=x, alts=new_alts)
+
+def _outputs(alpha: float, avg: np.ndarray, q: np.ndarray, V: np.ndarray, th: np.ndarray, vstar: np.ndarray,
+             lam: float, rho: float, b: tuple) -> np.ndarray:
+    """The update ``(q, m, V, theta)``, the test error and the train loss (..., 6) from the averages
+    ``avg`` (R, ..., 6) of the six integrands at the rows (q, V, theta, vstar: (R,)); ``b`` is the
+    broadcast shape of a row parameter. ``alpha`` enters only here (the integrands do not depend on
+    it), which gives the update at another ``alpha`` for free."""
+    R = q.shape[0]
+    al, qq, VV, tt, vs = (np.asarray(v).reshape(b) for v in (np.full(R, alpha), q, V, th, vstar))
+    m_hat = al * avg[..., 0] / VV
+    q_hat = al * avg[..., 1] / VV ** 2
+    th_hat = al * avg[..., 2] / (VV * vs)
+    V_hat = -al * avg[..., 3] / (VV * np.sqrt(qq)) + tt * th_hat / qq
+    den = lam + V_hat * rho
+    den = np.where(den > 0, den, np.nan)  # left the admissible region: NaN, judged by the caller
+    return np.stack([rho * (q_hat * rho + m_hat ** 2 + th_hat ** 2 * rho * rho) / den ** 2, m_hat / den,
+                     rho / den, rho * rho * th_hat / den, avg[..., 5] + 0 * al,
+                     al * avg[..., 4] + lam * qq / (2 * rho)], -1)
 
 
 def _constrain(z: np.ndarray, branch: str, free: np.ndarray) -> np.ndarray:
@@ -452,9 +483,54 @@ def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, fr
                 return dict(status="left_branch", z=z, ev=ev, prox=warm, n_updates=n_up, jac=None)
         prev = (step, g) if JG is not None else None
         z = _constrain(new, branch, free)
+        if was_verify and JG is not None and res < 100 * ftol and checks < max_checks:
+            # a small jump at the global update (a few proximal problems switched basins): the Newton
+            # step from it lands within the tolerance, so the next update is the global one at once
+            checks += 1
+            verify = True
         if n_up % 40 < len(rows) and n_up > 40:
             JG, want_fd = None, True  # slow progress: refresh the Jacobian by finite differences
     return dict(status="not_settled", z=z, ev=ev, prox=warm, n_updates=n_up, jac=None)
+
+
+
+def _predict(a: float, hist: list, p: int, branch: str, free: np.ndarray, rho: float,
+             lam: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """Starting overlaps (4,) and Jacobian (free x free, or None) at ``alpha = a`` from the sweep's
+    converged points ``hist`` [(alpha, z, J, level, (averages, vstar))], the next at ``level = p``.
+
+    Quadratic extrapolation through the last three when they share the rule ``p`` (their quadrature
+    errors are then smooth in alpha; across rules they differ, and extrapolation would amplify the
+    difference); otherwise an Euler-Newton predictor from the last point alone: the integrands do not
+    depend on alpha, so the update at ``a`` from its averages is free, and one Newton step with its
+    Jacobian follows the branch. The Jacobian is extrapolated linearly from the last two. A start
+    that leaves the admissible region (or flips the order parameter's sign) is replaced by the last
+    point."""
+    fi = np.flatnonzero(free)
+    a1, z1, J1, p1, aux1 = hist[-1]
+    close = len(hist) >= 2 and abs(a - a1) <= 1.5 * abs(a1 - hist[-2][0]) and a1 != hist[-2][0]
+    z0 = z1
+    if close and len(hist) >= 3 and hist[-3][3] == hist[-2][3] == p1 == p and hist[-3][0] != hist[-2][0]:
+        (a3, z3), (a2, z2) = hist[-3][:2], hist[-2][:2]
+        zx = (z1 * (a - a2) * (a - a3) / ((a1 - a2) * (a1 - a3)) + z2 * (a - a1) * (a - a3) / (
+            (a2 - a1) * (a2 - a3)) + z3 * (a - a1) * (a - a2) / ((a3 - a1) * (a3 - a2)))
+    elif J1 is not None and aux1 is not None:
+        avg1, vs1 = aux1
+        F1 = _outputs(a, avg1[None], z1[0:1], z1[2:3], z1[3:4], np.atleast_1d(vs1), lam, rho, (1,))[0, :4]
+        zx = z1.copy()
+        try:
+            zx[fi] += np.linalg.solve(np.eye(fi.size) - J1, (_constrain(F1, branch, free) - z1)[fi])
+        except np.linalg.LinAlgError:
+            zx = z1
+    else:
+        zx = z1
+    if np.all(np.isfinite(zx)) and _admissible(zx, rho) and (zx[3] > 0 if branch == "semantic" else zx[1] > 0):
+        z0 = zx
+    jac = J1
+    if close and J1 is not None and hist[-2][2] is not None:
+        J2, a2 = hist[-2][2], hist[-2][0]
+        jac = J1 + (a - a1) / (a1 - a2) * (J1 - J2)
+    return z0, jac
 
 
 def _jacobian_pass(alpha: float, z: np.ndarray, nodes: np.ndarray, K: int, *, free: np.ndarray, branch: str,
@@ -462,25 +538,36 @@ def _jacobian_pass(alpha: float, z: np.ndarray, nodes: np.ndarray, K: int, *, fr
     """At the accepted fixed point (proximal problems started from its global minimisers ``prox``):
     forward differences along the free coordinates (the Jacobian of ``F`` and the gradients of the
     train loss and test error, pooled and per scrambling) and, with ``stability``, the central
-    difference along the suppressed direction (semantic: ``m``; positional: ``theta``)."""
+    difference along the suppressed direction (semantic: ``m``; positional: ``theta``).
+
+    Both on the first points of each scrambling (a nested net; common nodes, so the differences are
+    smooth): the Jacobian on ``_JAC_POINTS`` of them (it enters the error estimate through
+    ``(I - J)^{-1}`` and the eigenvalue test, where a relative error of a few 1e-3 is immaterial),
+    the suppressed derivative, a reported number with its own error, on ``_STAB_POINTS``."""
     fi = np.flatnonzero(free)
     h = _FD_STEP * np.maximum(np.abs(z[fi]), _FLOOR[fi])
-    rows = [z.copy() for _ in fi]
+    rows = [z.copy() for _ in range(fi.size + 1)]
     for j in range(fi.size):
-        rows[j][fi[j]] += h[j]
-    js = 1 if branch == "semantic" else 3
-    if stability:
-        for sgn in (1.0, -1.0):
-            zs = z.copy(); zs[js] = sgn * eps
-            rows.append(zs)
-    # on the first 2^13 points of each scrambling (a nested net): derivatives need less accuracy
+        rows[j + 1][fi[j]] += h[j]
     N = nodes.shape[0] // K
-    Ns = min(N, _JAC_POINTS)
-    sub = nodes.reshape(K, N, 4)[:, :Ns].reshape(-1, 4)
-    ev = _evaluate(alpha, np.array([z] + rows), sub, K, kw, prox.reshape(K, N, 2)[:, :Ns].reshape(-1, 2), None,
-                   restart=False)
-    return dict(base=ev["pooled"][0], ev=dict(pooled=ev["pooled"][1:], per=ev["per"][1:]), h=h, js=js,
-                eps=eps, n=len(rows) + 1)
+    nodes3, prox3 = nodes.reshape(K, N, 4), prox.reshape(K, N, 2)
+
+    def on_first(Z, n):
+        n = min(N, n)
+        return _evaluate(alpha, np.array(Z), nodes3[:, :n].reshape(-1, 4), K, kw, prox3[:, :n].reshape(-1, 2),
+                         None, restart=False)
+
+    ev = on_first(rows, _JAC_POINTS)
+    js = 1 if branch == "semantic" else 3
+    out = dict(base=ev["pooled"][0], ev=dict(pooled=ev["pooled"][1:], per=ev["per"][1:]), h=h, js=js,
+               eps=eps, n=len(rows), stab=None)
+    if stability:
+        zs = [z.copy(), z.copy()]
+        zs[0][js], zs[1][js] = eps, -eps
+        es = on_first(zs, _STAB_POINTS)
+        out["stab"] = dict(pooled=es["pooled"][:, js], per=es["per"][:, :, js])
+        out["n"] += 2
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -570,7 +657,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                unstable=np.zeros(nA, dtype=bool), unstable_undamped=np.zeros(nA, dtype=bool),
                jacobian_eigenvalue=np.full(nA, np.nan), seconds=np.zeros(nA))
     order = np.argsort(-alphas, kind="stable")
-    hist: list[tuple[float, np.ndarray]] = []  # converged (alpha, z) of the sweep, for extrapolation
+    hist: list[tuple] = []  # converged (alpha, z, J, level, (averages, vstar)) of the sweep, for _predict
     p_next, jac_prev, prox_prev, p_prox = pmin, None, None, None
     alt_store = None  # (level, minimisers reached from the other default starts, alpha index)
     rel_hist: list[tuple[int, float]] = []  # (level, relative error) of the sweep's converged points
@@ -578,14 +665,9 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
         t0 = time.perf_counter()
         a = float(alphas[i])
         if hist and continuation:
-            z0 = hist[-1][1]
-            if len(hist) >= 2 and abs(a - hist[-1][0]) <= 1.5 * abs(hist[-1][0] - hist[-2][0]):
-                # linear extrapolation from the last two converged points (when they are close)
-                (a1, z1), (a2, z2) = hist[-1], hist[-2]
-                zx = z1 + (a - a1) / (a1 - a2) * (z1 - z2) if a1 != a2 else z1
-                if _admissible(zx, rho) and (zx[3] > 0 if branch == "semantic" else zx[1] > 0):
-                    z0 = zx
-            p, jac = p_next, jac_prev
+            z0, jac = _predict(a, hist, p_next, branch, free, rho, lam)
+            jac = jac_prev if jac is None else jac
+            p = p_next
         else:
             if init is not None:
                 z0 = np.array([float(init[k]) for k in ("q", "m", "V", "theta")])
@@ -667,7 +749,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
             z = r["z"]
             ev = r["ev"]
             jp = _jacobian_pass(a, z, nodes, K, free=free, branch=branch, kw=kw, prox=r["prox"],
-                                stability=stability and (branch == "positional" or symmetric))
+                                stability=stability and not local and (branch == "positional" or symmetric))
             n_up += jp["n"]
             nf, h = fi.size, jp["h"]
             P0, Pk = ev["pooled"][0], ev["per"][0]  # (6,), (K, 6) at z
@@ -704,9 +786,9 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
             bias = (vals.mean(0) - mean) / (K - 1)
             err = np.sqrt(se_ ** 2 + bias ** 2)
             err[:4][~free] = 0.0
-            if jp["ev"]["pooled"].shape[0] > nf:
-                js, eps = jp["js"], jp["eps"]
-                up, dn = jp["ev"]["pooled"][nf:nf + 2, js], jp["ev"]["per"][nf:nf + 2, :, js]
+            if jp["stab"] is not None:
+                eps = jp["eps"]
+                up, dn = jp["stab"]["pooled"], jp["stab"]["per"]
                 dk = (dn[0] - dn[1]) / (2 * eps)
                 deriv = ((up[0] - up[1]) / (2 * eps), dk.std(ddof=1) / math.sqrt(K))
             order_par = 3 if branch == "semantic" else 1
@@ -754,6 +836,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                     if p < pmax:
                         rel_prev = (rel, p)
                         p, z0, jac = p + 1, z, J
+                        final = True
                         continue
                     name = 'theta' if branch == 'semantic' else 'm'
                     outcome, reason = Outcome.UNDECIDED, (
@@ -787,6 +870,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
             rel_prev = (rel, p)
             p = min(pmax, p + max(1, math.ceil(math.log2(1.2 * rel_jump / rtol))))
             z0, jac = z, J
+            final = True  # the finer rule is expected to meet the target: verify there at once
         for k, key in enumerate(OUTPUT_KEYS):
             out[key][i] = mean[k]
             out[f"{key}_err"][i] = err[k]
@@ -800,7 +884,8 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
             out["unstable_undamped"][i] = abs(deriv[0]) > 1
         out["n_updates"][i] = n_up
         if outcome == Outcome.CONVERGED:
-            hist.append((a, mean[:4].copy()))
+            hist.append((a, mean[:4].copy(), J if r["status"] == "converged" else None, p,
+                         (r["ev"]["avg"][0], r["ev"]["vstar"][0]) if r["ev"] is not None else None))
             # the next point (smaller alpha) starts at this one's number of points, fewer if the target
             # was met with a wide margin (error about 1 / N)
             p_next = max(pmin, p - max(0, math.floor(math.log2(rtol / (1.2 * rel))))) if rel > 0 else p
