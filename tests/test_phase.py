@@ -344,6 +344,47 @@ def test_gd_checkpoints_record_the_run_on_its_way():
         train_attention_gd([1.0], 20, steps=10, checkpoints=[11], **kw)
 
 
+def _gd_rows(means, spread, moved, grad):
+    """Synthetic GD results (16 seeds, two alphas) against theories 0.0028 (accurate) / 0.00266
+    (published) at alpha 1.0 and 0.0023 / 0.00225 at 1.25."""
+    from stumplib.phase.transition import gd_comparison
+    rng = np.random.default_rng(3)
+    e = rng.standard_normal((16, 2))
+    e = (e - e.mean(0)) / e.std(0, ddof=1)  # exactly mean 0, sd 1 per alpha
+    te = (np.asarray(means) + spread * e)[..., None]
+    mv = np.broadcast_to(np.asarray(moved, dtype=float), (2,))[None, :, None]
+    gd = {500: dict(test_error=te, test_error_at=(te - mv)[None], grad_norm=np.full((16, 2, 1), grad))}
+    th = dict(sem_alpha=np.array([1.0, 1.25, 2.0]), sem_test_error=np.array([0.0028, 0.0023, 0.0014]),
+              sem_test_error_err=np.array([2e-6, 1e-6, 1e-6]), sem_outcome=np.array(["converged"] * 3))
+    pub = dict(sem_alpha=np.array([1.0, 1.25]), sem_test_error=np.array([0.00266, 0.00225]))
+    return gd_comparison(gd, th, pub, alphas=[1.01, 1.24], grad_tol=1e-4)
+
+
+def test_gd_comparison_and_verdict():
+    """z-scores, drift and the verdict's branches on synthetic results with known moments."""
+    from stumplib.phase.transition import gd_verdict
+    # tight seeds at the accurate theory: separated, in its favour; converged and not moving
+    rows = _gd_rows([0.0028, 0.0023], 4e-5, 0.0, 1e-5)
+    r = rows[0]
+    assert r["gd"] == pytest.approx(0.0028) and r["gd_se"] == pytest.approx(1e-5)
+    assert r["z_accurate"] == pytest.approx(0.0, abs=1e-9) and r["z_published"] == pytest.approx(14.0)
+    assert r["moved_last_half"] == 0.0 and r["grad_ok"] == 1.0
+    assert gd_verdict(rows, grad_tol=1e-4).startswith("separates them at d = 500: it agrees with the accurate")
+    # at the published theory
+    v = gd_verdict(_gd_rows([0.00266, 0.00225], 4e-5, 0.0, 1e-5), grad_tol=1e-4)
+    assert v == "separates them at d = 500, in favour of the published theory"
+    # wide seeds: not separated (the theories are 14 and 5 standard errors apart at spread 4e-5;
+    # at 2e-4, 2.8 and 1.0)
+    v = gd_verdict(_gd_rows([0.0028, 0.0023], 2e-4, 0.0, 1e-5), grad_tol=1e-4)
+    assert v.startswith("does not separate the two theories at d = 500: the two differ by only 1.0")
+    # still moving (+2% over the second half, every seed) and unconverged: both clauses
+    v = gd_verdict(_gd_rows([0.0028, 0.0023], 4e-5, 0.02 * np.array([0.0028, 0.0023]), 1e-3), grad_tol=1e-4)
+    assert "the runs still move" in v and "+2.0%" in v and "only 0% of the runs" in v
+    # between the two: neither
+    v = gd_verdict(_gd_rows([0.00273, 0.002275], 4e-5, 0.0, 1e-5), grad_tol=1e-4)
+    assert v.startswith("resolves the difference at d = 500 but agrees with neither")
+
+
 @pytest.mark.parametrize("kw, name", [(dict(alphas=[]), "alphas"), (dict(d=0), "d"), (dict(lr=-1.0), "lr"),
                                       (dict(inits=["bogus"]), "inits"), (dict(steps=0), "steps"),
                                       (dict(omega=float("nan")), "omega"), (dict(alphas=[0.001]), "alphas")])

@@ -107,6 +107,83 @@ def stability_verdict(derivative: Any, outcome: Any, *, direction: str = "m") ->
                if mag and not up else ""))
 
 
+def gd_comparison(gd: Mapping[int, Mapping[str, np.ndarray]], theory: Mapping[str, np.ndarray],
+                  published: Mapping[str, np.ndarray] | None, *, alphas: Any, grad_tol: float) -> list[dict]:
+    """Gradient descent against the accurate and the published semantic theory, one row per (d, alpha).
+
+    Parameters
+    ----------
+    gd : {d: :func:`.attention.train_attention_gd` output} with one init (semantic) and a checkpoint
+        at mid-run (``test_error_at[0]``).
+    theory : :func:`accurate_curves` output (``sem_alpha``, ``sem_test_error``, its ``_err``,
+        ``sem_outcome``); the theory point nearest each alpha is used.
+    published : :func:`published_curves` output or None (then NaN).
+    alphas : the sample ratios of ``gd`` (its alpha axis). grad_tol : gradient-norm tolerance.
+
+    Returns
+    -------
+    rows with ``d, alpha, theory_outcome``; ``gd, gd_se`` (mean test error over seeds and its
+    standard error); ``accurate, accurate_err, published``; ``z_accurate`` (distance in combined
+    standard errors) and ``z_published`` (in GD standard errors); ``grad_ok`` (fraction of runs below
+    ``grad_tol``); ``moved_last_half, moved_se`` (relative change of the mean test error from the
+    checkpoint to the end, and its standard error over seeds: the same test draws at both times).
+    """
+    def nearest(xs, a):
+        return int(np.argmin(np.abs(np.asarray(xs) - a)))
+
+    rows = []
+    for d, r in gd.items():
+        for j, a in enumerate(alphas):
+            runs = np.asarray(r["test_error"])[:, j, 0]
+            S_ = runs.size
+            mean, se = float(runs.mean()), float(runs.std(ddof=1) / np.sqrt(S_))
+            moved = runs - np.asarray(r["test_error_at"])[0][:, j, 0]
+            i = nearest(theory["sem_alpha"], a)
+            acc, acc_err = float(theory["sem_test_error"][i]), float(theory["sem_test_error_err"][i])
+            pv = float(published["sem_test_error"][nearest(published["sem_alpha"], a)]) if published else float("nan")
+            rows.append(dict(d=d, alpha=a, theory_outcome=theory["sem_outcome"][i], gd=mean, gd_se=se,
+                             accurate=acc, accurate_err=acc_err, published=pv,
+                             z_accurate=(mean - acc) / np.hypot(se, acc_err), z_published=(mean - pv) / se,
+                             grad_ok=float(np.mean(np.asarray(r["grad_norm"])[:, j, 0] < grad_tol)),
+                             moved_last_half=float(moved.mean() / mean),
+                             moved_se=float(moved.std(ddof=1) / np.sqrt(S_) / mean)))
+    return rows
+
+
+def gd_verdict(rows: list[dict], *, grad_tol: float, nsep: float = 4.0, nagree: float = 3.0) -> str:
+    """Chapter 6's verdict on gradient descent at the largest d of ``rows`` (:func:`gd_comparison`).
+
+    The theories are separated only where they differ by at least ``nsep`` GD standard errors at
+    every alpha; GD then sides with the one it is within ``nagree`` (combined) errors of while at
+    least ``nagree`` from the other. Clauses are added when the runs still move (the mean's change
+    over the second half of the steps exceeds twice its own error and the mean's standard error) and
+    when not every run reached ``grad_tol``."""
+    dmax = max(r["d"] for r in rows)
+    top = [r for r in rows if r["d"] == dmax]
+    sep = [abs(r["accurate"] - r["published"]) / r["gd_se"] for r in top]
+    if min(sep) < nsep:
+        v = (f"does not separate the two theories at d = {dmax}: the two differ by only "
+             f"{min(sep):.1f} standard errors of the gradient-descent mean")
+    elif all(abs(r["z_accurate"]) < nagree <= abs(r["z_published"]) for r in top):
+        v = f"separates them at d = {dmax}: it agrees with the accurate theory and not with the published one"
+    elif all(abs(r["z_published"]) < nagree <= abs(r["z_accurate"]) for r in top):
+        v = f"separates them at d = {dmax}, in favour of the published theory"
+    else:
+        v = (f"resolves the difference at d = {dmax} but agrees with neither theory at both alphas "
+             f"(largest |z| from the accurate theory {max(abs(r['z_accurate']) for r in top):.1f}): "
+             "finite-size or unconverged gradient descent")
+    drift = max(top, key=lambda r: abs(r["moved_last_half"]))
+    if abs(drift["moved_last_half"]) > 2 * drift["moved_se"] and abs(drift["moved_last_half"]) * drift["gd"] > drift["gd_se"]:
+        v += (f"; the runs still move: over the second half of the steps the mean test error changed by "
+              f"{drift['moved_last_half']:+.1%} (+- {drift['moved_se']:.1%}) at alpha = {drift['alpha']}, more than "
+              "its standard error, so the final values are not yet the minimiser's")
+    conv_frac = min(r["grad_ok"] for r in top)
+    if conv_frac < 1:
+        v += (f"; note that only {conv_frac:.0%} of the runs at d = {dmax} reached the gradient-norm "
+              f"tolerance {grad_tol:.0e}, so part of the difference may be unconverged descent")
+    return v
+
+
 def replay_verdict(pub: Mapping[str, Any], *, tol: float = 1e-4, target: float = 1e-3) -> str:
     """A sentence, per branch, on whether the published points are where the authors' stopping rule
     stops an iteration with exact minimisers, and whether the stopped replay meets ``target``.
