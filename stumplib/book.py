@@ -24,6 +24,7 @@ import hashlib
 import math
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -35,9 +36,10 @@ from .results_io import config_key, load_results, save_results
 from .stats import Estimate
 from .validation import check_choice, check_int
 
-__all__ = ["PROFILES", "ENV_VAR", "CACHE_ENV", "RESULTS_ENV", "resolve_profile", "setup", "settings",
+__all__ = ["PROFILES", "ENV_VAR", "CACHE_ENV", "RESULTS_ENV", "resolve_profile", "Chapter", "start",
+           "setup", "settings",
            "show_settings", "code_version", "results_dir", "cache_enabled", "cached", "glue_value",
-           "glue_estimate", "verdict", "table"]
+           "glue_estimate", "glue_verdict", "verdict", "table"]
 
 PROFILES = ("smoke", "quick", "full")
 ENV_VAR = "STUMPBOOK_PROFILE"
@@ -82,6 +84,70 @@ def setup(profile: Any, device: Any, seed: Any = 0) -> tuple[str, torch.device]:
     print(f"profile={profile}  device={dev}  torch={torch.__version__}  seed={seed}  "
           f"code={code_version()}  cache={'on' if cache_enabled() else 'off'}")
     return profile, dev
+
+
+@dataclass
+class Chapter:
+    """What :func:`start` resolved for a chapter: validated parameters, settings and the clock.
+
+    Attributes
+    ----------
+    profile : ``"smoke"``, ``"quick"`` or ``"full"``. device : the torch device.
+    seed : the chapter's seed. token : whether this is a token run (the profile's largest shapes with
+    a token amount of work). S : the settings (the profile's, with overrides and token overrides).
+    t0 : ``time.time()`` at the start.
+    """
+
+    profile: str
+    device: torch.device
+    seed: int
+    token: bool
+    S: dict[str, Any]
+    t0: float
+
+    def elapsed(self) -> float:
+        """Seconds since :func:`start`."""
+        return time.time() - self.t0
+
+
+def start(profile: Any, device: Any, seed: Any = 0, *, token: Any = False,
+          table: Mapping[str, Mapping[str, Any]] | None = None,
+          token_overrides: Mapping[str, Any] | None = None, threads: int | None = None,
+          **overrides: Any) -> Chapter:
+    """Start a chapter: validate the shared parameters, resolve the settings, pin threads, start
+    the clock, apply the book style and float64. Prints nothing (the page shows no plumbing).
+
+    Parameters
+    ----------
+    profile, device, seed, token : the chapter's parameters of those names (see :data:`PROFILES`,
+        :func:`stumplib.device.resolve_device`); ``seed >= 0``; ``token`` a bool.
+    table : the chapter's settings ``{profile: {name: value}}`` (``None``: no settings).
+    token_overrides : settings replaced when ``token`` is true.
+    threads : torch intra-op threads to use (``None``: leave as is).
+    **overrides : chapter parameters that override a setting of the same name when not ``None``.
+
+    Returns
+    -------
+    Chapter
+    """
+    from . import style
+    from .validation import check_bool
+
+    profile = resolve_profile(profile)
+    dev = resolve_device(device)
+    seed = check_int("seed", seed, minimum=0)
+    token = check_bool("token", token)
+    if threads is not None:
+        torch.set_num_threads(check_int("threads", threads, minimum=1, maximum=1024))
+    S: dict[str, Any] = {}
+    if table is not None:
+        S = settings(profile, table, **{**overrides, **(dict(token_overrides or {}) if token else {})})
+    elif overrides:
+        raise ValueError(f"overrides {', '.join(overrides)} given without a settings table")
+    _inline_figures()
+    style.use()
+    torch.set_default_dtype(torch.float64)
+    return Chapter(profile, dev, seed, token, S, time.time())
 
 
 def settings(profile: str, table: Mapping[str, Mapping[str, Any]], **overrides: Any) -> dict[str, Any]:
@@ -242,6 +308,21 @@ def glue_estimate(name: str, est: Estimate) -> Estimate:
     glue_value(f"{name}_lo", float(est.lo))
     glue_value(f"{name}_hi", float(est.hi))
     return est
+
+
+def glue_verdict(claim: str, v: "Verdict") -> "Verdict":
+    """Glue a :class:`~stumplib.verdicts.Verdict` for the claim ``claim`` under three names:
+    ``<claim>_status`` (the plain word: holds, fails, undecided, partly; the landing page renders its
+    badge from it), ``<claim>_verdict`` (``"Holds: sentence"``, for the chapter's verdict box) and
+    ``<claim>_reason`` (the sentence alone, for the landing page's reason column). Returns ``v``."""
+    from .verdicts import Verdict
+
+    if not isinstance(v, Verdict):
+        raise TypeError(f"v must be a stumplib.verdicts.Verdict; got {type(v).__name__}")
+    glue_value(f"{claim}_status", v.status)
+    glue_value(f"{claim}_verdict", v.text)
+    glue_value(f"{claim}_reason", v.sentence)
+    return v
 
 
 def verdict(est: Estimate, target: float, *, what: str, tol: float = 0.0, fmt: str = ".3g") -> str:

@@ -23,7 +23,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["Estimate", "PowerLawFit", "mean_interval", "bootstrap", "ratio_of_means", "fit_power_law",
+__all__ = ["Estimate", "PowerLawFit", "mean_interval", "resample_indices", "resample", "interval",
+           "bootstrap", "ratio_of_means", "fit_power_law",
            "fit_replicates", "ols", "window_refits", "window_interval", "interp_crossing", "crossing"]
 
 KINDS = ("plain", "seeds", "bootstrap", "windows", "censored", "quadrature")
@@ -57,6 +58,12 @@ class Estimate:
     def lower_bound(cls, value: float, n: int | None = None) -> "Estimate":
         """A censored estimate: the quantity is at least ``value``."""
         return cls(float(value), float(value), math.inf, "censored", float("nan"), "lower", n)
+
+    @classmethod
+    def nan(cls, kind: str = "plain", n: int | None = None) -> "Estimate":
+        """An estimate that could not be made (value and interval ``nan``)."""
+        nan = float("nan")
+        return cls(nan, nan, nan, kind, nan, None, n)
 
     @classmethod
     def with_error(cls, value: float, err: float, kind: str = "quadrature", n: int | None = None) -> "Estimate":
@@ -135,23 +142,81 @@ def mean_interval(values: Any, *, axis: int = 0, level: float = 0.95) -> Estimat
     return mean, mean - half, mean + half
 
 
-def bootstrap(data: Any, statistic: Callable[[np.ndarray], float], *, n_boot: int = 2000,
-              level: float = 0.95, seed: int = 0) -> Estimate:
-    """Percentile bootstrap of ``statistic`` over the rows (axis 0) of ``data``.
+def resample_indices(n_units: int, n_boot: int, seed: int = 0) -> np.ndarray:
+    """Bootstrap draws: an integer array of shape ``(n_boot, n_units)``, each row ``n_units`` draws
+    with replacement from ``range(n_units)`` (``numpy.random.default_rng(seed)``).
+
+    This is the book's one random stream for resampling: every bootstrap draws through it."""
+    if n_units < 1 or n_boot < 1:
+        raise ValueError(f"n_units and n_boot must be at least 1; got {n_units}, {n_boot}")
+    return np.random.default_rng(seed).integers(0, n_units, size=(n_boot, n_units))
+
+
+def _as_units(data: Any) -> tuple[tuple[np.ndarray, ...], bool]:
+    paired = isinstance(data, (tuple, list)) and len(data) > 0 and not np.isscalar(data[0])
+    arrays = tuple(np.asarray(d.detach().cpu() if hasattr(d, "detach") else d, dtype=float)
+                   for d in (data if paired else (data,)))
+    C = arrays[0].shape[0] if arrays[0].ndim else 0
+    if C < 2 or any(a.ndim == 0 or a.shape[0] != C for a in arrays):
+        raise ValueError("data must hold at least 2 independent units along axis 0 (paired arrays: "
+                         "the same number of units each)")
+    return arrays, paired
+
+
+def resample(data: Any, statistic: Callable[..., Any], *, n_boot: int = 2000, seed: int = 0,
+             vectorised: bool = False) -> np.ndarray:
+    """Bootstrap replicates of ``statistic`` over the units (axis 0) of ``data``.
 
     Parameters
     ----------
-    data : array_like, shape ``(C, ...)``: ``C`` independent units (contexts, corpora, seeds).
-    statistic : maps an array of the shape of ``data`` to a float.
+    data : array_like of shape ``(C, ...)``, or a tuple of such arrays with the same ``C`` (paired:
+        every array is resampled with the same draws, e.g. numerator and denominator of a ratio).
+    statistic : for ``vectorised=False``, maps the resampled array(s) (shape ``(C, ...)``, one
+        positional argument per array) to a float or an array; for ``vectorised=True`` it receives
+        all resamples at once, shape ``(n_boot, C, ...)`` per array, and returns shape
+        ``(n_boot, ...)``.
+    n_boot : number of resamples. seed : seed of :func:`resample_indices`.
+
+    Returns
+    -------
+    ndarray, shape ``(n_boot, ...)``: one replicate per resample.
     """
-    d = np.asarray(data, dtype=float)
-    if d.ndim == 0 or d.shape[0] < 2:
-        raise ValueError("data must hold at least 2 independent rows")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, d.shape[0], size=(n_boot, d.shape[0]))
-    boots = np.array([statistic(d[i]) for i in idx], dtype=float)
+    arrays, _ = _as_units(data)
+    idx = resample_indices(arrays[0].shape[0], n_boot, seed)
+    if vectorised:
+        return np.asarray(statistic(*(a[idx] for a in arrays)), dtype=float)
+    return np.array([statistic(*(a[i] for a in arrays)) for i in idx], dtype=float)
+
+
+def interval(replicates: Any, level: float = 0.95) -> tuple[float, float]:
+    """Central ``level`` percentile interval of bootstrap replicates (non-finite ones dropped);
+    ``(nan, nan)`` when fewer than 10 are finite."""
+    return _quantiles(np.asarray(replicates, dtype=float).ravel(), level)
+
+
+def bootstrap(data: Any, statistic: Callable[..., Any], *, n_boot: int = 2000,
+              level: float = 0.95, seed: int = 0, vectorised: bool = False) -> Estimate:
+    """Percentile bootstrap of a scalar ``statistic`` over the units (axis 0) of ``data``.
+
+    Parameters
+    ----------
+    data : array_like, shape ``(C, ...)``: ``C`` independent units (contexts, corpora, seeds); or a
+        tuple of such arrays resampled together (paired).
+    statistic : see :func:`resample`; must return a float (``(n_boot,)`` when vectorised).
+    n_boot, level, seed : resamples, interval level, seed.
+
+    Returns
+    -------
+    Estimate of kind ``"bootstrap"``: the statistic on the data, with the percentile interval.
+    """
+    arrays, _ = _as_units(data)
+    boots = resample(data, statistic, n_boot=n_boot, seed=seed, vectorised=vectorised)
     lo, hi = _quantiles(boots, level)
-    return Estimate(float(statistic(d)), lo, hi, "bootstrap", level, None, n_boot)
+    if vectorised:
+        point = float(np.asarray(statistic(*(a[None] for a in arrays)), dtype=float).ravel()[0])
+    else:
+        point = float(statistic(*arrays))
+    return Estimate(point, lo, hi, "bootstrap", level, None, n_boot)
 
 
 def ratio_of_means(num: Any, den: Any, *, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> Estimate:
@@ -162,11 +227,8 @@ def ratio_of_means(num: Any, den: Any, *, n_boot: int = 2000, level: float = 0.9
         raise ValueError("num and den must be paired samples of the same length >= 2")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(d))) or d.mean() <= 0:
         raise ValueError("num and den must be finite with a positive mean denominator")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, a.size, size=(n_boot, a.size))
-    boots = a[idx].mean(1) / d[idx].mean(1)
-    lo, hi = _quantiles(boots, level)
-    return Estimate(float(a.mean() / d.mean()), lo, hi, "bootstrap", level, None, n_boot)
+    return bootstrap((a, d), lambda x, y: x.mean(-1) / y.mean(-1), n_boot=n_boot, level=level,
+                     seed=seed, vectorised=True)
 
 
 # ------------------------------------------------------------------------------------ power laws
@@ -265,8 +327,7 @@ def fit_power_law(x: Any, y: Any, *, n_boot: int = 2000, level: float = 0.95, se
     if w is not None and (w.shape != lx.shape or np.any(w < 0) or not np.all(np.isfinite(w))):
         raise ValueError("weights must be finite, non-negative and of the same length as x")
     slope, icpt = ols(lx, ly, w)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, lx.size, size=(n_boot, lx.size))
+    idx = resample_indices(lx.size, n_boot, seed)
     boots = np.array([ols(lx[i], ly[i], None if w is None else w[i])[0] for i in idx])
     lo, hi = _quantiles(boots, level)
     return PowerLawFit(slope=slope, prefactor=float(np.exp(icpt)), ci=(lo, hi),

@@ -8,7 +8,11 @@ from __future__ import annotations
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 
-__all__ = ["use", "COLORS", "figure", "panels", "label_panels"]
+__all__ = ["use", "COLORS", "COLUMN_WIDTH", "figure", "panels", "label_panels"]
+
+#: the text column's width in inches (about 690 CSS px at 96 px per inch): a figure drawn at this
+#: width is shown at its natural size, so its fonts render at their point size
+COLUMN_WIDTH = 7.0
 
 #: fixed colours for recurring curves (colour-blind-safe Okabe-Ito palette)
 COLORS = {

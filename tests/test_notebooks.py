@@ -109,8 +109,9 @@ def _setup_cells(path) -> set[int]:
 @pytest.mark.parametrize("path", [p for p in CHAPTERS if p.stem in STRUCTURED],
                          ids=[s for s in IDS if s in STRUCTURED])
 def test_chapter_structure(path):
-    """Short code cells; hidden cells hold one figure call each; no hard-coded colours; a token
-    parameter; one parameter per line."""
+    """Short code cells of at most 88 characters a line; hidden-input cells hold one figure call
+    each (removed cells, tagged ``remove-cell`` or ``remove-input``, may hold set-up, glue and verdict
+    assembly); no hard-coded colours; a token parameter; one parameter per line."""
     code = _code(path)
     params = "".join(code[0]["source"])
     assert re.search(r"^token = False\b", params, re.M), "parameters cell lacks token = False"
@@ -123,6 +124,8 @@ def test_chapter_structure(path):
         lengths.append(src.count("\n") + 1)
         assert lengths[-1] <= 32, f"a code cell of {lengths[-1]} lines:\n{src[:300]}"
         assert not re.search(r"#[0-9A-Fa-f]{6}\b", src), "hard-coded colour (use style.COLORS)"
+        wide = [ln for ln in src.splitlines() if len(ln) > 88]
+        assert not wide, f"code lines over 88 characters: {wide[:3]}"
         if "hide-input" in c.get("metadata", {}).get("tags", []) and k not in setup:
             for stmt in ast.parse(src).body:  # each: book.glue_value("fig_...", <plots module>.<function>(...))
                 seg = ast.get_source_segment(src, stmt)
