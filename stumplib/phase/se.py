@@ -27,8 +27,10 @@ from __future__ import annotations
 import math
 import os
 import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 from scipy.special import expit
@@ -49,6 +51,10 @@ __all__ = [
     "stroud_secrest_4d",
     "test_error_from_overlaps",
     "check_A",
+    "check_alphas",
+    "check_model",
+    "PhaseModel",
+    "FixedRuleResult",
     "theta_profile",
 ]
 
@@ -76,7 +82,22 @@ def check_A(A: Any) -> np.ndarray:
     return arr
 
 
-def _check_alphas(alpha: Any) -> tuple[np.ndarray, bool]:
+def check_alphas(alpha: Any) -> tuple[np.ndarray, bool]:
+    """Validate sample ratios ``alpha = n / d``.
+
+    Parameters
+    ----------
+    alpha : a positive number or a non-empty 1-D sequence of positive numbers (each at most 1000).
+
+    Returns
+    -------
+    alphas : (A,) float64 array; scalar : whether ``alpha`` was a single number.
+
+    Raises
+    ------
+    ValueError
+        Naming ``alpha`` and its allowed range.
+    """
     scalar = np.isscalar(alpha) or (isinstance(alpha, np.ndarray) and alpha.ndim == 0)
     vals = [alpha] if scalar else alpha
     if isinstance(vals, np.ndarray):
@@ -88,6 +109,84 @@ def _check_alphas(alpha: Any) -> tuple[np.ndarray, bool]:
     if np.any(arr > 1e3):
         raise ValueError(f"alpha must be <= 1000; got {arr.max()}")
     return arr, scalar
+
+
+_check_alphas = check_alphas  # the former private name (used by phase.transition)
+
+#: the paper's positional mixing matrix (swap-symmetric)
+DEFAULT_A = ((0.6, 0.4), (0.4, 0.6))
+
+
+class PhaseModel(NamedTuple):
+    """The validated phase model (see :func:`check_model`); unpacks as
+    ``omega, sigma, lam, A, branch``."""
+    omega: float
+    sigma: float
+    lam: float
+    A: np.ndarray
+    branch: str
+
+    @property
+    def rho(self) -> float:
+        """``sigma^2``, the token noise variance."""
+        return self.sigma * self.sigma
+
+    @property
+    def swap_symmetric(self) -> bool:
+        """``A[::-1, ::-1] == A``: then ``m = 0`` is an invariant subspace of the semantic branch."""
+        return bool(np.allclose(self.A, self.A[::-1, ::-1]))
+
+
+def check_model(*, omega: Any, sigma: Any = 0.5, lam: Any = 0.01, A: Any = DEFAULT_A,
+                branch: Any = "semantic") -> PhaseModel:
+    """Validate the phase model's parameters (the one checker of the phase package's entry points).
+
+    Parameters
+    ----------
+    omega : positional share of the teacher, in [0, 1].
+    sigma : token noise standard deviation, in (0, 100].
+    lam : ridge penalty ``lambda``, in (0, 1000].
+    A : 2x2 row-stochastic positional matrix (see :func:`check_A`).
+    branch : ``"semantic"`` or ``"positional"``.
+
+    Returns
+    -------
+    PhaseModel
+        ``(omega, sigma, lam, A, branch)`` as floats, a float64 (2, 2) array and a string.
+
+    Raises
+    ------
+    ValueError
+        Naming the first bad parameter and its allowed range.
+    """
+    return PhaseModel(omega=check_real("omega", omega, low=0.0, high=1.0),
+                      sigma=check_real("sigma", sigma, low=0.0, low_open=True, high=100.0),
+                      lam=check_real("lam", lam, low=0.0, low_open=True, high=1e3),
+                      A=check_A(A), branch=check_choice("branch", branch, BRANCHES))
+
+
+class _MappingResult(Mapping):
+    """Read access by key to a result dataclass's fields (``r["q"]`` as well as ``r.q``), so that a
+    result reads like the dict of arrays it replaces: ``keys()``, ``items()``, ``in``, ``**r``."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._names():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    @classmethod
+    def _names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    def first(self):
+        """The same result with every field's entry 0 (the scalar result of a scalar ``alpha``)."""
+        return type(self)(**{k: (v[0] if isinstance(v, np.ndarray) else v) for k, v in self.items()})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -675,11 +774,127 @@ def _initial_point(alpha: np.ndarray, branch: str, sigma: float):
     return q, m, V, theta
 
 
+@dataclass(eq=False)
+class FixedRuleResult(_MappingResult):
+    """The fixed points of :func:`solve_fixed_rule`: (A,) arrays (scalars for a scalar ``alpha``),
+    read as attributes or by key (``r.q`` or ``r["q"]``, ``r.keys()``, ``r.items()``, like a dict).
+
+    ``q, m, V, theta``: the overlaps; ``q_hat, m_hat, V_hat, theta_hat``: their conjugates;
+    ``train_loss`` (empirical risk divided by ``d``), ``test_error`` (per sample, = mse / 2 of the
+    published files); ``n_iter`` (updates per ``alpha``), ``residual`` (last relative change),
+    ``alpha``.
+    """
+    q: Any
+    m: Any
+    V: Any
+    theta: Any
+    q_hat: Any
+    m_hat: Any
+    V_hat: Any
+    theta_hat: Any
+    train_loss: Any
+    test_error: Any
+    n_iter: Any
+    residual: Any
+    alpha: Any
+
+
+#: the outputs of one update that :func:`solve_fixed_rule` keeps besides the overlaps
+_FIXED_RULE_KEYS = ("q_hat", "m_hat", "V_hat", "theta_hat", "train_loss", "test_error")
+#: scales of q, m, V, theta below which changes are absolute (damped iteration)
+_FIXED_RULE_FLOOR = np.array([1e-4, 1e-2, 1e-2, 1e-4])
+
+
+@dataclass(eq=False)
+class _DampedIteration:
+    """State of the damped fixed-point iteration of :func:`solve_fixed_rule`, one entry per
+    ``alpha``: the overlaps, the damping ``eta`` (raised where an update does not shrink the change),
+    the last change ``prev``, ``pending`` (the change was small at a followed-only update: the next is
+    a full multi-start), ``active`` (not converged), the proximal minimisers ``warm``."""
+    alphas: np.ndarray
+    model: PhaseModel
+    symmetric: bool
+    q: np.ndarray
+    m: np.ndarray
+    V: np.ndarray
+    theta: np.ndarray
+    eta: np.ndarray
+    prev: np.ndarray
+    pending: np.ndarray
+    active: np.ndarray
+    n_iter: np.ndarray
+    resid: np.ndarray
+    final: dict
+    warm: np.ndarray | None = None
+
+    @classmethod
+    def start(cls, alphas: np.ndarray, model: PhaseModel, init: dict[str, Any] | None,
+              damping: float) -> "_DampedIteration":
+        """The branch's default start (or ``init``), ``m = 0`` imposed on a swap-symmetric semantic
+        branch (the update is odd in ``m``: rounding noise cannot push the iteration off it)."""
+        q, m, V, theta = _initial_point(alphas, model.branch, model.sigma)
+        if init is not None:
+            q, m, V, theta = (np.broadcast_to(np.asarray(init[k], dtype=np.float64), alphas.shape).copy()
+                              for k in ("q", "m", "V", "theta"))
+        nA = alphas.size
+        symmetric = model.branch == "semantic" and np.allclose(model.A, model.A[::-1, ::-1])
+        if symmetric:
+            m = np.zeros_like(m)
+        return cls(alphas=alphas, model=model, symmetric=symmetric, q=q, m=m, V=V, theta=theta,
+                   eta=np.full(nA, damping), prev=np.full(nA, np.inf), pending=np.zeros(nA, dtype=bool),
+                   active=np.ones(nA, dtype=bool), n_iter=np.zeros(nA, dtype=int),
+                   resid=np.full(nA, np.inf), final={k: np.zeros(nA) for k in _FIXED_RULE_KEYS})
+
+    def update(self, it: int, *, rule: str, n_nodes: int, tol: float, restart_every: int = 5) -> bool:
+        """One damped update of the active entries (a full multi-start search every
+        ``restart_every`` updates and before convergence is declared); True when none is left."""
+        idx = np.flatnonzero(self.active)
+        restart = it % restart_every == 0 or bool(self.pending[idx].any())
+        omega, sigma, lam, A_, branch = self.model
+        up = se_update(self.alphas[idx], self.q[idx], self.m[idx], self.V[idx], self.theta[idx], omega=omega,
+                       sigma=sigma, lam=lam, A=A_, n_nodes=n_nodes,
+                       warm=None if self.warm is None else self.warm[idx], restart=restart, rule=rule)
+        if self.symmetric:
+            up["m"] = np.zeros_like(up["m"])
+        if branch == "positional":
+            up["theta"] = np.zeros_like(up["theta"])
+        if self.warm is None:
+            self.warm = np.zeros((self.alphas.size,) + up["prox"].shape[1:])
+        self.warm[idx] = up["prox"]
+        old = np.stack([self.q[idx], self.m[idx], self.V[idx], self.theta[idx]], -1)
+        new = np.stack([up["q"], up["m"], up["V"], up["theta"]], -1)
+        if not np.all(np.isfinite(new)):
+            raise StateEvolutionError(f"state evolution produced non-finite overlaps at alpha="
+                                      f"{self.alphas[idx][~np.all(np.isfinite(new), -1)].tolist()}")
+        rel = np.max(np.abs(new - old) / np.maximum(np.abs(old), _FIXED_RULE_FLOOR), axis=-1)
+        self.resid[idx] = rel
+        self.n_iter[idx] += 1
+        for k in _FIXED_RULE_KEYS:
+            self.final[k][idx] = up[k]
+        small = rel < tol
+        done = small & restart  # convergence is only declared after a full multi-start update
+        self.pending[idx] = small & ~restart
+        # adaptive damping: an update that does not shrink the change is an oscillation; damp more
+        eta = self.eta
+        grow = rel >= self.prev[idx]
+        eta[idx] = np.where(grow, np.minimum(0.97, 1 - 0.7 * (1 - eta[idx])), eta[idx])
+        self.prev[idx] = rel
+        upd = eta[idx, None] * old + (1 - eta[idx, None]) * new
+        upd[done] = old[done]  # a converged point keeps the point at which it was checked
+        self.q[idx], self.m[idx], self.V[idx], self.theta[idx] = upd.T
+        self.active[idx[done]] = False
+        return not self.active.any()
+
+    def result(self) -> FixedRuleResult:
+        return FixedRuleResult(q=self.q, m=self.m, V=self.V, theta=self.theta, **self.final, n_iter=self.n_iter,
+                               residual=self.resid, alpha=self.alphas)
+
+
 def solve_fixed_rule(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
-                    A: Any = ((0.6, 0.4), (0.4, 0.6)), branch: str = "semantic",
+                    A: Any = DEFAULT_A, branch: str = "semantic",
                     n_nodes: int = 10, damping: float = 0.5, tol: float = 1e-5,
                     max_iter: int = 600, init: dict[str, Any] | None = None,
-                    rule: str = "gauss-hermite") -> dict[str, np.ndarray]:
+                    rule: str = "gauss-hermite") -> FixedRuleResult:
     """Solve the state evolution on a batch of sample ratios ``alpha = n / d``.
 
     Damped fixed-point iteration ``z <- damping z + (1 - damping) F(z)`` on ``z = (q, m, V, theta)``
@@ -713,10 +928,12 @@ def solve_fixed_rule(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float
 
     Returns
     -------
-    dict of (A,) arrays (scalars for scalar ``alpha``): ``q, m, V, theta``, the conjugates,
-    ``test_error`` (per sample, = mse / 2 of the published files), ``train_loss`` (empirical risk
-    divided by ``d``: ``alpha E[ell(prox)] + lambda q / (2 sigma^2)``; lower is the global minimum),
-    ``n_iter`` and ``residual`` (last relative change).
+    FixedRuleResult
+        (A,) arrays (scalars for scalar ``alpha``), read by attribute or key like a dict: ``q, m, V,
+        theta``, the conjugates, ``test_error`` (per sample, = mse / 2 of the published files),
+        ``train_loss`` (empirical risk divided by ``d``: ``alpha E[ell(prox)] + lambda q / (2
+        sigma^2)``; lower is the global minimum), ``n_iter`` and ``residual`` (last relative change),
+        ``alpha``.
 
     Raises
     ------
@@ -725,87 +942,26 @@ def solve_fixed_rule(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float
     StateEvolutionError
         If the iteration does not converge within ``max_iter`` updates.
     """
-    alphas, scalar = _check_alphas(alpha)
-    omega = check_real("omega", omega, low=0.0, high=1.0)
-    sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
-    lam = check_real("lam", lam, low=0.0, low_open=True, high=1e3)
-    A_ = check_A(A)
-    branch = check_choice("branch", branch, BRANCHES)
+    alphas, scalar = check_alphas(alpha)
+    model = check_model(omega=omega, sigma=sigma, lam=lam, A=A, branch=branch)
     rule = check_choice("rule", rule, RULES)
     n_nodes = _check_n_nodes(rule, n_nodes)
     damping = check_real("damping", damping, low=0.0, high=1.0, high_open=True)
     tol = check_real("tol", tol, low=0.0, low_open=True, high=1e-2)
     max_iter = check_int("max_iter", max_iter, minimum=1)
 
-    q, m, V, theta = _initial_point(alphas, branch, sigma)
-    if init is not None:
-        q, m, V, theta = (np.broadcast_to(np.asarray(init[k], dtype=np.float64), alphas.shape).copy()
-                          for k in ("q", "m", "V", "theta"))
-    nA = alphas.size
-    restart_every = 5
-    pending = np.zeros(nA, dtype=bool)
-    eta = np.full(nA, damping)
-    prev = np.full(nA, np.inf)
-    # with a swap-symmetric A the semantic branch has m = 0 exactly (the update is odd in m); the
-    # symmetry is imposed so that rounding noise cannot push the iteration off the branch
-    symmetric = branch == "semantic" and np.allclose(A_, A_[::-1, ::-1])
-    if symmetric:
-        m = np.zeros_like(m)
-    active = np.ones(nA, dtype=bool)
-    warm = None
-    n_iter = np.zeros(nA, dtype=int)
-    resid = np.full(nA, np.inf)
-    floor = np.array([1e-4, 1e-2, 1e-2, 1e-4])  # scales of q, m, V, theta below which changes are absolute
-    out: dict[str, np.ndarray] = {}
-    keys_out = ("q_hat", "m_hat", "V_hat", "theta_hat", "train_loss", "test_error")
-    final = {k: np.zeros(nA) for k in keys_out}
+    state = _DampedIteration.start(alphas, model, init, damping)
     for it in range(max_iter):
-        idx = np.flatnonzero(active)
-        restart = it % restart_every == 0 or bool(pending[idx].any())
-        up = se_update(alphas[idx], q[idx], m[idx], V[idx], theta[idx], omega=omega, sigma=sigma,
-                       lam=lam, A=A_, n_nodes=n_nodes, warm=None if warm is None else warm[idx],
-                       restart=restart, rule=rule)
-        if symmetric:
-            up["m"] = np.zeros_like(up["m"])
-        if branch == "positional":
-            up["theta"] = np.zeros_like(up["theta"])
-        if warm is None:
-            warm = np.zeros((nA,) + up["prox"].shape[1:])
-        warm[idx] = up["prox"]
-        old = np.stack([q[idx], m[idx], V[idx], theta[idx]], -1)
-        new = np.stack([up["q"], up["m"], up["V"], up["theta"]], -1)
-        if not np.all(np.isfinite(new)):
-            raise StateEvolutionError(f"state evolution produced non-finite overlaps at alpha="
-                                      f"{alphas[idx][~np.all(np.isfinite(new), -1)].tolist()}")
-        rel = np.max(np.abs(new - old) / np.maximum(np.abs(old), floor), axis=-1)
-        resid[idx] = rel
-        n_iter[idx] += 1
-        for k in keys_out:
-            final[k][idx] = up[k]
-        small = rel < tol
-        done = small & restart  # convergence is only declared after a full multi-start update
-        pending[idx] = small & ~restart
-        # adaptive damping: an update that does not shrink the change is an oscillation; damp more
-        grow = rel >= prev[idx]
-        eta[idx] = np.where(grow, np.minimum(0.97, 1 - 0.7 * (1 - eta[idx])), eta[idx])
-        prev[idx] = rel
-        upd = eta[idx, None] * old + (1 - eta[idx, None]) * new
-        upd[done] = old[done]  # a converged point keeps the point at which it was checked
-        q[idx], m[idx], V[idx], theta[idx] = upd.T
-        active[idx[done]] = False
-        if not active.any():
+        if state.update(it, rule=rule, n_nodes=n_nodes, tol=tol):
             break
     else:
-        bad = alphas[active]
+        bad = alphas[state.active]
         raise StateEvolutionError(
-            f"state evolution ({branch} branch, omega={omega}) did not converge within max_iter="
+            f"state evolution ({model.branch} branch, omega={model.omega}) did not converge within max_iter="
             f"{max_iter} iterations for alpha={bad.tolist()} (last relative change "
-            f"{resid[active].max():.2e} > tol={tol}); try more iterations or more damping")
-    out = dict(q=q, m=m, V=V, theta=theta, **final, n_iter=n_iter, residual=resid,
-               alpha=alphas)
-    if scalar:
-        out = {k: (v[0] if isinstance(v, np.ndarray) else v) for k, v in out.items()}
-    return out
+            f"{state.resid[state.active].max():.2e} > tol={tol}); try more iterations or more damping")
+    out = state.result()
+    return out.first() if scalar else out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -841,13 +997,10 @@ def theta_profile(alpha: float, thetas: Any, *, omega: float, sigma: float = 0.5
     ------
     ValueError for bad arguments; StateEvolutionError if the inner iteration does not converge.
     """
-    alphas, scalar = _check_alphas(alpha)
+    alphas, scalar = check_alphas(alpha)
     if not scalar:
         raise ValueError("alpha must be a single number for theta_profile")
-    omega = check_real("omega", omega, low=0.0, high=1.0)
-    sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
-    lam = check_real("lam", lam, low=0.0, low_open=True, high=1e3)
-    A_ = check_A(A)
+    omega, sigma, lam, A_, _ = check_model(omega=omega, sigma=sigma, lam=lam, A=A)
     if not np.allclose(A_, A_[::-1, ::-1]):
         raise ValueError("theta_profile needs a swap-symmetric A (A[::-1, ::-1] == A), so that m = 0")
     rule = check_choice("rule", rule, RULES)

@@ -76,6 +76,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -85,10 +86,11 @@ from scipy.special import expit
 
 from ..validation import check_choice, check_int, check_real
 
-from .se import (BRANCHES, _PARALLEL_MIN, StateEvolutionError, _check_alphas, _geometry, _initial_point, check_A,
-                 num_threads, proximal, run_parallel, teacher_rows)
+from .se import (DEFAULT_A, _PARALLEL_MIN, PhaseModel, StateEvolutionError, _geometry, _initial_point,
+                 _MappingResult, check_alphas, check_model, num_threads, proximal, run_parallel, teacher_rows)
 
-__all__ = ["Outcome", "AccuracyNotReached", "state_evolution", "scrambled_rules", "estimate", "OUTPUT_KEYS"]
+__all__ = ["Outcome", "AccuracyNotReached", "state_evolution", "StateEvolutionResult", "scrambled_rules",
+           "estimate", "OUTPUT_KEYS"]
 
 OUTPUT_KEYS = ("q", "m", "V", "theta", "test_error", "train_loss")
 
@@ -339,6 +341,136 @@ def _left_branch(z: np.ndarray, F: np.ndarray, branch: str, rho: float) -> bool:
     return bool(abs(z[1]) <= 2e-3 and abs(F[1]) <= 2e-3)
 
 
+def _fd_rows(z: np.ndarray, fi: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """``z`` and ``z + h_j e_j`` along the free coordinates ``fi`` (forward differences, relative
+    step ``_FD_STEP``), and the steps ``h``."""
+    h = _FD_STEP * np.maximum(np.abs(z[fi]), _FLOOR[fi])
+    rows = [z.copy() for _ in range(fi.size + 1)]
+    for j in range(fi.size):
+        rows[j + 1][fi[j]] += h[j]
+    return rows, h
+
+
+def _on_branch(new: np.ndarray, z: np.ndarray, branch: str, rho: float, *, keep: float = 0.0) -> bool:
+    """Admissible, with the branch's order parameter above ``keep`` times its value at ``z``."""
+    j = 3 if branch == "semantic" else 1
+    return _admissible(new, rho) and new[j] > keep * z[j]
+
+
+@dataclass(eq=False)
+class _QuasiNewton:
+    """The iteration state of :func:`_solve_pooled` on the scaled free coordinates."""
+    JG: np.ndarray | None  # Jacobian of F - z (scaled), None: take fixed-point steps
+    want_fd: bool = False  # take finite differences at the next update
+    prev: tuple | None = None  # (scaled step, residual) of the last step, for Broyden's update
+    res_prev: float = math.inf
+    hx: list = field(default_factory=list)  # Anderson history: iterates and residuals
+    hf: list = field(default_factory=list)
+
+    def anderson(self, z: np.ndarray, F: np.ndarray, g: np.ndarray, free: np.ndarray, scale: np.ndarray,
+                 branch: str, rho: float) -> np.ndarray | None:
+        """Far from the fixed point: Anderson acceleration (type II, depth 4) of the undamped
+        update in scaled variables, a damped update if it leaves the admissible region (or flips
+        the order parameter's sign); None if that too leaves it."""
+        fi = np.flatnonzero(free)
+        xs, fs = z[fi] / scale, g
+        self.hx.append(xs.copy()); self.hf.append(fs.copy())
+        if len(self.hx) > 5:
+            self.hx.pop(0); self.hf.pop(0)
+        stp = xs + fs
+        if len(self.hx) >= 2:
+            dX = np.diff(np.array(self.hx), axis=0).T
+            dF = np.diff(np.array(self.hf), axis=0).T
+            try:
+                gam, *_ = np.linalg.lstsq(dF, fs, rcond=1e-10)
+                cand = xs + fs - (dX + dF) @ gam
+                if np.all(np.isfinite(cand)) and np.max(np.abs(cand - xs)) > 1e-3 * np.max(np.abs(fs)):
+                    stp = cand
+                else:
+                    self.hx.clear(); self.hf.clear()
+            except np.linalg.LinAlgError:
+                self.hx.clear(); self.hf.clear()
+        new = z.copy(); new[fi] = stp * scale
+        new = _constrain(new, branch, free)
+        if not _on_branch(new, z, branch, rho):
+            self.hx.clear(); self.hf.clear()
+            new = z + 0.5 * (F - z)
+        if not _admissible(new, rho):
+            new = z + 0.5 * (F - z)
+            if not _admissible(new, rho):
+                return None
+        return new
+
+    def newton(self, z: np.ndarray, F: np.ndarray, g: np.ndarray, fi: np.ndarray, scale: np.ndarray,
+               branch: str, rho: float) -> tuple[np.ndarray | None, np.ndarray]:
+        """A Newton step on the scaled residual, capped at 30% of each coordinate's scale, halved
+        until admissible (and the order parameter keeps its sign), else a damped fixed-point step
+        (the model is dropped). Returns the new point (None: it leaves the admissible region) and
+        the scaled step."""
+        try:
+            step = np.linalg.solve(self.JG, -g)
+        except np.linalg.LinAlgError:
+            step = g.copy()
+        if not np.all(np.isfinite(step)):
+            step = g.copy()
+        cap = 0.3 * np.maximum(np.abs(z[fi]), _FLOOR[fi]) / scale
+        big = float(np.max(np.abs(step) / cap))
+        if big > 1:
+            step = step / big
+        for _ in range(8):
+            new = z.copy(); new[fi] += step * scale
+            if _on_branch(new, z, branch, rho, keep=0.1):
+                return new, step
+            step = 0.5 * step
+        self.JG = None
+        new = z + 0.5 * (F - z)
+        return (new if _admissible(new, rho) else None), step
+
+    def learn(self, ev: dict, F: np.ndarray, g: np.ndarray, h: np.ndarray | None, free: np.ndarray,
+              scale: np.ndarray, branch: str, verify: bool) -> None:
+        """Update the model from an evaluation: the finite-difference Jacobian from its rows
+        ``z + h_j e_j`` (with ``h``), else Broyden's rank-one update from the last step (not across
+        a global update)."""
+        fi = np.flatnonzero(free)
+        if h is not None:
+            Fj = _constrain(ev["pooled"][1:, :4], branch, free)[:, fi]  # (nf, nf): row j = F(z + h_j e_j)
+            self.JG = ((Fj - F[fi]) / h[:, None]).T * scale[None, :] / scale[:, None] - np.eye(fi.size)
+            self.want_fd, self.prev = False, None
+        elif self.prev is not None and self.JG is not None and not verify:
+            s_, y_ = self.prev[0], g - self.prev[1]
+            ss = float(s_ @ s_)
+            if ss > 0:
+                self.JG = self.JG + np.outer(y_ - self.JG @ s_, s_) / ss
+
+    def missed(self, res: float, was_verify: bool) -> None:
+        """After an update that misses the tolerance: no secant across a global update (it jumped,
+        switching minimisers); a model whose residual doubled failed (back to fixed-point steps and
+        new differences)."""
+        if was_verify:
+            self.prev = None
+        if self.JG is not None and res > 2 * self.res_prev and not was_verify:
+            self.JG = None
+        self.res_prev = res
+
+    def step(self, z: np.ndarray, F: np.ndarray, g: np.ndarray, res: float, free: np.ndarray,
+             scale: np.ndarray, branch: str, rho: float) -> np.ndarray | None:
+        """The next iterate: accelerated fixed-point steps far from the fixed point or without a
+        model (the finite-difference Jacobian is taken once the residual is small), Newton steps
+        near it; None if the iteration leaves the admissible region."""
+        fi = np.flatnonzero(free)
+        if self.JG is None or res > _NEWTON_ZONE:
+            new = self.anderson(z, F, g, free, scale, branch, rho)
+            if new is not None:
+                self.prev = ((new - z)[fi] / scale, g) if self.JG is not None else None
+                self.want_fd = self.JG is None and res <= _NEWTON_ZONE
+            return new
+        new, step = self.newton(z, F, g, fi, scale, branch, rho)
+        if new is None:
+            return None
+        self.prev = (step, g) if self.JG is not None else None
+        return _constrain(new, branch, free)
+
+
 def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, free: np.ndarray, branch: str,
                   kw: dict, rho: float, ftol: float, max_updates: int, warm: np.ndarray | None,
                   known: np.ndarray | None, jac: np.ndarray | None, max_checks: int = 6,
@@ -354,8 +486,9 @@ def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, fr
     that global update also meets the tolerance (without ``verify_global``, the point is returned
     with status "local" at that stage: the minimisers followed, not verified to be global).
 
-    Returns dict: status in {"converged", "left_branch", "not_settled"}, z (4,), ev (the accepted
-    global update, rows [z]), prox (K N, 2), n_updates (rows evaluated), jac.
+    Returns dict: status in {"converged", "local", "left_branch", "not_settled"}, z (4,), ev (the
+    last update, rows [z, ...]), prox (K N, 2), n_updates (rows evaluated), jac (free x free, or
+    None), alts (the tracked starts' minimisers; None unless converged).
     """
     fi = np.flatnonzero(free)
     nf = fi.size
@@ -368,21 +501,18 @@ def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, fr
         known, n_up = None, 1
     verify = bool(verify_first and warm is not None)  # z0 already solved with followed minimisers
     checks = int(verify)
-    JG = None if jac is None else jac / scale[:, None] * scale[None, :] - np.eye(nf)  # scaled, of F - z
-    want_fd = False
-    prev = None
-    res_prev = np.inf
-    hx: list[np.ndarray] = []
-    hf: list[np.ndarray] = []
+    qn = _QuasiNewton(None if jac is None else jac / scale[:, None] * scale[None, :] - np.eye(nf))
     ev = None
+
+    def result(status: str, with_jac: bool = False) -> dict[str, Any]:
+        J = (qn.JG + np.eye(nf)) * scale[:, None] / scale[None, :] if with_jac and qn.JG is not None else None
+        return dict(status=status, z=z, ev=ev, prox=warm, n_updates=n_up, jac=J,
+                    alts=alts if status == "converged" else None)
+
     while n_up < max_updates:
-        rows = [z]
-        fd = JG is None and want_fd and not verify
-        if fd:
-            h = _FD_STEP * np.maximum(np.abs(z[fi]), _FLOOR[fi])
-            for j in range(nf):
-                zj = z.copy(); zj[fi[j]] += h[j]
-                rows.append(zj)
+        rows, h = [z], None
+        if qn.JG is None and qn.want_fd and not verify:
+            rows, h = _fd_rows(z, fi)
         ev = _evaluate(alpha, np.array(rows), nodes, K, kw, warm, known, restart=verify, alts=alts)
         if ev["alts"] is not None:
             alts = ev["alts"]
@@ -390,26 +520,15 @@ def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, fr
         warm, known = ev["prox"][0], None
         F = _constrain(ev["pooled"][0, :4], branch, free)
         if not np.all(np.isfinite(F)):
-            return dict(status="left_branch", z=z, ev=ev, prox=warm, n_updates=n_up, jac=None)
+            return result("left_branch")
         g = (F - z)[fi] / scale
-        if fd:
-            Fj = _constrain(ev["pooled"][1:, :4], branch, free)[:, fi]  # (nf, nf): row j = F(z + h_j e_j)
-            JG = ((Fj - F[fi]) / h[:, None]).T * scale[None, :] / scale[:, None] - np.eye(nf)
-            want_fd, prev = False, None
-        elif prev is not None and JG is not None and not verify:
-            s_, y_ = prev[0], g - prev[1]
-            ss = float(s_ @ s_)
-            if ss > 0:
-                JG = JG + np.outer(y_ - JG @ s_, s_) / ss
+        qn.learn(ev, F, g, h, free, scale, branch, verify)
         res = float(np.max(np.abs(g))) if nf else 0.0
-        tol = ftol * min(100.0, 3.0 ** checks) if verify else ftol
-        if res < tol:
+        if res < (ftol * min(100.0, 3.0 ** checks) if verify else ftol):
             if verify:
-                return dict(status="converged", z=z, ev=ev, prox=warm, n_updates=n_up, alts=alts,
-                            jac=None if JG is None else (JG + np.eye(nf)) * scale[:, None] / scale[None, :])
+                return result("converged", with_jac=True)
             if not verify_global:
-                return dict(status="local", z=z, ev=ev, prox=warm, n_updates=n_up,
-                            jac=None if JG is None else (JG + np.eye(nf)) * scale[:, None] / scale[None, :])
+                return result("local", with_jac=True)
             checks += 1
             if checks > max_checks:
                 break
@@ -417,80 +536,23 @@ def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, fr
             continue
         was_verify, verify = verify, False
         if _left_branch(z, F, branch, rho):
-            return dict(status="left_branch", z=z, ev=ev, prox=warm, n_updates=n_up, jac=None)
-        if was_verify:
-            prev = None  # the global update jumped (switched minimisers): no secant across it
-        if JG is not None and res > 2 * res_prev and not was_verify:
-            JG = None  # the quasi-Newton model failed: back to fixed-point steps, new differences
-        res_prev = res
-        if JG is None or res > _NEWTON_ZONE:
-            # far from the fixed point: a plain (undamped) update, damped if it leaves the admissible
-            # region; the finite-difference Jacobian is taken once the residual is small
-            # Anderson acceleration (type II, depth 4) of the undamped update, scaled variables
-            xs, fs = z[fi] / scale, g
-            hx.append(xs.copy()); hf.append(fs.copy())
-            if len(hx) > 5:
-                hx.pop(0); hf.pop(0)
-            stp = xs + fs
-            if len(hx) >= 2:
-                dX = np.diff(np.array(hx), axis=0).T
-                dF = np.diff(np.array(hf), axis=0).T
-                try:
-                    gam, *_ = np.linalg.lstsq(dF, fs, rcond=1e-10)
-                    cand = xs + fs - (dX + dF) @ gam
-                    if np.all(np.isfinite(cand)) and np.max(np.abs(cand - xs)) > 1e-3 * np.max(np.abs(fs)):
-                        stp = cand
-                    else:
-                        hx.clear(); hf.clear()
-                except np.linalg.LinAlgError:
-                    hx.clear(); hf.clear()
-            new = z.copy(); new[fi] = stp * scale
-            new = _constrain(new, branch, free)
-            if not _admissible(new, rho) or (branch == "semantic" and new[3] <= 0) or \
-                    (branch == "positional" and new[1] <= 0):
-                hx.clear(); hf.clear()
-                new = z + 0.5 * (F - z)
-            if not _admissible(new, rho):
-                new = z + 0.5 * (F - z)
-                if not _admissible(new, rho):
-                    return dict(status="left_branch", z=z, ev=ev, prox=warm, n_updates=n_up, jac=None)
-            prev = ((new - z)[fi] / scale, g) if JG is not None else None
-            want_fd = JG is None and res <= _NEWTON_ZONE
-            z = new
+            return result("left_branch")
+        qn.missed(res, was_verify)
+        newton = qn.JG is not None and res <= _NEWTON_ZONE
+        new = qn.step(z, F, g, res, free, scale, branch, rho)
+        if new is None:
+            return result("left_branch")
+        z = new
+        if not newton:
             continue
-        # Newton step on the scaled residual, capped at 30% of each coordinate's scale; halved until
-        # admissible (and the order parameter keeps its sign), else a damped fixed-point step
-        try:
-            step = np.linalg.solve(JG, -g)
-        except np.linalg.LinAlgError:
-            step = g.copy()
-        if not np.all(np.isfinite(step)):
-            step = g.copy()
-        cap = 0.3 * np.maximum(np.abs(z[fi]), _FLOOR[fi]) / scale
-        big = float(np.max(np.abs(step) / cap))
-        if big > 1:
-            step = step / big
-        for _ in range(8):
-            new = z.copy(); new[fi] += step * scale
-            ok = _admissible(new, rho) and (new[3] > 0.1 * z[3] if branch == "semantic" else new[1] > 0.1 * z[1])
-            if ok:
-                break
-            step = 0.5 * step
-        else:
-            new = z + 0.5 * (F - z)
-            JG = None
-            if not _admissible(new, rho):
-                return dict(status="left_branch", z=z, ev=ev, prox=warm, n_updates=n_up, jac=None)
-        prev = (step, g) if JG is not None else None
-        z = _constrain(new, branch, free)
-        if was_verify and JG is not None and res < 100 * ftol and checks < max_checks:
+        if was_verify and qn.JG is not None and res < 100 * ftol and checks < max_checks:
             # a small jump at the global update (a few proximal problems switched basins): the Newton
             # step from it lands within the tolerance, so the next update is the global one at once
             checks += 1
             verify = True
         if n_up % 40 < len(rows) and n_up > 40:
-            JG, want_fd = None, True  # slow progress: refresh the Jacobian by finite differences
-    return dict(status="not_settled", z=z, ev=ev, prox=warm, n_updates=n_up, jac=None)
+            qn.JG, qn.want_fd = None, True  # slow progress: refresh the Jacobian by finite differences
+    return result("not_settled")
 
 
 
@@ -545,10 +607,7 @@ def _jacobian_pass(alpha: float, z: np.ndarray, nodes: np.ndarray, K: int, *, fr
     ``(I - J)^{-1}`` and the eigenvalue test, where a relative error of a few 1e-3 is immaterial),
     the suppressed derivative, a reported number with its own error, on ``_STAB_POINTS``."""
     fi = np.flatnonzero(free)
-    h = _FD_STEP * np.maximum(np.abs(z[fi]), _FLOOR[fi])
-    rows = [z.copy() for _ in range(fi.size + 1)]
-    for j in range(fi.size):
-        rows[j + 1][fi[j]] += h[j]
+    rows, h = _fd_rows(z, fi)
     N = nodes.shape[0] // K
     nodes3, prox3 = nodes.reshape(K, N, 4), prox.reshape(K, N, 2)
 
@@ -571,14 +630,459 @@ def _jacobian_pass(alpha: float, z: np.ndarray, nodes: np.ndarray, K: int, *, fr
 
 
 # ----------------------------------------------------------------------------------------------
-# the public solver
+# the public solver: its result, the sweep's state, one point's search, the delta-method error and
+# the outcome classification
 # ----------------------------------------------------------------------------------------------
+_Z95 = 1.959963984540054  # the 0.975 quantile of the standard normal
+
+
+@dataclass(eq=False)
+class StateEvolutionResult(_MappingResult):
+    """The result of :func:`state_evolution`: (A,) arrays (scalars for a scalar ``alpha``), read as
+    attributes or by key like the dict of arrays it replaces (``r.theta`` or ``r["theta"]``,
+    ``r.keys()``, ``r.items()``). The fields are described in :func:`state_evolution`'s Returns."""
+    q: Any
+    m: Any
+    V: Any
+    theta: Any
+    test_error: Any
+    train_loss: Any
+    q_err: Any
+    m_err: Any
+    V_err: Any
+    theta_err: Any
+    test_error_err: Any
+    train_loss_err: Any
+    outcome: Any
+    reason: Any
+    log2_points: Any
+    n_updates: Any
+    suppressed_derivative: Any
+    suppressed_derivative_err: Any
+    unstable: Any
+    unstable_undamped: Any
+    jacobian_eigenvalue: Any
+    seconds: Any
+    alpha: Any
+    n_scramblings: Any
+
+    @classmethod
+    def empty(cls, alphas: np.ndarray, K: int) -> "StateEvolutionResult":
+        """Arrays for ``alphas``, every point not yet solved (NaN values, no outcome)."""
+        nA = alphas.size
+        nan = {k: np.full(nA, np.nan) for k in OUTPUT_KEYS}
+        nan.update({f"{k}_err": np.full(nA, np.nan) for k in OUTPUT_KEYS})
+        return cls(**nan, outcome=np.empty(nA, dtype=object), reason=np.empty(nA, dtype=object),
+                   log2_points=np.zeros(nA, dtype=int), n_updates=np.zeros(nA, dtype=int),
+                   suppressed_derivative=np.full(nA, np.nan), suppressed_derivative_err=np.full(nA, np.nan),
+                   unstable=np.zeros(nA, dtype=bool), unstable_undamped=np.zeros(nA, dtype=bool),
+                   jacobian_eigenvalue=np.full(nA, np.nan), seconds=np.zeros(nA), alpha=alphas,
+                   n_scramblings=np.full(nA, K))
+
+
+@dataclass(frozen=True, eq=False)
+class _Setup:
+    """The validated arguments of one :func:`state_evolution` call and what follows from them."""
+    model: PhaseModel
+    K: int
+    pmin: int
+    pmax: int
+    seed: int
+    rtol: float
+    continuation: bool
+    stability: bool  # compute the suppressed direction's derivative (where a symmetry is imposed)
+    max_updates: int
+    on_accuracy: str
+
+    @property
+    def branch(self) -> str:
+        return self.model.branch
+
+    @property
+    def rho(self) -> float:
+        return self.model.rho
+
+    @property
+    def free(self) -> np.ndarray:
+        """The overlaps that are solved for (``m`` is held at 0 on a swap-symmetric semantic branch,
+        ``theta`` on the positional one)."""
+        sem = self.branch == "semantic"
+        return np.array([True, not (sem and self.model.swap_symmetric), True, sem])
+
+    @property
+    def order_par(self) -> int:
+        """Index of the branch's order parameter (semantic: ``theta``; positional: ``m``)."""
+        return 3 if self.branch == "semantic" else 1
+
+    @property
+    def order_name(self) -> str:
+        return "theta" if self.branch == "semantic" else "m"
+
+    @property
+    def kw(self) -> dict:
+        return dict(omega=self.model.omega, sigma=self.model.sigma, lam=self.model.lam, A=self.model.A)
+
+    @property
+    def ftol(self) -> float:
+        """Fixed-point residual: 1% of the accuracy target (at most 1e-5)."""
+        return min(1e-5, self.rtol * 1e-2)
+
+    @property
+    def tq(self) -> float:
+        """The t quantile of a 95% interval of a mean over ``K`` scramblings."""
+        from scipy.stats import t as student_t
+        return float(student_t.ppf(0.975, self.K - 1))
+
+
+@dataclass(eq=False)
+class _Sweep:
+    """What a sweep in ``alpha`` carries from one point to the next (continuation)."""
+    p_next: int  # number of points (log2, per scrambling) for the next point
+    hist: list = field(default_factory=list)  # converged (alpha, z, J, level, (averages, vstar))
+    rel_hist: list = field(default_factory=list)  # (level, relative error) of converged points
+    jac_prev: np.ndarray | None = None  # the last Jacobian computed
+    prox_prev: np.ndarray | None = None  # the last accepted proximal minimisers and their level
+    p_prox: int | None = None
+    alt_store: tuple | None = None  # (level, minimisers the other default starts reached, alpha index)
+
+    def start(self, a: float, init: dict[str, Any] | None, s: _Setup) -> "_Search":
+        """The search at ``alpha = a``: predicted from the sweep's last points (continuation), else
+        from ``init`` or the branch's default start, at the smallest number of points."""
+        if self.hist and s.continuation:
+            z0, jac = _predict(a, self.hist, self.p_next, s.branch, s.free, s.rho, s.model.lam)
+            jac = self.jac_prev if jac is None else jac
+            p = self.p_next
+        else:
+            if init is not None:
+                z0 = np.array([float(init[k]) for k in ("q", "m", "V", "theta")])
+            else:
+                z0 = np.array([v[0] for v in _initial_point(np.array([a]), s.branch, s.model.sigma)])
+            p, jac = s.pmin, None
+        if not s.continuation:
+            self.alt_store = None
+        # verify the global minimisers at the first level at once for a point of a sweep (the
+        # neighbour's number of points is expected to suffice), after a first estimate otherwise
+        return _Search(p=p, z0=z0, jac=jac, final=bool(self.hist) and s.continuation)
+
+    def record(self, a: float, pt: "_Point", s: _Setup) -> None:
+        """After a converged point: remember it for the predictor, and choose the next point's
+        number of points (this one's, fewer if the target was met with a wide margin, error about
+        ``1 / N``; one more level at once if the error, growing along the sweep as over the last
+        two points at this level, would miss the target there)."""
+        lv, p, rtol = pt.level, pt.p, s.rtol
+        ev = lv.r["ev"]
+        self.hist.append((a, pt.mean[:4].copy(), lv.J, p,
+                          (ev["avg"][0], ev["vstar"][0]) if ev is not None else None))
+        rel = lv.rel
+        p_next = max(s.pmin, p - max(0, math.floor(math.log2(rtol / (1.2 * rel))))) if rel > 0 else p
+        if self.rel_hist and self.rel_hist[-1][0] == p and rel > 0 and p_next == p < s.pmax:
+            grow = min(4.0, max(1.0, rel / self.rel_hist[-1][1]))
+            if rel * grow > rtol / 1.2:
+                p_next = p + 1
+        self.p_next = p_next
+        self.rel_hist.append((p, rel))
+
+
+@dataclass(eq=False)
+class _Level:
+    """The pooled rule's accepted fixed point at one number of points, with its delta-method error."""
+    r: dict  # :func:`_solve_pooled`'s result
+    local: bool  # minimisers followed, not yet verified global
+    z: np.ndarray
+    J: np.ndarray  # Jacobian of the update on the free overlaps
+    lam_max: float  # its largest real eigenvalue
+    mean: np.ndarray  # (6,): q, m, V, theta, test error, train loss
+    err: np.ndarray  # (6,) their quadrature errors
+    deriv: tuple | None  # derivative along the suppressed direction and its standard error
+    rel: float  # relative error of the test error
+
+
+@dataclass(eq=False)
+class _Point:
+    """One ``alpha``'s answer: the outcome, its sentence, the values and errors, the level reached."""
+    outcome: str
+    reason: str
+    mean: np.ndarray
+    err: np.ndarray
+    p: int
+    n_up: int
+    level: _Level | None = None  # the last level with an accepted fixed point (None: none)
+
+
+@dataclass(eq=False)
+class _Search:
+    """One ``alpha``'s search over the number of points ``2**p`` per scrambling."""
+    p: int
+    z0: np.ndarray  # start of the next solve
+    jac: np.ndarray | None  # its Jacobian
+    final: bool  # the next solve verifies the global minimisers at once
+    n_up: int = 0  # map evaluations so far
+    prox_cur: np.ndarray | None = None  # this point's proximal minimisers and their level
+    p_cur: int | None = None
+    rel_prev: tuple | None = None  # (relative error, level) at the last level left for a finer one
+    level_hist: list = field(default_factory=list)  # (level, values, errors) of a delicate point
+    unsettled: int = 0  # levels at which the iteration did not settle
+    recheck: bool = False  # the next solve starts at a point converged with followed minimisers
+
+    def jump(self, rel: float, s: _Setup) -> int:
+        """The number of points that should meet the target (the error falls about as ``1 / N``,
+        measured ``N^-0.9`` to ``N^-1.1``; the estimate from ``K`` scramblings is noisy, so the
+        previous level's enters too)."""
+        rp = self.rel_prev
+        rel_jump = rel if rp is None else math.sqrt(rel * rp[0] * 2.0 ** (rp[1] - self.p))
+        return min(s.pmax, self.p + max(1, math.ceil(math.log2(1.2 * rel_jump / s.rtol))))
+
+    def next_level(self, lv: _Level, p: int, final: bool) -> None:
+        """Go on at ``2**p`` points from the level's fixed point and Jacobian."""
+        self.rel_prev = (lv.rel, self.p)
+        self.p, self.z0, self.jac, self.final = p, lv.z, lv.J, final
+
+    def done(self, outcome: str, reason: str, mean: np.ndarray, err: np.ndarray,
+             level: _Level | None = None) -> _Point:
+        return _Point(outcome, reason, mean, err, self.p, self.n_up, level)
+
+
+def _nested(prev: np.ndarray, p_prev: int, p: int, K: int, fill: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per-node values (..., K 2**p_prev, 2) carried to the rule of ``2**p`` points per scrambling:
+    Sobol nets are nested (the first ``2**p'`` points of a scrambling's ``2**p`` net are its
+    ``2**p'`` net); new nodes get ``fill``. Returns the values and, for a finer rule, which nodes
+    are known (else None)."""
+    lead = prev.shape[:-2]
+    pp = prev.reshape(lead + (K, -1, 2))
+    N = 2 ** p
+    if p_prev >= p:
+        return pp[..., :N, :].reshape(lead + (-1, 2)), None
+    out = np.full(lead + (K, N, 2), fill)
+    out[..., :pp.shape[-2], :] = pp
+    known = np.zeros((K, N), dtype=bool)
+    known[:, :pp.shape[-2]] = True
+    return out.reshape(lead + (-1, 2)), known.reshape(-1)
+
+
+def _pooled_solve(a: float, i: int, st: _Search, sweep: _Sweep, s: _Setup) -> tuple[np.ndarray, dict, bool]:
+    """The pooled rule's fixed point at the search's level: proximal minimisers carried over from
+    this point's last level or the sweep's last point, tracked starts from the sweep. Returns the
+    nodes, :func:`_solve_pooled`'s result (status "local" reported as "converged") and whether the
+    minimisers were only followed."""
+    K, p = s.K, st.p
+    nodes = _pooled_nodes(p, K, s.seed)
+    warm, known = None, None
+    src, p_src = (st.prox_cur, st.p_cur) if st.prox_cur is not None else (
+        (sweep.prox_prev, sweep.p_prox) if s.continuation else (None, None))
+    if src is not None:
+        warm, known = _nested(src, p_src, p, K, 0.0)
+    alts = None
+    if sweep.alt_store is not None:
+        alts, _ = _nested(sweep.alt_store[1], sweep.alt_store[0], p, K, np.nan)
+    r = _solve_pooled(a, st.z0, nodes, K, free=s.free, branch=s.branch, kw=s.kw, rho=s.rho, ftol=s.ftol,
+                      max_updates=s.max_updates, warm=warm, known=known, jac=st.jac,
+                      verify_global=st.final or p >= s.pmax, alts=alts, verify_first=st.recheck)
+    st.recheck = False
+    if r.get("alts") is not None and (s.continuation or sweep.alt_store is None or sweep.alt_store[2] == i):
+        sweep.alt_store = (p, r["alts"], i)
+    st.n_up += r["n_updates"]
+    st.final = False
+    local = r["status"] == "local"
+    if local:
+        r["status"] = "converged"
+    return nodes, r, local
+
+
+def _delta_error(a: float, r: dict, nodes: np.ndarray, local: bool, st: _Search, s: _Setup) -> _Level:
+    """The accepted fixed point's quadrature error by the delta method.
+
+    Scrambling ``k``'s residual at the pooled fixed point, propagated through ``(I - J)^{-1}``, is
+    its linearised fixed point's offset (the losses move along with it); then one more Newton step
+    on each scrambling's own map (its ``N`` points) from there carries the fixed point's
+    second-order bias: scrambling ``k``'s fixed point has the bias ``b / N``, the pooled one
+    ``b / (K N)``, so ``(mean_k z_k - z) / (K - 1)`` estimates the latter. The standard error over
+    ``K`` scramblings is itself a ``K - 1`` degree-of-freedom estimate: scaled by ``t_{K-1} / z``
+    (0.975 quantiles), ``+-1.96 err`` is the 95% interval of Student's t."""
+    K, free, branch, rho = s.K, s.free, s.branch, s.rho
+    fi = np.flatnonzero(free)
+    z, ev = r["z"], r["ev"]
+    jp = _jacobian_pass(a, z, nodes, K, free=free, branch=branch, kw=s.kw, prox=r["prox"],
+                        stability=s.stability and not local)
+    st.n_up += jp["n"]
+    nf, h = fi.size, jp["h"]
+    P0, Pk = ev["pooled"][0], ev["per"][0]  # (6,), (K, 6) at z
+    Pj = jp["ev"]["pooled"][:nf]  # (nf, 6) at z + h_j e_j
+    D = ((Pj - jp["base"]) / h[:, None]).T  # (6, nf): derivatives of the update and losses
+    J = D[fi]  # (nf, nf) Jacobian of F on the free coordinates
+    lam_max = float(np.max(np.linalg.eigvals(J).real)) if nf else float("nan")
+    mean = np.concatenate([z, P0[4:]])
+    vals = np.full((K, 6), np.inf)
+    try:
+        IJ = np.eye(nf) - J
+        dz = np.linalg.solve(IJ, (Pk[:, fi] - z[fi]).T).T  # (K, nf)
+        zk = np.repeat(z[None], K, 0)
+        zk[:, fi] += dz
+        if all(_admissible(zk_, rho) for zk_ in zk):
+            N = nodes.shape[0] // K
+            ek = _evaluate(a, zk, nodes.reshape(K, N, 4), 1, s.kw, r["prox"].reshape(K, N, 2), None,
+                           restart=False)["pooled"]  # (K, 6): F_k(z_k), losses at z_k
+            st.n_up += 1
+            dz2 = np.linalg.solve(IJ, (_constrain(ek[:, :4], branch, free)[:, fi] - zk[:, fi]).T).T
+            vals[:, :4] = zk
+            vals[:, fi] += dz2
+            vals[:, 4:] = ek[:, 4:] + dz2 @ D[4:].T
+    except np.linalg.LinAlgError:
+        pass
+    se_ = vals.std(0, ddof=1) / math.sqrt(K) * (s.tq / _Z95)
+    bias = (vals.mean(0) - mean) / (K - 1)
+    err = np.sqrt(se_ ** 2 + bias ** 2)
+    err[:4][~free] = 0.0
+    deriv = None
+    if jp["stab"] is not None:
+        eps = jp["eps"]
+        up, dn = jp["stab"]["pooled"], jp["stab"]["per"]
+        dk = (dn[0] - dn[1]) / (2 * eps)
+        deriv = ((up[0] - up[1]) / (2 * eps), dk.std(ddof=1) / math.sqrt(K))
+    return _Level(r=r, local=local, z=z, J=J, lam_max=lam_max, mean=mean, err=err, deriv=deriv,
+                  rel=err[4] / abs(mean[4]))
+
+
+def _after_local(lv: _Level, st: _Search, s: _Setup) -> None:
+    """Minimisers followed from the previous ones, not yet verified global: if the target looks
+    met (or nothing else is left), verify at this level; otherwise go up."""
+    op = s.order_par
+    if (np.all(np.isfinite(lv.err)) and lv.lam_max < 1 and lv.rel > s.rtol and st.p < s.pmax
+            and lv.mean[op] - _Z95 * lv.err[op] > 0):
+        st.next_level(lv, st.jump(lv.rel, s), final=False)
+        return
+    st.final = st.recheck = True
+    st.z0, st.jac = lv.z, lv.J
+
+
+def _delicate(lv: _Level, st: _Search, s: _Setup) -> _Point | np.ndarray | None:
+    """A point whose order parameter carries a relative error above ``_DELICATE`` (near a branch's
+    end the fixed point of a coarse rule can sit many of its linearised errors away from a finer
+    rule's): solved at two levels, it must not move between them by more than their errors, and
+    carries the move in its error. Returns the errors with the move added (accepted), None (go on
+    at a finer rule; the search is updated) or the undecided point."""
+    p, op, mean, err = st.p, s.order_par, lv.mean, lv.err
+    other = next((h for h in reversed(st.level_hist) if h[0] != p), None)
+    st.level_hist.append((p, mean.copy(), err.copy()))
+    moved, err_eff = math.inf, err
+    if other is not None:
+        shift = np.abs(mean - other[1])
+        moved = max(shift[j_] / math.sqrt(err[j_] ** 2 + other[2][j_] ** 2) for j_ in (op, 4))
+        err_eff = np.sqrt(err ** 2 + shift ** 2)
+    coarse = err_eff[op] > _ORDER_RTOL * abs(mean[op])
+    if not (moved > _LEVEL_NSIG or coarse or err_eff[4] > s.rtol * abs(mean[4])):
+        return err_eff
+    if p < s.pmax:
+        st.next_level(lv, p + 1, final=True)
+        return None
+    name = s.order_name
+    reason = (
+        f"{name} carries a relative error above {_DELICATE} and no finer rule is allowed "
+        f"(max_log2_points = {s.pmax}) to check it against" if other is None else
+        f"the fixed point moves with the rule by {moved:.1f} combined errors between 2^{other[0]} "
+        f"and 2^{p} points per scrambling (near the branch's end the linearised error does not "
+        f"hold)" if moved > _LEVEL_NSIG else
+        f"{name} = {mean[op]:.2e} +- {err_eff[op]:.1e} (with its move from 2^{other[0]} "
+        f"to 2^{p} points per scrambling): a relative error above {_ORDER_RTOL}" if coarse else
+        f"the test error moves from 2^{other[0]} to 2^{p} points per scrambling by more than rtol")
+    return st.done(Outcome.UNDECIDED, reason, mean, np.full(6, np.nan), lv)
+
+
+def _classify(a: float, lv: _Level, st: _Search, s: _Setup) -> _Point | None:
+    """The outcome of a verified fixed point (:class:`Outcome`), or None after choosing a finer
+    rule (the search is updated). Raises :class:`AccuracyNotReached` where ``on_accuracy`` says so."""
+    K, p, op, mean, err, rel = s.K, st.p, s.order_par, lv.mean, lv.err, lv.rel
+    if not np.all(np.isfinite(err)) or lv.lam_max >= 1:
+        return st.done(Outcome.UNDECIDED, (
+            f"fixed point of the pooled rule ({K} scramblings of 2^{p}) with a Jacobian eigenvalue "
+            f"{lv.lam_max:.3f} >= 1 along the free overlaps: it repels the damped iteration, and its "
+            f"quadrature error is unbounded"), mean, np.full(6, np.nan), lv)
+    if mean[op] - _Z95 * err[op] <= 0:
+        return st.done(Outcome.UNDECIDED, (
+            f"{s.order_name} is zero within its quadrature error "
+            f"({mean[op]:.2e} +- {err[op]:.1e}, {K} scramblings of 2^{p})"), mean, err, lv)
+    if rel <= s.rtol and err[op] > _DELICATE * abs(mean[op]):
+        got = _delicate(lv, st, s)
+        if not isinstance(got, np.ndarray):
+            return got
+        err = got
+    if rel <= s.rtol:
+        return st.done(Outcome.CONVERGED, (
+            f"test error to {rel:.1e} relative (standard error over {K} scramblings of 2^{p} points "
+            f"of the pooled rule's fixed point, delta method; Jacobian eigenvalue {lv.lam_max:.3f})"),
+            mean, err, lv)
+    if p >= s.pmax:
+        msg = (f"state evolution ({s.branch}, alpha={a:.4g}, omega={s.model.omega}): fixed point found with "
+               f"the pooled rule of {K} scramblings of 2^{p} points but the test error's quadrature "
+               f"error {rel:.1e} (relative) exceeds rtol={s.rtol}; raise max_log2_points (now {s.pmax}) "
+               f"or rtol")
+        if s.on_accuracy == "raise":
+            raise AccuracyNotReached(msg)
+        return st.done(Outcome.UNDECIDED, msg, mean, err, lv)
+    # the finer rule is expected to meet the target: verify there at once
+    st.next_level(lv, st.jump(rel, s), final=True)
+    return None
+
+
+def _solve_point(a: float, i: int, init: dict[str, Any] | None, sweep: _Sweep, s: _Setup) -> _Point:
+    """One ``alpha`` (index ``i`` of the sweep): the pooled rule's fixed point at rising numbers of
+    points until the outcome is decided."""
+    st = sweep.start(a, init, s)
+    nan6 = np.full(6, np.nan)
+    while True:
+        nodes, r, local = _pooled_solve(a, i, st, sweep, s)
+        if r["status"] == "left_branch":
+            return st.done(Outcome.NO_FIXED_POINT, (
+                f"the iteration leaves the {s.branch} branch ({s.order_name} flows to 0) with the pooled "
+                f"rule of {s.K} scramblings of 2^{st.p} points"), nan6, nan6)
+        if r["status"] != "converged":
+            # a rule twice as fine may settle (smaller jumps from switching minimisers); after two
+            # levels that do not, the point is undecided (near a branch's end), with its last iterate
+            st.unsettled += 1
+            if st.p < s.pmax and st.unsettled < 2:
+                st.p += 1
+                continue
+            mean = nan6
+            if r["ev"] is not None and _admissible(r["z"], s.rho):
+                mean = np.concatenate([r["z"], r["ev"]["pooled"][0, 4:]])
+            return st.done(Outcome.UNDECIDED, (
+                f"the iteration does not settle with the pooled rule of {s.K} scramblings of 2^{st.p} "
+                f"points"), mean, np.full(6, np.nan))
+        st.prox_cur, st.p_cur = r["prox"], st.p
+        if s.continuation:
+            sweep.prox_prev, sweep.p_prox = r["prox"], st.p
+        lv = _delta_error(a, r, nodes, local, st, s)
+        sweep.jac_prev = lv.J
+        if local:
+            _after_local(lv, st, s)
+            continue
+        pt = _classify(a, lv, st, s)
+        if pt is not None:
+            return pt
+
+
+def _store(out: StateEvolutionResult, i: int, pt: _Point) -> None:
+    """Write one point's answer into the result's arrays."""
+    for k, key in enumerate(OUTPUT_KEYS):
+        out[key][i] = pt.mean[k]
+        out[f"{key}_err"][i] = pt.err[k]
+    out.outcome[i], out.reason[i] = pt.outcome, pt.reason
+    out.log2_points[i] = pt.p
+    if pt.level is not None:
+        out.jacobian_eigenvalue[i] = pt.level.lam_max
+    if pt.outcome == Outcome.CONVERGED and pt.level.deriv is not None:
+        deriv = pt.level.deriv
+        out.suppressed_derivative[i], out.suppressed_derivative_err[i] = deriv
+        out.unstable[i] = deriv[0] > 1
+        out.unstable_undamped[i] = abs(deriv[0]) > 1
+    out.n_updates[i] = pt.n_up
+
+
 def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
-                    A: Any = ((0.6, 0.4), (0.4, 0.6)), branch: str = "semantic", rtol: float = 1e-3,
+                    A: Any = DEFAULT_A, branch: str = "semantic", rtol: float = 1e-3,
                     n_scramblings: int = 12, min_log2_points: int = 10, max_log2_points: int = 16,
                     seed: int = 0, init: dict[str, Any] | None = None, continuation: bool = True,
                     stability: bool = True, max_updates: int = 300,
-                    on_accuracy: str = "raise") -> dict[str, np.ndarray]:
+                    on_accuracy: str = "raise") -> StateEvolutionResult:
     """Fixed points of the state evolution with an estimate of their quadrature error.
 
     Parameters
@@ -607,30 +1111,28 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
 
     Returns
     -------
-    dict of (A,) arrays (scalars for scalar ``alpha``): for ``k`` in ``q, m, V, theta, test_error,
-    train_loss`` the pooled rule's value ``k`` and its quadrature error ``k_err`` (NaN unless
-    converged or undecided with theta (m) zero within its error; an undecided point whose iteration
-    does not settle has its last iterate's values and NaN errors; NaN for no fixed point); ``outcome`` (one of :class:`Outcome`), ``reason`` (a sentence), ``log2_points``
-    (per scrambling), ``n_scramblings``, ``n_updates`` (map evaluations, each over all ``K 2**p``
-    points), ``suppressed_derivative`` (``dF_m/dm`` or ``dF_theta/dtheta`` of the pooled rule; NaN
-    if not computed), ``suppressed_derivative_err``, ``unstable`` (bool: the derivative exceeds +1,
-    so the fixed point repels along the suppressed direction under the update with any damping),
-    ``unstable_undamped`` (bool: its magnitude exceeds 1, so the undamped update is unstable there;
-    a derivative below -1 is an oscillation that damping removes), ``jacobian_eigenvalue`` (the
-    largest real part of the eigenvalues of the update's Jacobian along the free overlaps: the
-    amplification ``1 / (1 - lambda)`` of quadrature errors), ``seconds`` (wall time per point),
-    ``alpha``.
+    StateEvolutionResult
+        (A,) arrays (scalars for scalar ``alpha``), read by attribute or by key like a dict: for
+        ``k`` in ``q, m, V, theta, test_error, train_loss`` the pooled rule's value ``k`` and its
+        quadrature error ``k_err`` (NaN unless converged or undecided with theta (m) zero within its
+        error; an undecided point whose iteration does not settle has its last iterate's values and
+        NaN errors; NaN for no fixed point); ``outcome`` (one of :class:`Outcome`), ``reason`` (a
+        sentence), ``log2_points`` (per scrambling), ``n_scramblings``, ``n_updates`` (map
+        evaluations, each over all ``K 2**p`` points), ``suppressed_derivative`` (``dF_m/dm`` or
+        ``dF_theta/dtheta`` of the pooled rule; NaN if not computed), ``suppressed_derivative_err``,
+        ``unstable`` (bool: the derivative exceeds +1, so the fixed point repels along the
+        suppressed direction under the update with any damping), ``unstable_undamped`` (bool: its
+        magnitude exceeds 1, so the undamped update is unstable there; a derivative below -1 is an
+        oscillation that damping removes), ``jacobian_eigenvalue`` (the largest real part of the
+        eigenvalues of the update's Jacobian along the free overlaps: the amplification
+        ``1 / (1 - lambda)`` of quadrature errors), ``seconds`` (wall time per point), ``alpha``.
 
     Raises
     ------
     ValueError for bad arguments (named); AccuracyNotReached (see ``on_accuracy``).
     """
-    alphas, scalar = _check_alphas(alpha)
-    omega = check_real("omega", omega, low=0.0, high=1.0)
-    sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
-    lam = check_real("lam", lam, low=0.0, low_open=True, high=1e3)
-    A_ = check_A(A)
-    branch = check_choice("branch", branch, BRANCHES)
+    alphas, scalar = check_alphas(alpha)
+    model = check_model(omega=omega, sigma=sigma, lam=lam, A=A, branch=branch)
     rtol = check_real("rtol", rtol, low=1e-5, high=0.1)
     K = check_int("n_scramblings", n_scramblings, minimum=3, maximum=32)
     pmin = check_int("min_log2_points", min_log2_points, minimum=6, maximum=18)
@@ -638,270 +1140,20 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     seed = check_int("seed", seed, minimum=0)
     max_updates = check_int("max_updates", max_updates, minimum=5, maximum=100_000)
     on_accuracy = check_choice("on_accuracy", on_accuracy, ("raise", "undecided"))
-    rho = sigma * sigma
-    symmetric = bool(np.allclose(A_, A_[::-1, ::-1]))
-    free = np.array([True, not (branch == "semantic" and symmetric), True, branch == "semantic"])
-    fi = np.flatnonzero(free)
-    kw = dict(omega=omega, sigma=sigma, lam=lam, A=A_)
-    ftol = min(1e-5, rtol * 1e-2)  # fixed-point residual: 1% of the accuracy target (at most 1e-5)
-    # t quantile for a 95% interval of a mean over K scramblings (used for "zero within its error")
-    from scipy.stats import t as student_t
-    tq = float(student_t.ppf(0.975, K - 1))
-
-    nA = alphas.size
-    out = {k: np.full(nA, np.nan) for k in OUTPUT_KEYS}
-    out.update({f"{k}_err": np.full(nA, np.nan) for k in OUTPUT_KEYS})
-    out.update(outcome=np.empty(nA, dtype=object), reason=np.empty(nA, dtype=object),
-               log2_points=np.zeros(nA, dtype=int), n_updates=np.zeros(nA, dtype=int),
-               suppressed_derivative=np.full(nA, np.nan), suppressed_derivative_err=np.full(nA, np.nan),
-               unstable=np.zeros(nA, dtype=bool), unstable_undamped=np.zeros(nA, dtype=bool),
-               jacobian_eigenvalue=np.full(nA, np.nan), seconds=np.zeros(nA))
-    order = np.argsort(-alphas, kind="stable")
-    hist: list[tuple] = []  # converged (alpha, z, J, level, (averages, vstar)) of the sweep, for _predict
-    p_next, jac_prev, prox_prev, p_prox = pmin, None, None, None
-    alt_store = None  # (level, minimisers reached from the other default starts, alpha index)
-    rel_hist: list[tuple[int, float]] = []  # (level, relative error) of the sweep's converged points
-    for i in order:
+    s = _Setup(model=model, K=K, pmin=pmin, pmax=pmax, seed=seed, rtol=rtol, continuation=continuation,
+               stability=stability and (model.branch == "positional" or model.swap_symmetric),
+               max_updates=max_updates, on_accuracy=on_accuracy)
+    out = StateEvolutionResult.empty(alphas, K)
+    sweep = _Sweep(p_next=pmin)
+    for i in np.argsort(-alphas, kind="stable"):
         t0 = time.perf_counter()
         a = float(alphas[i])
-        if hist and continuation:
-            z0, jac = _predict(a, hist, p_next, branch, free, rho, lam)
-            jac = jac_prev if jac is None else jac
-            p = p_next
-        else:
-            if init is not None:
-                z0 = np.array([float(init[k]) for k in ("q", "m", "V", "theta")])
-            else:
-                z0 = np.array([v[0] for v in _initial_point(np.array([a]), branch, sigma)])
-            p, jac = pmin, None
-        n_up, mean, err = 0, np.full(6, np.nan), np.full(6, np.nan)
-        deriv = None
-        prox_cur, p_cur = None, None  # this point's proximal minimisers (and their level)
-        if not continuation:
-            alt_store = None
-        # verify the global minimisers at this level (the accuracy is expected to suffice): at once for
-        # a point of a sweep (the neighbour's number of points), after a first estimate otherwise
-        final = bool(hist) and continuation
-        rel_prev = None
-        level_hist: list[tuple[int, np.ndarray, np.ndarray]] = []  # (level, values, errors) when delicate
-        unsettled = 0
-        recheck = False  # the next solve starts at a point already converged with followed minimisers
-        while True:
-            nodes = _pooled_nodes(p, K, seed)
-            N = 2 ** p
-            warm, known = None, None
-            src, p_src = (prox_cur, p_cur) if prox_cur is not None else (
-                (prox_prev, p_prox) if continuation else (None, None))
-            if src is not None:
-                # nested nets: the first 2^p' points of a scrambling's 2^p net are its 2^p' net
-                pp = src.reshape(K, -1, 2)
-                if p_src >= p:
-                    warm = pp[:, :N].reshape(-1, 2)
-                else:
-                    warm = np.zeros((K, N, 2)); warm[:, :pp.shape[1]] = pp
-                    warm = warm.reshape(-1, 2)
-                    known = np.zeros((K, N), dtype=bool); known[:, :pp.shape[1]] = True
-                    known = known.reshape(-1)
-            alts = None
-            if alt_store is not None:
-                aa = alt_store[1].reshape(_N_TRACKED, K, -1, 2)
-                if alt_store[0] >= p:
-                    alts = aa[:, :, :N].reshape(_N_TRACKED, -1, 2)
-                else:
-                    alts = np.full((_N_TRACKED, K, N, 2), np.nan); alts[:, :, :aa.shape[2]] = aa
-                    alts = alts.reshape(_N_TRACKED, -1, 2)
-            r = _solve_pooled(a, z0, nodes, K, free=free, branch=branch, kw=kw, rho=rho, ftol=ftol,
-                              max_updates=max_updates, warm=warm, known=known, jac=jac,
-                              verify_global=final or p >= pmax, alts=alts, verify_first=recheck)
-            recheck = False
-            if r.get("alts") is not None and (continuation or alt_store is None or alt_store[2] == i):
-                alt_store = (p, r["alts"], i)
-            n_up += r["n_updates"]
-            final = False
-            if r["status"] == "local":
-                r["status"] = "converged"
-                local = True
-            else:
-                local = False
-            if r["status"] == "left_branch":
-                mean, err, deriv = np.full(6, np.nan), np.full(6, np.nan), None
-                outcome, reason = Outcome.NO_FIXED_POINT, (
-                    f"the iteration leaves the {branch} branch ({'theta' if branch == 'semantic' else 'm'} "
-                    f"flows to 0) with the pooled rule of {K} scramblings of 2^{p} points")
-                break
-            if r["status"] != "converged":
-                # a rule twice as fine may settle (smaller jumps from switching minimisers); after two
-                # levels that do not, the point is undecided (near a branch's end)
-                unsettled += 1
-                if p < pmax and unsettled < 2:
-                    p += 1
-                    continue
-                # the last iterate (on the branch), without an error
-                mean, err, deriv = np.full(6, np.nan), np.full(6, np.nan), None
-                if r["ev"] is not None and _admissible(r["z"], rho):
-                    mean = np.concatenate([r["z"], r["ev"]["pooled"][0, 4:]])
-                outcome, reason = Outcome.UNDECIDED, (
-                    f"the iteration does not settle with the pooled rule of {K} scramblings of 2^{p} points")
-                break
-            prox_cur, p_cur = r["prox"], p
-            if continuation:
-                prox_prev, p_prox = r["prox"], p
-            z = r["z"]
-            ev = r["ev"]
-            jp = _jacobian_pass(a, z, nodes, K, free=free, branch=branch, kw=kw, prox=r["prox"],
-                                stability=stability and not local and (branch == "positional" or symmetric))
-            n_up += jp["n"]
-            nf, h = fi.size, jp["h"]
-            P0, Pk = ev["pooled"][0], ev["per"][0]  # (6,), (K, 6) at z
-            Pj = jp["ev"]["pooled"][:nf]  # (nf, 6) at z + h_j e_j
-            D = ((Pj - jp["base"]) / h[:, None]).T  # (6, nf): derivatives of the update and losses
-            J = D[fi]  # (nf, nf) Jacobian of F on the free coordinates
-            jac_prev = J
-            lam_max = float(np.max(np.linalg.eigvals(J).real)) if nf else float("nan")
-            # delta method: scrambling k's residual at the pooled fixed point, propagated through
-            # (I - J)^{-1}, is its linearised fixed point's offset; the losses move along with it
-            # then one more Newton step on each scrambling's own map (its K N / K points) from there,
-            # which carries the fixed point's second-order bias: scrambling k's fixed point has the
-            # bias b / N, the pooled one b / (K N), so (mean_k z_k - z) / (K - 1) estimates the latter
-            mean = np.concatenate([z, P0[4:]])
-            vals = np.full((K, 6), np.inf)
-            try:
-                IJ = np.eye(nf) - J
-                dz = np.linalg.solve(IJ, (Pk[:, fi] - z[fi]).T).T  # (K, nf)
-                zk = np.repeat(z[None], K, 0)
-                zk[:, fi] += dz
-                if all(_admissible(zk_, rho) for zk_ in zk):
-                    ek = _evaluate(a, zk, nodes.reshape(K, N, 4), 1, kw, r["prox"].reshape(K, N, 2), None,
-                                   restart=False)["pooled"]  # (K, 6): F_k(z_k), losses at z_k
-                    n_up += 1
-                    dz2 = np.linalg.solve(IJ, (_constrain(ek[:, :4], branch, free)[:, fi] - zk[:, fi]).T).T
-                    vals[:, :4] = zk
-                    vals[:, fi] += dz2
-                    vals[:, 4:] = ek[:, 4:] + dz2 @ D[4:].T
-            except np.linalg.LinAlgError:
-                pass
-            # the standard error over K scramblings is itself a K - 1 degree-of-freedom estimate:
-            # scaled by t_{K-1} / z (0.975 quantiles), +-1.96 err is the 95% interval of Student's t
-            se_ = vals.std(0, ddof=1) / math.sqrt(K) * (tq / 1.959963984540054)
-            bias = (vals.mean(0) - mean) / (K - 1)
-            err = np.sqrt(se_ ** 2 + bias ** 2)
-            err[:4][~free] = 0.0
-            if jp["stab"] is not None:
-                eps = jp["eps"]
-                up, dn = jp["stab"]["pooled"], jp["stab"]["per"]
-                dk = (dn[0] - dn[1]) / (2 * eps)
-                deriv = ((up[0] - up[1]) / (2 * eps), dk.std(ddof=1) / math.sqrt(K))
-            order_par = 3 if branch == "semantic" else 1
-            rel = err[4] / abs(mean[4])
-            # the error estimate from K scramblings is noisy: the jump uses the previous level's too
-            # (error about 1 / N)
-            rel_jump = rel if rel_prev is None else math.sqrt(rel * rel_prev[0] * 2.0 ** (rel_prev[1] - p))
-            if local:
-                # minimisers followed from the previous ones, not yet verified global: if the target
-                # looks met (or nothing else is left), verify at this level; otherwise go up
-                if (np.all(np.isfinite(err)) and lam_max < 1 and rel > rtol and p < pmax
-                        and mean[order_par] - 1.959963984540054 * err[order_par] > 0):
-                    rel_prev = (rel, p)
-                    p = min(pmax, p + max(1, math.ceil(math.log2(1.2 * rel_jump / rtol))))
-                    z0, jac = z, J
-                    continue
-                final = recheck = True
-                z0, jac = z, J
-                continue
-            if not np.all(np.isfinite(err)) or lam_max >= 1:
-                outcome, reason = Outcome.UNDECIDED, (
-                    f"fixed point of the pooled rule ({K} scramblings of 2^{p}) with a Jacobian eigenvalue "
-                    f"{lam_max:.3f} >= 1 along the free overlaps: it repels the damped iteration, and its "
-                    f"quadrature error is unbounded")
-                err = np.full(6, np.nan)
-                break
-            if mean[order_par] - 1.959963984540054 * err[order_par] <= 0:
-                outcome, reason = Outcome.UNDECIDED, (
-                    f"{'theta' if branch == 'semantic' else 'm'} is zero within its quadrature error "
-                    f"({mean[order_par]:.2e} +- {err[order_par]:.1e}, {K} scramblings of 2^{p})")
-                break
-            if rel <= rtol and err[order_par] > _DELICATE * abs(mean[order_par]):
-                # near a branch's end the fixed point of a coarse rule can sit many of its (linearised)
-                # errors away from a finer rule's: a delicate point is solved at two levels, must not
-                # move between them by more than their errors, and carries the move in its error
-                other = next((h for h in reversed(level_hist) if h[0] != p), None)
-                level_hist.append((p, mean.copy(), err.copy()))
-                moved, err_eff = math.inf, err
-                if other is not None:
-                    shift = np.abs(mean - other[1])
-                    moved = max(shift[j_] / math.sqrt(err[j_] ** 2 + other[2][j_] ** 2) for j_ in (order_par, 4))
-                    err_eff = np.sqrt(err ** 2 + shift ** 2)
-                coarse = err_eff[order_par] > _ORDER_RTOL * abs(mean[order_par])
-                if moved > _LEVEL_NSIG or coarse or err_eff[4] > rtol * abs(mean[4]):
-                    if p < pmax:
-                        rel_prev = (rel, p)
-                        p, z0, jac = p + 1, z, J
-                        final = True
-                        continue
-                    name = 'theta' if branch == 'semantic' else 'm'
-                    outcome, reason = Outcome.UNDECIDED, (
-                        f"{name} carries a relative error above {_DELICATE} and no finer rule is allowed "
-                        f"(max_log2_points = {pmax}) to check it against" if other is None else
-                        f"the fixed point moves with the rule by {moved:.1f} combined errors between 2^{other[0]} "
-                        f"and 2^{p} points per scrambling (near the branch's end the linearised error does not "
-                        f"hold)" if moved > _LEVEL_NSIG else
-                        f"{name} = {mean[order_par]:.2e} +- {err_eff[order_par]:.1e} (with its move from 2^{other[0]} "
-                        f"to 2^{p} points per scrambling): a relative error above {_ORDER_RTOL}" if coarse else
-                        f"the test error moves from 2^{other[0]} to 2^{p} points per scrambling by more than rtol")
-                    err = np.full(6, np.nan)
-                    break
-                err = err_eff
-            if rel <= rtol:
-                outcome, reason = Outcome.CONVERGED, (
-                    f"test error to {rel:.1e} relative (standard error over {K} scramblings of 2^{p} points "
-                    f"of the pooled rule's fixed point, delta method; Jacobian eigenvalue {lam_max:.3f})")
-                break
-            if p >= pmax:
-                msg = (f"state evolution ({branch}, alpha={a:.4g}, omega={omega}): fixed point found with "
-                       f"the pooled rule of {K} scramblings of 2^{p} points but the test error's quadrature "
-                       f"error {rel:.1e} (relative) exceeds rtol={rtol}; raise max_log2_points (now {pmax}) "
-                       f"or rtol")
-                if on_accuracy == "raise":
-                    raise AccuracyNotReached(msg)
-                outcome, reason = Outcome.UNDECIDED, msg
-                break
-            # the error falls about as 1 / N here (measured: N^-0.9 to N^-1.1 for the averages at a
-            # fixed point, scrambled Sobol): jump to the number of points that should meet the target
-            rel_prev = (rel, p)
-            p = min(pmax, p + max(1, math.ceil(math.log2(1.2 * rel_jump / rtol))))
-            z0, jac = z, J
-            final = True  # the finer rule is expected to meet the target: verify there at once
-        for k, key in enumerate(OUTPUT_KEYS):
-            out[key][i] = mean[k]
-            out[f"{key}_err"][i] = err[k]
-        out["outcome"][i], out["reason"][i] = outcome, reason
-        out["log2_points"][i] = p
-        if outcome != Outcome.NO_FIXED_POINT and r["status"] == "converged":
-            out["jacobian_eigenvalue"][i] = lam_max
-        if outcome == Outcome.CONVERGED and deriv is not None:
-            out["suppressed_derivative"][i], out["suppressed_derivative_err"][i] = deriv
-            out["unstable"][i] = deriv[0] > 1
-            out["unstable_undamped"][i] = abs(deriv[0]) > 1
-        out["n_updates"][i] = n_up
-        if outcome == Outcome.CONVERGED:
-            hist.append((a, mean[:4].copy(), J if r["status"] == "converged" else None, p,
-                         (r["ev"]["avg"][0], r["ev"]["vstar"][0]) if r["ev"] is not None else None))
-            # the next point (smaller alpha) starts at this one's number of points, fewer if the target
-            # was met with a wide margin (error about 1 / N)
-            p_next = max(pmin, p - max(0, math.floor(math.log2(rtol / (1.2 * rel))))) if rel > 0 else p
-            # and one more level at once if the error, growing along the sweep as over the last two
-            # points at this level, would miss the target there
-            if rel_hist and rel_hist[-1][0] == p and rel > 0 and p_next == p < pmax:
-                grow = min(4.0, max(1.0, rel / rel_hist[-1][1]))
-                if rel * grow > rtol / 1.2:
-                    p_next = p + 1
-            rel_hist.append((p, rel))
-        out["seconds"][i] = time.perf_counter() - t0
-    out["alpha"] = alphas
-    out["n_scramblings"] = np.full(nA, K)
-    if scalar:
-        out = {k: v[0] for k, v in out.items()}
-    return out
+        pt = _solve_point(a, i, init, sweep, s)
+        _store(out, i, pt)
+        if pt.outcome == Outcome.CONVERGED:
+            sweep.record(a, pt, s)
+        out.seconds[i] = time.perf_counter() - t0
+    return out.first() if scalar else out
 
 
 def estimate(result: dict, key: str, index: int | None = None):
