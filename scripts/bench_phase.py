@@ -3,6 +3,7 @@
 Usage: python scripts/bench_phase.py [--rtol 1e-3] [--n 20] [--lo 1.0] [--hi 2.3] [--branch semantic]
                                      [--omega 0.3] [--max-log2 16] [--scramblings 12] [--repeat 1]
                                      [--threads 1,0]
+       python scripts/bench_phase.py --outputs NEW.json [--against OLD.json]
 
 A sweep of ``n`` alphas evenly spaced in ``[lo, hi]`` (continuation from the largest alpha down), as
 the chapter runs it; prints, per alpha, the outcome, the points per scrambling, the map evaluations,
@@ -14,10 +15,19 @@ multi-start search) at the sizes the sweep used. The sweep runs once per entry o
 Markdown table, pasted into
 ``scripts/BENCH_phase.md``. The machine is shared, so timings are noisy: the load average before
 and after is printed.
+
+With ``--outputs``, the regression set instead (for refactoring the solver: numbers must not move):
+``state_evolution`` on 8 alphas in [1, 2.3] at omega = 0.3, both branches, rtol 1e-3 and 5e-3; one
+scalar call (alpha = 2, seed 1, rtol 3e-4); two alphas below the semantic branch's end; and
+``solve_fixed_rule`` on a few points of both branches with the Gauss-Hermite, Stroud-Secrest and Sobol
+rules. Every output except the wall times is written to the JSON file with the seconds of each call;
+``--against`` compares with an earlier file (bit for bit, else the largest relative difference) and
+prints both files' seconds.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
@@ -26,7 +36,7 @@ import time
 import numpy as np
 
 from stumplib.phase import state_evolution
-from stumplib.phase.se import num_threads
+from stumplib.phase.se import num_threads, solve_fixed_rule
 from stumplib.phase.solver import _evaluate, _pooled_nodes
 from stumplib.validation import check_choice, check_int, check_real
 
@@ -48,6 +58,71 @@ def pass_cost(alpha: float, z: np.ndarray, p: int, K: int, omega: float) -> tupl
     return t_multi, statistics.median(ts)
 
 
+def _jsonable(v) -> list:
+    """An output as a JSON list (NaN as None, strings as strings)."""
+    v = np.atleast_1d(np.asarray(v))
+    if v.dtype == object or v.dtype.kind in "US":
+        return [str(x) for x in v.tolist()]
+    if v.dtype == bool:
+        return v.tolist()
+    return [None if np.isnan(x) else x for x in v.astype(float).tolist()]
+
+
+def regression_outputs() -> dict:
+    """The regression set (see the module's docstring): {"out": {call: {output: list}}, "times":
+    {call: wall seconds}, "cpu": {call: CPU seconds of this process}}."""
+    out, times, cpu = {}, {}, {}
+
+    def run(name, fn, *args, **kw):
+        t0, c0 = time.perf_counter(), time.process_time()
+        r = fn(*args, **kw)
+        times[name], cpu[name] = time.perf_counter() - t0, time.process_time() - c0
+        out[name] = {k: _jsonable(v) for k, v in r.items() if k != "seconds"}
+        print(f"{name}: {times[name]:.1f} s ({cpu[name]:.1f} s CPU)", flush=True)
+
+    alphas = np.linspace(1.0, 2.3, 8)
+    for br in ("semantic", "positional"):
+        for rtol in (1e-3, 5e-3):
+            run(f"se_{br}_{rtol}", state_evolution, alphas, omega=0.3, branch=br, rtol=rtol,
+                on_accuracy="undecided")
+    run("se_scalar", state_evolution, 2.0, omega=0.3, branch="semantic", rtol=3e-4, seed=1)
+    run("se_low", state_evolution, [0.3, 0.5], omega=0.3, branch="semantic", rtol=3e-3, max_log2_points=12,
+        on_accuracy="undecided")
+    for br in ("semantic", "positional"):
+        run(f"fixed_{br}", solve_fixed_rule, [0.5, 1.0, 2.0, 3.0], omega=0.3, branch=br, n_nodes=6)
+        run(f"fixed_{br}_stroud", solve_fixed_rule, [0.5, 1.5], omega=0.3, branch=br, rule="stroud", tol=1e-8,
+            max_iter=3000)
+        run(f"fixed_{br}_sobol", solve_fixed_rule, 1.2, omega=0.3, branch=br, rule="sobol", n_nodes=10)
+    return dict(out=out, times=times, cpu=cpu)
+
+
+def compare_outputs(old: dict, new: dict) -> list[str]:
+    """Lines saying whether ``new``'s outputs equal ``old``'s bit for bit (else the largest relative
+    difference and every differing string), and both runs' seconds per call."""
+    worst, same, lines = 0.0, True, []
+    for call, outs in old["out"].items():
+        for key, xs in outs.items():
+            ys = new["out"].get(call, {}).get(key)
+            if ys is None or len(ys) != len(xs):
+                lines.append(f"{call}.{key}: missing or of another length")
+                same = False
+                continue
+            for x, y in zip(xs, ys):
+                if x == y:
+                    continue
+                same = False
+                if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool):
+                    worst = max(worst, abs(x - y) / max(abs(x), 1e-300))
+                else:
+                    lines.append(f"{call}.{key}: {x!r} -> {y!r}")
+    lines.insert(0, "outputs bit-identical" if same else f"outputs differ: largest relative difference {worst:.2e}")
+    cpu_old, cpu_new = old.get("cpu", {}), new.get("cpu", {})
+    lines += [f"  {call}: {old['times'][call]:.1f} s -> {new['times'].get(call, float('nan')):.1f} s wall, "
+              f"{cpu_old.get(call, float('nan')):.1f} s -> {cpu_new.get(call, float('nan')):.1f} s CPU"
+              for call in old["times"]]
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rtol", type=float, default=1e-3)
@@ -60,7 +135,17 @@ def main() -> None:
     ap.add_argument("--scramblings", type=int, default=12)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--threads", default="1,0", help="comma-separated thread counts (0: all cores)")
+    ap.add_argument("--outputs", default=None, help="write the regression set's outputs to this JSON file")
+    ap.add_argument("--against", default=None, help="with --outputs: compare with this earlier JSON file")
     a = ap.parse_args()
+    if a.outputs:
+        res = regression_outputs()
+        with open(a.outputs, "w") as fh:
+            json.dump(res, fh)
+        if a.against:
+            with open(a.against) as fh:
+                print("\n".join(compare_outputs(json.load(fh), res)))
+        return
     rtol = check_real("rtol", a.rtol, low=1e-5, high=0.1)
     n = check_int("n", a.n, minimum=1, maximum=1000)
     K = check_int("scramblings", a.scramblings, minimum=3, maximum=32)

@@ -71,14 +71,22 @@ scramblings). Its value is returned;
 ``unstable_undamped`` flags a magnitude above 1 (the undamped iteration leaves the point),
 ``unstable`` a value above +1 (the damped iteration ``z <- eta z + (1 - eta) F(z)`` leaves it for
 every damping ``eta``; a value below -1 is an oscillation that damping removes).
+
+The code, top down: :func:`state_evolution` validates (:func:`.se.check_model`) and walks the sweep,
+carrying a :class:`_Sweep` (the last points, Jacobian, minimisers and level) from one ``alpha`` to
+the next; :func:`_solve_point` runs one ``alpha``'s :class:`_Search` over levels: the pooled rule's
+fixed point (:func:`_pooled_solve`, :func:`_solve_pooled` with its :class:`_QuasiNewton` state), its
+delta-method error (:func:`_delta_error`), then the outcome (:func:`_classify`, with
+:func:`_delicate` near a branch's end) or the next level; the answer lands in a
+:class:`StateEvolutionResult`, which reads like a dict of arrays.
 """
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any
+from functools import cached_property, lru_cache
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -680,7 +688,7 @@ class StateEvolutionResult(_MappingResult):
                    n_scramblings=np.full(nA, K))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class _Setup:
     """The validated arguments of one :func:`state_evolution` call and what follows from them."""
     model: PhaseModel
@@ -702,7 +710,7 @@ class _Setup:
     def rho(self) -> float:
         return self.model.rho
 
-    @property
+    @cached_property
     def free(self) -> np.ndarray:
         """The overlaps that are solved for (``m`` is held at 0 on a swap-symmetric semantic branch,
         ``theta`` on the positional one)."""
@@ -718,7 +726,7 @@ class _Setup:
     def order_name(self) -> str:
         return "theta" if self.branch == "semantic" else "m"
 
-    @property
+    @cached_property
     def kw(self) -> dict:
         return dict(omega=self.model.omega, sigma=self.model.sigma, lam=self.model.lam, A=self.model.A)
 
@@ -727,7 +735,7 @@ class _Setup:
         """Fixed-point residual: 1% of the accuracy target (at most 1e-5)."""
         return min(1e-5, self.rtol * 1e-2)
 
-    @property
+    @cached_property
     def tq(self) -> float:
         """The t quantile of a 95% interval of a mean over ``K`` scramblings."""
         from scipy.stats import t as student_t
@@ -1156,9 +1164,20 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     return out.first() if scalar else out
 
 
-def estimate(result: dict, key: str, index: int | None = None):
-    """One output of :func:`state_evolution` as a :class:`stumplib.stats.Estimate` (kind
-    ``"quadrature"``: value +- its quadrature error), for a scalar result or entry ``index``."""
+def estimate(result: Mapping[str, Any], key: str, index: int | None = None):
+    """One output of :func:`state_evolution` as a :class:`stumplib.stats.Estimate`.
+
+    Parameters
+    ----------
+    result : a :class:`StateEvolutionResult` (or a mapping with the same keys).
+    key : one of :data:`OUTPUT_KEYS`.
+    index : entry of an array result (None for a scalar result).
+
+    Returns
+    -------
+    Estimate
+        Kind ``"quadrature"``: the value +- its quadrature error.
+    """
     from ..stats import Estimate
     if key not in OUTPUT_KEYS:
         raise ValueError(f"key must be one of {OUTPUT_KEYS}; got {key!r}")
