@@ -187,8 +187,9 @@ def test_solver_delta_method_matches_per_scrambling_fixed_points():
 
 def test_sweep_by_continuation_reaches_the_points_solved_alone():
     """A sweep (continuation: predicted start, neighbour's Jacobian, minimisers and rule) reaches the
-    same fixed points of the same pooled rule as solving each alpha alone from the default start,
-    far within their quadrature errors, with fewer map evaluations."""
+    same fixed points of the same pooled rule as solving each alpha alone from the default start (to
+    the fixed-point tolerance: measured 3e-4 to 2e-3 of the quadrature errors), with at most half the
+    map evaluations (measured 8 against 23 and 25)."""
     kw = dict(omega=0.3, rtol=5e-3, stability=False, min_log2_points=10, max_log2_points=11)
     sweep = state_evolution([1.8, 1.7, 1.6], **kw)
     for j, a in ((1, 1.7), (2, 1.6)):
@@ -196,8 +197,8 @@ def test_sweep_by_continuation_reaches_the_points_solved_alone():
         assert sweep["outcome"][j] == alone["outcome"] == Outcome.CONVERGED
         assert sweep["log2_points"][j] == alone["log2_points"]
         for k in ("q", "V", "theta", "test_error"):
-            assert abs(sweep[k][j] - alone[k]) < 0.2 * alone[f"{k}_err"], (a, k, sweep[k][j], alone[k])
-        assert sweep["n_updates"][j] < alone["n_updates"], (a, sweep["n_updates"][j], alone["n_updates"])
+            assert abs(sweep[k][j] - alone[k]) < 0.02 * alone[f"{k}_err"], (a, k, sweep[k][j], alone[k])
+        assert 2 * sweep["n_updates"][j] <= alone["n_updates"], (a, sweep["n_updates"][j], alone["n_updates"])
 
 
 def test_solver_same_seed_same_numbers():
