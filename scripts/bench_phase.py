@@ -18,7 +18,9 @@ and after is printed.
 
 With ``--outputs``, the regression set instead (for refactoring the solver: numbers must not move):
 ``state_evolution`` on 8 alphas in [1, 2.3] at omega = 0.3, both branches, rtol 1e-3 and 5e-3; one
-scalar call (alpha = 2, seed 1, rtol 3e-4); two alphas below the semantic branch's end; and
+scalar call (alpha = 2, seed 1, rtol 3e-4); two alphas below the semantic branch's end; the other
+paths (no continuation, a given start, an asymmetric ``A``, no stability rows, three points near
+the semantic branch's end); and
 ``solve_fixed_rule`` on a few points of both branches with the Gauss-Hermite, Stroud-Secrest and Sobol
 rules. Every output except the wall times is written to the JSON file with the seconds of each call;
 ``--against`` compares with an earlier file (bit for bit, else the largest relative difference) and
@@ -87,6 +89,15 @@ def regression_outputs() -> dict:
                 on_accuracy="undecided")
     run("se_scalar", state_evolution, 2.0, omega=0.3, branch="semantic", rtol=3e-4, seed=1)
     run("se_low", state_evolution, [0.3, 0.5], omega=0.3, branch="semantic", rtol=3e-3, max_log2_points=12,
+        on_accuracy="undecided")
+    # the other paths: no continuation, a given start, an asymmetric A (m free), no stability rows,
+    # points near the branch's end (two-level check, undecided)
+    run("se_nocont", state_evolution, [2.0, 1.7, 1.4], omega=0.3, rtol=1e-2, continuation=False)
+    run("se_init", state_evolution, [1.9, 1.5], omega=0.3, rtol=1e-2, init=dict(q=0.1, m=0.0, V=3.0, theta=0.12))
+    run("se_asym", state_evolution, [2.0, 1.8], omega=0.3, rtol=1e-2, A=((0.7, 0.3), (0.4, 0.6)))
+    run("se_pos_nostab", state_evolution, [2.0, 1.2, 0.8], omega=0.3, branch="positional", rtol=1e-2,
+        stability=False, on_accuracy="undecided")
+    run("se_edge", state_evolution, [1.0, 0.8, 0.6], omega=0.3, rtol=5e-3, max_log2_points=13,
         on_accuracy="undecided")
     for br in ("semantic", "positional"):
         run(f"fixed_{br}", solve_fixed_rule, [0.5, 1.0, 2.0, 3.0], omega=0.3, branch=br, n_nodes=6)
