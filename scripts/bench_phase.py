@@ -104,6 +104,8 @@ def regression_outputs() -> dict:
         run(f"fixed_{br}_stroud", solve_fixed_rule, [0.5, 1.5], omega=0.3, branch=br, rule="stroud", tol=1e-8,
             max_iter=3000)
         run(f"fixed_{br}_sobol", solve_fixed_rule, 1.2, omega=0.3, branch=br, rule="sobol", n_nodes=10)
+    run("fixed_init_asym", solve_fixed_rule, [2.0, 3.0], omega=0.3, A=((0.65, 0.35), (0.4, 0.6)), n_nodes=6,
+        max_iter=2000, init=dict(q=[0.1, 0.1], m=[0.01, 0.01], V=[5.0, 5.0], theta=[0.1, 0.1]))
     return dict(out=out, times=times, cpu=cpu)
 
 
