@@ -19,7 +19,7 @@ alike):
 * ``direct``: the same trainer with every step's group sums computed directly (one ``exp`` pass and
   one batched product per step), i.e. without the expansion about per-run anchors that replaces
   that pass on most steps;
-* ``replaced``: the trainer before issue 12 (its fused kernel, kept below as :func:`replaced_train`,
+* ``replaced``: the trainer before issue 12 (its step loop, kept below as :func:`replaced_train`,
   about 13 passes over the ``(R, m, n)`` arrays);
 * ``naive``: per-run autograd GD (``stumplib.model.estimate``, ``autograd.grad``, an update).
 
@@ -68,54 +68,41 @@ def _sync(dev: torch.device) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# the trainer before issue 12 (stumplib/trainer.py at commit 82fc7c9), kept as the reference
+# the trainer before issue 12 (stumplib/trainer.py at commit 82fc7c9), kept as the reference: its
+# fused kernel lives on as stumplib.trainer._moments
 # ---------------------------------------------------------------------------------------------
-def _dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return torch.einsum("...n,...n->...", a, b)
-
-
-def _replaced_moments(x, y, beta, b, ny, work):
-    """The replaced fused kernel: max-shifted softmax, two-pass centred moments, two buffers."""
-    shape = torch.broadcast_shapes(x.shape, beta.shape + (1,), b.shape + (1,))
-    if len(work) == 2 and work[0].shape == shape:
-        s_buf, d_buf = work
-    else:
-        s_buf = torch.empty(shape, dtype=x.dtype, device=x.device)
-        d_buf = torch.empty(shape, dtype=x.dtype, device=x.device)
-        work[:] = [s_buf, d_buf]
-    s = torch.mul(y, b[..., None], out=s_buf).addcmul_(x, beta[..., None], value=-1.0)
-    w = s.sub_(s.amax(-1, keepdim=True)).exp_()
-    Z = w.sum(-1)
-    f = _dot(w, x) / Z
-    p_pos = _dot(w, y) / Z
-    dx = torch.sub(x, f[..., None], out=d_buf)
-    wdx = w.mul_(dx)
-    var = _dot(wdx, dx) / Z
-    cov = torch.where(p_pos > 0.5, -_dot(wdx, ny), _dot(wdx, y)) / Z
-    return f, -var, cov
-
-
 def replaced_corpora(configs: list[RunConfig], dev: torch.device) -> tuple[torch.Tensor, ...]:
     out = [sample_tasks(c.m, c.n, c.tau_lo, c.tau_hi, seed=c.seed, device=dev) for c in configs]
     tau, x, y = (torch.stack([o[i] for o in out]) for i in range(3))
     return tau, x, y, 1.0 - y
 
 
-def replaced_train(configs: list[RunConfig], steps: int, dev: torch.device) -> torch.Tensor:
-    """The replaced trainer's step loop (one dense group, loss computed at every step as it did;
-    no records or checks); returns the final ``(beta, b)`` of every run, shape ``(R, 2)``."""
+def replaced_train(configs: list[RunConfig], steps: int, dev: torch.device, *, with_loss: bool = False
+                   ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """The replaced trainer's step loop (one dense group, its fused kernel, loss computed at every
+    step as it did; no records or checks); returns the final ``(beta, b)`` of every run, shape
+    ``(R, 2)``, and with ``with_loss`` also the loss at those parameters, shape ``(R,)``.
+
+    Its kernel is :func:`stumplib.trainer._moments` (max-shifted softmax, two-pass centred moments,
+    two buffers), which the library keeps for :func:`stumplib.trainer.corpus_grad`; the trainer
+    itself now uses the sorted fast kernel. ``tests/test_trainer.py`` imports this function as the
+    reference the fast trainer must match.
+    """
     tau, x, y, ny = replaced_corpora(configs, dev)
     beta = torch.tensor([c.beta0 for c in configs], dtype=torch.float64, device=dev)
     b = torch.tensor([c.b0 for c in configs], dtype=torch.float64, device=dev)
     lr = torch.tensor([c.lr for c in configs], dtype=torch.float64, device=dev)
     m, work = tau.shape[-1], []
-    for _ in range(steps):
-        f, dfb, dfbb = _replaced_moments(x, y, beta[:, None], b[:, None], ny, work)
+    for t in range(steps + 1):
+        f, dfb, dfbb = trainer_module._moments(x, y, beta[:, None], b[:, None], ny, work)
         e = f - tau
-        _ = (e * e).sum(-1) / m
+        loss = (e * e).sum(-1) / m
+        if t == steps:
+            break
         beta = beta - lr * (2 * (e * dfb).sum(-1) / m)
         b = b - lr * (2 * (e * dfbb).sum(-1) / m)
-    return torch.stack([beta, b], -1)
+    final = torch.stack([beta, b], -1)
+    return (final, loss) if with_loss else final
 
 
 # ---------------------------------------------------------------------------------------------

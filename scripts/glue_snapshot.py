@@ -19,24 +19,21 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def glued_values(nb: dict) -> dict[str, object]:
-    """Glued name -> value (float where it parses, else the text/plain repr) of an executed notebook."""
-    out = {}
-    for cell in nb["cells"]:
-        for o in cell.get("outputs", []):
-            meta = o.get("metadata", {}).get("scrapbook")
-            if not meta:
-                continue
-            data = o.get("data", {})
-            # papermill stores glued data under "application/papermill.record/<mime>"
-            txt = next((v for k, v in data.items() if k.endswith("text/plain")), None)
-            if txt is None:
-                out[meta["name"]] = "<" + ",".join(sorted(data)) + ">"
-                continue
-            txt = "".join(txt) if isinstance(txt, list) else txt
-            try:
-                out[meta["name"]] = float(txt)
-            except ValueError:
-                out[meta["name"]] = txt.strip("'\"")
+    """Glued name -> value (float where it parses, else the text/plain repr) of an executed notebook
+    (through ``tests/conftest.py``'s :func:`glued`, the one reader of glued outputs)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from conftest import glued, payload
+
+    out: dict[str, object] = {}
+    for name, data in glued(nb).items():
+        got = payload(data, ("text/plain",))
+        if got is None:
+            out[name] = "<" + ",".join(sorted(data)) + ">"
+            continue
+        try:
+            out[name] = float(got[1])
+        except ValueError:
+            out[name] = got[1].strip("'\"")
     return out
 
 

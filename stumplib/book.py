@@ -2,17 +2,24 @@
 
 Every chapter uses these and nothing else for its plumbing:
 
-- :func:`setup` validates the parameters every chapter shares (``profile``, ``device``, ``seed``),
-  applies the book style and float64.
+- :func:`start` validates the parameters every chapter shares (``profile``, ``device``, ``seed``,
+  ``token``), resolves its settings, pins threads, starts the clock and applies the book style and
+  float64 (:func:`setup`, the older form, also prints a status line).
 - :func:`settings` resolves a profile's settings (with the chapter's parameter overrides) and
   :func:`show_settings` shows all three profiles side by side.
 - :func:`cached` ``(name, config, compute)`` reloads a result from ``results/`` when both its
   configuration *and* the library code that produced it (:func:`code_version`, a hash of every
   ``stumplib`` source file) are unchanged, and otherwise computes and stores it atomically.
-  ``STUMPBOOK_CACHE=0`` turns reloading off (fresh computation, nothing reused).
+  ``STUMPBOOK_CACHE=0`` turns reloading off (fresh computation, nothing reused). Results may be
+  flat dicts of arrays or structured (dataclasses, nested dicts and lists): the cache flattens
+  them itself. :func:`prune_results` (``python -m stumplib.book prune``) deletes the files of other
+  code versions.
+- :func:`shared_dir` finds the shared reference data (``$STUMPBOOK_SHARED``, else ``shared/`` next
+  to the repository).
 - :func:`glue_value`, :func:`glue_estimate` glue numbers (an estimate with its interval in one
-  call, as ``name``, ``name_lo``, ``name_hi``); :func:`verdict` turns an estimate and a target into a
-  sentence computed from the data; :func:`table` shows rows as a Markdown table.
+  call, as ``name``, ``name_lo``, ``name_hi``); :func:`glue_verdict` glues a
+  :class:`stumplib.verdicts.Verdict` (:func:`verdict`, the older sentence form, is deprecated);
+  :func:`table` shows rows as a Markdown table.
 
 Profiles: ``smoke`` (seconds; the tests), ``quick`` (the default; a 2-core CPU in minutes) and
 ``full`` (paper scale, meant for a GPU). The parameters cell of every chapter reads
@@ -32,19 +39,22 @@ import numpy as np
 import torch
 
 from .device import resolve_device
-from .results_io import config_key, load_results, save_results
+from .results_io import (config_key, flatten, is_flat, load_structured, read_config, save_structured,
+                         unflatten)
 from .stats import Estimate
 from .validation import check_choice, check_int
 
 __all__ = ["PROFILES", "ENV_VAR", "CACHE_ENV", "RESULTS_ENV", "resolve_profile", "Chapter", "start",
            "setup", "settings",
-           "show_settings", "code_version", "results_dir", "cache_enabled", "cached", "glue_value",
+           "show_settings", "code_version", "results_dir", "cache_enabled", "cached", "prune_results",
+           "shared_dir", "SHARED_ENV", "glue_value",
            "glue_estimate", "glue_verdict", "verdict", "table"]
 
 PROFILES = ("smoke", "quick", "full")
 ENV_VAR = "STUMPBOOK_PROFILE"
 CACHE_ENV = "STUMPBOOK_CACHE"
 RESULTS_ENV = "STUMPBOOK_RESULTS"
+SHARED_ENV = "STUMPBOOK_SHARED"
 PACKAGE = Path(__file__).resolve().parent
 
 
@@ -244,8 +254,20 @@ def _source_digest(fn: Callable) -> str:
     return hashlib.sha256(src.encode()).hexdigest()[:16]
 
 
-def cached(name: str, config: Mapping[str, Any], compute: Callable[[], Mapping[str, Any]], *,
-           verbose: bool = True) -> dict[str, np.ndarray]:
+def _result_path(name: str, config: Mapping[str, Any], compute: Callable[[], Any]
+                 ) -> tuple[Path, dict[str, Any]]:
+    """Where :func:`cached` stores ``name`` for this configuration, and the full stored configuration."""
+    if not name or not all(ch.isalnum() or ch in "_-" for ch in name):
+        raise ValueError(f"name must be non-empty letters, digits, '_' or '-'; got {name!r}")
+    if not isinstance(config, Mapping):
+        raise ValueError(f"config must be a dict describing the computation; got {type(config).__name__}")
+    full = {"config": dict(config), "code": code_version(), "compute": _source_digest(compute)}
+    key = hashlib.sha256(config_key(full).encode()).hexdigest()[:16]
+    return results_dir() / f"{name}-{key}.npz", full
+
+
+def cached(name: str, config: Mapping[str, Any], compute: Callable[[], Any], *,
+           verbose: bool = True) -> Any:
     """Reload ``results/<name>-<key>.npz`` or compute and store it.
 
     Parameters
@@ -253,31 +275,77 @@ def cached(name: str, config: Mapping[str, Any], compute: Callable[[], Mapping[s
     name : a short name, ``chNN_what`` by convention (letters, digits, ``_`` and ``-``).
     config : everything the result depends on besides the code (JSON-serialisable values; the
         profile belongs here when the settings do not already pin the result).
-    compute : a function returning ``{array name: array}``; called only when nothing matches.
+    compute : a function returning the result; called only when nothing matches. Either a flat
+        dict ``{array name: array}`` or a structured result: dataclasses, dicts, lists and tuples
+        nesting arrays, torch tensors, numbers, strings and ``None`` (see
+        :func:`stumplib.results_io.flatten`); the cache flattens and rebuilds it itself.
+    verbose : print one line saying whether the result was reloaded or computed (chapters pass
+        ``False``: no cache log on the page).
 
     Returns
     -------
-    dict of numpy arrays. The key is a hash of the configuration, of :func:`code_version` and of
-    ``compute``'s own source (where it can be found), so a smoke run never overwrites a quick one,
-    and a change to the library or to the chapter's computing function recomputes.
+    The result as a reload gives it, whether it was just computed or reloaded: a flat dict as a dict
+    of numpy arrays; a structured result rebuilt with its dataclasses, tensors as numpy arrays. The
+    key is a hash of the configuration, of :func:`code_version` and of ``compute``'s own source
+    (where it can be found), so a smoke run never overwrites a quick one, and a change to the
+    library or to the chapter's computing function recomputes.
     """
-    if not name or not all(ch.isalnum() or ch in "_-" for ch in name):
-        raise ValueError(f"name must be non-empty letters, digits, '_' or '-'; got {name!r}")
-    full = {"config": dict(config), "code": code_version(), "compute": _source_digest(compute)}
-    key = hashlib.sha256(config_key(full).encode()).hexdigest()[:16]
-    path = results_dir() / f"{name}-{key}.npz"
+    path, full = _result_path(name, config, compute)
     if cache_enabled():
-        got = load_results(path, full)
+        got = load_structured(path, full)
         if got is not None:
             if verbose:
                 print(f"{name}: reloaded {path.name}")
             return got
     t0 = time.time()
-    arrays = {k: np.asarray(v) for k, v in dict(compute()).items()}
-    save_results(path, arrays, full)
+    result = compute()
+    save_structured(path, result, full)
     if verbose:
         print(f"{name}: computed in {time.time() - t0:.1f} s, stored as {path.name}")
-    return arrays
+    if is_flat(result):
+        return {k: np.asarray(v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v)
+                for k, v in result.items()}
+    return unflatten(*flatten(result))  # exactly what a reload returns
+
+
+def prune_results(*, dry_run: bool = False) -> list[Path]:
+    """Delete the files under :func:`results_dir` that :func:`cached` can never reload: results
+    made by another :func:`code_version` (every library edit leaves such files behind), unreadable
+    files and temporary files of interrupted writes.
+
+    Parameters
+    ----------
+    dry_run : only list them.
+
+    Returns
+    -------
+    list of Path: the files deleted (or, with ``dry_run``, those that would be).
+    """
+    root, current = results_dir(), code_version()
+    if not root.is_dir():
+        return []
+    stale = sorted(p for p in root.glob("*.tmp") if p.is_file())
+    for p in sorted(root.glob("*.npz")):
+        stored = read_config(p)
+        if stored is None or stored.get("code") != current:
+            stale.append(p)
+    if not dry_run:
+        for p in stale:
+            p.unlink(missing_ok=True)
+    return stale
+
+
+def shared_dir() -> Path:
+    """The project's shared data (published reference curves, seeds): ``$STUMPBOOK_SHARED`` if set,
+    else ``shared/`` next to the repository. It may not exist (a plain clone has none): callers
+    check and skip what needs it.
+
+    Returns
+    -------
+    Path
+    """
+    env = os.environ.get(SHARED_ENV)
+    return Path(env) if env else PACKAGE.parent.parent / "shared"
 
 
 # ------------------------------------------------------------------------------------ glue
@@ -343,3 +411,37 @@ def verdict(est: Estimate, target: float, *, what: str, tol: float = 0.0, fmt: s
     kind = f"{est.kind} interval" if est.censored is None else "bound"
     sentence = f"{what} = {est:{fmt}} ({kind}) is {word} with {target:{fmt}}{margin}."
     return sentence[:1].upper() + sentence[1:]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m stumplib.book prune [--dry-run]``: delete the results files of other code versions
+    (see :func:`prune_results`) and list them.
+
+    Parameters
+    ----------
+    argv : the command-line arguments (``None``: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int : the exit status.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m stumplib.book",
+                                     description="Maintenance of the results cache.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    prune = sub.add_parser("prune", help="delete results files made by other versions of stumplib")
+    prune.add_argument("--dry-run", action="store_true", help="only list them")
+    args = parser.parse_args(argv)
+    gone = prune_results(dry_run=args.dry_run)
+    size = sum(p.stat().st_size for p in gone if p.exists()) if args.dry_run else None
+    for p in gone:
+        print(p)
+    verb = "would delete" if args.dry_run else "deleted"
+    extra = f" ({size / 1e6:.1f} MB)" if size is not None else ""
+    print(f"{verb} {len(gone)} files under {results_dir()}{extra}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

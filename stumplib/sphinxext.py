@@ -75,6 +75,57 @@ def _uses_cache(app) -> bool:
     return getattr(cfg, "execution_mode", None) == "cache"
 
 
+def write_stamp(cache: str | os.PathLike) -> Path:
+    """Store this process's :func:`build_stamp` as the stamp of the execution cache ``cache``, so
+    that the next build (same library, profile and cache setting) keeps the cache's outputs.
+
+    Parameters
+    ----------
+    cache : the jupyter-cache folder (``_build/.jupyter_cache``).
+
+    Returns
+    -------
+    Path : the stamp file.
+    """
+    sf = _stamp_file(Path(cache))
+    sf.parent.mkdir(parents=True, exist_ok=True)
+    tmp = sf.with_suffix(".tmp")
+    tmp.write_text(json.dumps(build_stamp(), indent=1))
+    os.replace(tmp, sf)
+    return sf
+
+
+def preexecute(notebooks: list[str | os.PathLike], cache: str | os.PathLike = "_build/.jupyter_cache",
+               *, timeout: int = 1800) -> dict[str, Any]:
+    """Execute notebooks into the build's execution cache, as many at a time as there are cores
+    (jupyter-cache's ``local-parallel`` executor, each in its own folder as the build would), then
+    stamp the cache (:func:`write_stamp`): the following ``jupyter-book build`` reuses their
+    outputs and executes nothing. A notebook that fails is not cached; the build then executes it
+    and reports the error as usual.
+
+    Parameters
+    ----------
+    notebooks : the notebooks, longest first (the pool starts them in this order).
+    cache : the execution cache of the build (``_build/.jupyter_cache`` for the default build folder).
+    timeout : seconds per cell.
+
+    Returns
+    -------
+    dict : ``{"succeeded": [...], "excepted": [...], "seconds": wall time}``.
+    """
+    from jupyter_cache import get_cache
+    from jupyter_cache.executors import load_executor
+
+    t0 = time.time()
+    jc = get_cache(str(cache))
+    for nb in notebooks:
+        jc.add_nb_to_project(str(Path(nb).resolve()))
+    write_stamp(cache)  # before executing: the book code the notebooks import is this one
+    res = load_executor("local-parallel", cache=jc).run_and_cache(timeout=timeout, allow_errors=False)
+    return {"succeeded": list(res.succeeded), "excepted": list(res.excepted),
+            "seconds": time.time() - t0}
+
+
 def _builder_inited(app) -> None:
     """Compare this build's stamp with the execution cache's; clear the cache when they differ."""
     app._stumpbook_t0 = time.time()
@@ -90,10 +141,7 @@ def _builder_inited(app) -> None:
                             if old.get(k) != v) if isinstance(old, dict) else "no stamp"
             logger.info(f"stumpbook: clearing the execution cache {cache} ({why})")
             shutil.rmtree(cache)
-        sf.parent.mkdir(parents=True, exist_ok=True)
-        tmp = sf.with_suffix(".tmp")
-        tmp.write_text(json.dumps(stamp, indent=1))
-        os.replace(tmp, sf)
+        write_stamp(cache)
 
 
 def _is_notebook(env, docname: str) -> bool:

@@ -46,7 +46,7 @@ same numbers on the same device.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -54,7 +54,6 @@ import torch
 
 from .device import DEFAULT_DTYPE, resolve_device
 from .model import _estimate_and_grad
-from .results_io import load_results, save_results
 from .tasks import sample_tasks
 from .validation import check_choice, check_int, check_prior, check_real, check_tensor_finite
 
@@ -583,17 +582,6 @@ def corpus_loss_and_grad(beta: torch.Tensor, b: torch.Tensor, corpora: dict[str,
     return _layout_grad(_padded_layout(corpora), beta.to(x.dtype).to(x.device), b.to(x.dtype).to(x.device))
 
 
-def _config_key(c: RunConfig) -> dict[str, Any]:
-    """A run's configuration as saved with its result; ``beta_stop``, ``lr_marks`` and
-    ``record_scales`` only when set, so results saved before those fields existed still match runs
-    without them."""
-    key = asdict(c)
-    for name in ("beta_stop", "lr_marks", "record_scales"):
-        if key[name] is None:
-            del key[name]
-    return key
-
-
 @dataclass
 class TrainResult:
     """Trajectories of a batch of runs.
@@ -642,33 +630,6 @@ class TrainResult:
     @property
     def final_b(self) -> np.ndarray:
         return self.b[:, -1]
-
-    def save(self, path) -> None:
-        """Save atomically to ``.npz`` with the configuration (see :mod:`stumplib.results_io`)."""
-        arrays = {"steps": self.steps, "beta": self.beta, "b": self.b, "loss": self.loss}
-        for name in _OPTIONAL_ARRAYS:
-            if getattr(self, name) is not None:
-                arrays[name] = getattr(self, name)
-        if self.last_step is not None:
-            arrays["last_step"] = np.asarray(self.last_step, dtype=np.int64)
-        save_results(path, arrays, {"configs": [_config_key(c) for c in self.configs]})
-
-    @classmethod
-    def load(cls, path, configs: Sequence[RunConfig], steps: int | None = None) -> "TrainResult | None":
-        """Reload a saved result if it was made with exactly ``configs`` (and ``steps`` when given);
-        ``None`` otherwise (the caller recomputes)."""
-        data = load_results(path, {"configs": [_config_key(c) for c in configs]})
-        if data is None or (steps is not None and int(data["steps"][-1]) != steps):
-            return None
-        last = data.get("last_step")
-        return cls(list(configs), data["steps"], data["beta"], data["b"], data["loss"],
-                   **{k: data.get(k) for k in _OPTIONAL_ARRAYS},
-                   last_step=None if last is None else int(last))
-
-
-#: optional arrays of :class:`TrainResult`, saved when present
-_OPTIONAL_ARRAYS = ("diverged_at", "stop_step", "mark_step", "mark_beta", "mark_b", "scale_step",
-                    "scale_beta", "scale_b")
 
 
 def _groups(configs: Sequence[RunConfig], grouping: str) -> list[list[int]]:
@@ -776,6 +737,26 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
         ``beta`` negative although ``beta0 > 0``, or a loss above ``max_loss_ratio`` times the
         initial loss.
     """
+    configs, steps, check_every = _checked_run_arguments(configs, steps, check_every, progress, dtype)
+    max_loss_ratio = check_real("max_loss_ratio", max_loss_ratio, low=1.0)
+    grouping = check_choice("grouping", grouping, ("auto", "shape", "pad"))
+    on_diverge = check_choice("on_diverge", on_diverge, ("raise", "stop"))
+    rec = record_steps(steps, n_records)
+    dev = resolve_device(device)
+    groups = _computation_groups(configs, corpora, grouping, dev, dtype)
+    loop = _Loop(configs, rec, max_loss_ratio, on_diverge, dtype, dev)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=steps, desc=f"GD x{len(configs)} runs", mininterval=2.0)
+    last = loop.run(groups, steps, check_every, bar)
+    return loop.result(last)
+
+
+def _checked_run_arguments(configs: Any, steps: Any, check_every: Any, progress: Any, dtype: Any
+                           ) -> tuple[list[RunConfig], int, int]:
+    """:func:`train_gd`'s checks of its runs, step counts, ``progress`` and ``dtype``; returns the
+    validated ``(configs, steps, check_every)``."""
     if not isinstance(configs, (list, tuple)) or len(configs) == 0:
         raise ValueError("configs must be a non-empty list of RunConfig")
     if not all(isinstance(c, RunConfig) for c in configs):
@@ -783,98 +764,126 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
     configs = [c.validated(f"configs[{i}]") for i, c in enumerate(configs)]
     steps = check_int("steps", steps, minimum=1)
     check_every = check_int("check_every", check_every, minimum=1)
-    max_loss_ratio = check_real("max_loss_ratio", max_loss_ratio, low=1.0)
     if not isinstance(progress, bool):
         raise ValueError(f"progress must be True or False; got {progress!r}")
-    grouping = check_choice("grouping", grouping, ("auto", "shape", "pad"))
-    on_diverge = check_choice("on_diverge", on_diverge, ("raise", "stop"))
     if dtype not in (torch.float32, torch.float64):
         raise ValueError(f"dtype must be torch.float32 or torch.float64; got {dtype!r}")
-    rec = record_steps(steps, n_records)
-    dev = resolve_device(device)
-    R, K = len(configs), rec.size
+    return configs, steps, check_every
 
-    groups = _computation_groups(configs, corpora, grouping, dev, dtype)
 
-    def grad() -> tuple[torch.Tensor, ...]:
+class _Loop:
+    """The state of :func:`train_gd`'s loop: every run's parameters and step size, its stop scale,
+    the beta-keyed events (step-size marks and record scales, :class:`_Watch`), the masks of live
+    (not diverged) and moving (not diverged, not stopped) runs, the divergence guard and the
+    recorded history ``(3, R, K)`` of ``beta, b, loss``."""
+
+    def __init__(self, configs: list[RunConfig], rec: np.ndarray, max_loss_ratio: float, on_diverge: str,
+                 dtype: torch.dtype, dev: torch.device) -> None:
+        R = len(configs)
+        self.configs, self.rec, self.dtype, self.dev = configs, rec, dtype, dev
+        self.beta = torch.tensor([c.beta0 for c in configs], dtype=dtype, device=dev)
+        self.b = torch.tensor([c.b0 for c in configs], dtype=dtype, device=dev)
+        self.lr = torch.tensor([c.lr for c in configs], dtype=dtype, device=dev)
+        self.has_stop = any(c.beta_stop is not None for c in configs)
+        self.beta_stop = torch.tensor([float("inf") if c.beta_stop is None else c.beta_stop
+                                       for c in configs], dtype=dtype, device=dev)
+        # beta-keyed events: step-size marks and record scales, padded to (R, J + 1) with inf
+        self.watch = [w for w in (_Watch([c.lr_marks for c in configs], True, dtype, dev),
+                                  _Watch([c.record_scales for c in configs], False, dtype, dev)) if w.size]
+        self.thr = self._next_threshold() if self.watch else None
+        self.hist = torch.full((3, R, rec.size), float("nan"), dtype=dtype, device=dev)
+        self.rec_set = {int(s): k for k, s in enumerate(rec)}
+        self.alive = torch.ones(R, dtype=torch.bool, device=dev)  # not diverged
+        self.moving = self.alive.clone()  # not diverged and not stopped
+        self.stop_step = torch.full((R,), -1, dtype=torch.int64, device=dev)
+        self.guard = _Guard(configs, self.beta, max_loss_ratio, on_diverge, self.alive, self.moving)
+        #: whether runs may freeze (stop scale or on_diverge="stop"): the loop may then end early
+        self.freezes = self.has_stop or on_diverge == "stop"
+
+    def _next_threshold(self) -> torch.Tensor:
+        return _next_threshold(self.watch, self.beta_stop if self.has_stop else None)
+
+    def grad(self, groups: list[tuple[torch.Tensor | None, dict[str, Any]]]) -> tuple[torch.Tensor, ...]:
+        """Every run's loss and gradient, group by group."""
         if len(groups) == 1:
-            return _group_grad(groups[0][1], beta, b, alive)
-        out = [torch.empty(R, dtype=dtype, device=dev) for _ in range(3)]
+            return _group_grad(groups[0][1], self.beta, self.b, self.alive)
+        out = [torch.empty(len(self.configs), dtype=self.dtype, device=self.dev) for _ in range(3)]
         for idx, lay in groups:
-            for o, v in zip(out, _group_grad(lay, beta[idx], b[idx], alive[idx])):
+            for o, v in zip(out, _group_grad(lay, self.beta[idx], self.b[idx], self.alive[idx])):
                 o[idx] = v
         return tuple(out)
 
-    beta = torch.tensor([c.beta0 for c in configs], dtype=dtype, device=dev)
-    b = torch.tensor([c.b0 for c in configs], dtype=dtype, device=dev)
-    lr = torch.tensor([c.lr for c in configs], dtype=dtype, device=dev)
-    has_stop = any(c.beta_stop is not None for c in configs)
-    beta_stop = torch.tensor([float("inf") if c.beta_stop is None else c.beta_stop for c in configs],
-                             dtype=dtype, device=dev)
-    # ---- beta-keyed events: step-size marks and record scales, padded to (R, J + 1) with inf
-    watch = [w for w in (_Watch([c.lr_marks for c in configs], True, dtype, dev),
-                         _Watch([c.record_scales for c in configs], False, dtype, dev)) if w.size]
-    thr = _next_threshold(watch, beta_stop if has_stop else None) if watch else None
-    hist = torch.full((3, R, K), float("nan"), dtype=dtype, device=dev)
-    rec_set = {int(s): k for k, s in enumerate(rec)}
-    alive = torch.ones(R, dtype=torch.bool, device=dev)  # not diverged
-    moving = alive.clone()  # not diverged and not stopped
-    stop_step = torch.full((R,), -1, dtype=torch.int64, device=dev)
-    guard = _Guard(configs, beta, max_loss_ratio, on_diverge, alive, moving)
-
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=steps, desc=f"GD x{R} runs", mininterval=2.0)
-    done = 0
-    last = steps
-    for t in range(steps + 1):
-        L, g_beta, g_b = grad()
+    def events(self, t: int) -> bool:
+        """Marks, record scales and stops reached at step ``t`` (in that order); whether a mark or
+        scale was crossed."""
         crossed = False
-        if watch and bool((moving & (beta >= thr)).any()):  # some run reached its next event
+        if self.watch and bool((self.moving & (self.beta >= self.thr)).any()):
             crossed = True
-            for w in watch:
-                w.cross(t, beta, b, moving, lr)
-            thr = _next_threshold(watch, beta_stop if has_stop else None)
-        if has_stop:
-            hit = moving & (beta >= beta_stop)
-            stop_step = torch.where(hit, t, stop_step)
-            moving &= ~hit
-        checked = t in rec_set or t % check_every == 0
-        if checked or crossed:
-            guard.check(L, beta, b, t)
-            if t in rec_set:
-                k = rec_set[t]
-                hist[0, :, k] = torch.where(alive, beta, float("nan"))
-                hist[1, :, k] = torch.where(alive, b, float("nan"))
-                hist[2, :, k] = torch.where(alive, L, float("nan"))
-            if bar is not None:
-                bar.update(t - done)
-                done = t
-        if t == steps:
-            break
-        if (checked or crossed) and (has_stop or on_diverge == "stop") and not bool(moving.any()):
-            # every run has stopped or diverged: the later records repeat the frozen values
-            later = torch.as_tensor(rec > t, device=dev)
-            for i, v in enumerate((beta, b, L)):
-                hist[i][:, later] = torch.where(alive, v, float("nan"))[:, None]
-            last = t
-            break
-        if has_stop or on_diverge == "stop":  # frozen runs keep their values (their gradient may be NaN)
-            beta = torch.where(moving, beta - lr * g_beta, beta)
-            b = torch.where(moving, b - lr * g_b, b)
+            for w in self.watch:
+                w.cross(t, self.beta, self.b, self.moving, self.lr)
+            self.thr = self._next_threshold()
+        if self.has_stop:
+            hit = self.moving & (self.beta >= self.beta_stop)
+            self.stop_step = torch.where(hit, t, self.stop_step)
+            self.moving &= ~hit
+        return crossed
+
+    def record(self, t: int, L: torch.Tensor) -> None:
+        """Store step ``t``'s state if it is a record step (NaN for diverged runs)."""
+        if t in self.rec_set:
+            k = self.rec_set[t]
+            for i, v in enumerate((self.beta, self.b, L)):
+                self.hist[i, :, k] = torch.where(self.alive, v, float("nan"))
+
+    def repeat_frozen(self, t: int, L: torch.Tensor) -> None:
+        """Every run has stopped or diverged at step ``t``: the later records repeat the frozen values."""
+        later = torch.as_tensor(self.rec > t, device=self.dev)
+        for i, v in enumerate((self.beta, self.b, L)):
+            self.hist[i][:, later] = torch.where(self.alive, v, float("nan"))[:, None]
+
+    def step(self, g_beta: torch.Tensor, g_b: torch.Tensor) -> None:
+        """One GD step; frozen runs keep their values (their gradient may be NaN)."""
+        if self.freezes:
+            self.beta = torch.where(self.moving, self.beta - self.lr * g_beta, self.beta)
+            self.b = torch.where(self.moving, self.b - self.lr * g_b, self.b)
         else:
-            beta = beta - lr * g_beta
-            b = b - lr * g_b
-    if bar is not None:
-        bar.update(last - done)
-        bar.close()
-    h = hist.cpu().numpy()
-    events = {}
-    for w in watch:
-        events.update(w.arrays())
-    return TrainResult(configs, rec, h[0], h[1], h[2], guard.diverged_at, stop_step.cpu().numpy(),
-                       last_step=last, **events)
+            self.beta = self.beta - self.lr * g_beta
+            self.b = self.b - self.lr * g_b
+
+    def run(self, groups: list[tuple[torch.Tensor | None, dict[str, Any]]], steps: int, check_every: int,
+            bar: Any) -> int:
+        """Steps ``0 .. steps`` (or until every run froze); returns the step at which the loop ended."""
+        done, last = 0, steps
+        for t in range(steps + 1):
+            L, g_beta, g_b = self.grad(groups)
+            crossed = self.events(t)
+            checked = t in self.rec_set or t % check_every == 0
+            if checked or crossed:
+                self.guard.check(L, self.beta, self.b, t)
+                self.record(t, L)
+                if bar is not None:
+                    bar.update(t - done)
+                    done = t
+            if t == steps:
+                break
+            if (checked or crossed) and self.freezes and not bool(self.moving.any()):
+                self.repeat_frozen(t, L)
+                last = t
+                break
+            self.step(g_beta, g_b)
+        if bar is not None:
+            bar.update(last - done)
+            bar.close()
+        return last
+
+    def result(self, last: int) -> TrainResult:
+        """The loop's :class:`TrainResult`, ended at step ``last``."""
+        h = self.hist.cpu().numpy()
+        events = {}
+        for w in self.watch:
+            events.update(w.arrays())
+        return TrainResult(self.configs, self.rec, h[0], h[1], h[2], self.guard.diverged_at,
+                           self.stop_step.cpu().numpy(), last_step=last, **events)
 
 
 class _Guard:

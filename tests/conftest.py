@@ -1,4 +1,6 @@
-"""Shared fixtures: repository paths, float64 by default, and every chapter executed once.
+"""Shared fixtures: repository paths, float64 and one intra-op thread for every test (both
+restored afterwards), every chapter executed once, and :func:`glued` (what an executed notebook
+glued).
 
 :func:`executed_chapter` executes a chapter at most once per test session at the ``smoke`` profile
 (papermill, a fresh kernel, ``STUMPBOOK_CACHE=0`` so nothing is reloaded, results written under a
@@ -16,7 +18,6 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
-SHARED = ROOT.parent / "shared"
 
 
 @pytest.fixture(autouse=True)
@@ -25,6 +26,40 @@ def _float64():
     torch.set_default_dtype(torch.float64)
     yield
     torch.set_default_dtype(old)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One intra-op thread for every test, restored afterwards: the tests' tensors are small, gain
+    nothing from two threads, and on a shared machine idle threads spinning slow them ten-fold. A
+    test that needs more sets them itself (and this fixture restores the count after it)."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def glued(nb: dict) -> dict[str, dict]:
+    """What an executed notebook glued: name -> the output's data (mime type -> payload; papermill
+    records them as ``application/papermill.record/<mime>``)."""
+    out = {}
+    for cell in nb["cells"]:
+        for o in cell.get("outputs", []):
+            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name is not None:
+                out[name] = o.get("data", {})
+    return out
+
+
+def payload(data: dict, mimes: tuple[str, ...] = ("image/png", "image/svg+xml", "text/html", "text/plain")
+            ) -> tuple[str, str] | None:
+    """The first of ``mimes`` present in a glued output's data, as ``(mime, text)``; ``None`` if none."""
+    for mime in mimes:
+        got = [k for k in data if k.endswith(mime)]
+        if got:
+            v = data[got[0]]
+            return mime, "".join(v) if isinstance(v, list) else v
+    return None
 
 
 @contextmanager

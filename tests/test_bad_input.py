@@ -1,8 +1,9 @@
 """Bad input at the entry points a user calls: a ``ValueError`` whose message names the parameter.
 
-An explicit table, a few entry points per chapter: the chapter services (``book.setup``,
-``book.settings``), the task samplers, the estimator, the population loss, the flows, the trainer,
-the frozen-estimator and transfer evaluations, the phase model's state evolution, the boundary
+The ONE bad-input table of the project (every module's rows, whoever owns the module): the chapter
+services (``book.start``, ``book.setup``, ``book.settings``, ``book.resolve_profile``), devices,
+the task samplers, the estimator, the population loss, the baselines, the flows, the trainer, the
+frozen-estimator and transfer evaluations, the phase model's state evolution, the boundary
 profiles and the power-law fit. Internal helpers are not checked (they receive checked values).
 Chapter parameters are checked through papermill in ``tests/test_notebooks.py``.
 """
@@ -39,6 +40,22 @@ def _setup(**kw):
     return book.setup(**{"profile": "smoke", "device": "cpu", "seed": 0, **kw})
 
 
+def _start(**kw):
+    from stumplib import book
+    table = {p: {"n_ctx": 10} for p in book.PROFILES}
+    return book.start(**{"profile": "smoke", "device": "cpu", "seed": 0, "table": table, **kw})
+
+
+def _resolve_profile(**kw):
+    from stumplib.book import resolve_profile
+    return resolve_profile(**{"profile": "quick", **kw})
+
+
+def _resolve_device(**kw):
+    from stumplib.device import resolve_device
+    return resolve_device(**{"device": "cpu", **kw})
+
+
 def _settings(**kw):
     from stumplib import book
     table = {p: {"n_ctx": 10} for p in book.PROFILES}
@@ -71,6 +88,17 @@ def _estimate(**kw):
 def _population(**kw):
     from stumplib.population import population_loss_and_grad
     return population_loss_and_grad(**{"beta": 10.0, "b": 9.0, "tau_lo": 0.2, "tau_hi": 0.8, **kw})
+
+
+def _population_loss(**kw):
+    from stumplib.population import population_loss
+    return population_loss(**{"beta": 10.0, "b": 9.0, "tau_lo": 0.2, "tau_hi": 0.8, **kw})
+
+
+def _bayes(**kw):
+    from stumplib.baselines import bayes_posterior_mean
+    x = _x()
+    return bayes_posterior_mean(**{"x": x, "y": (x >= 0.5).double(), "tau_lo": 0.2, "tau_hi": 0.8, **kw})
 
 
 def _population_estimate(**kw):
@@ -145,20 +173,31 @@ TABLE = [
         "profile": [("bogus", "profile"), (None, "profile"), (3, "profile")],
         "device": DEVICE,
         "seed": [(-1, "seed"), (1.5, "seed"), ("0", "seed")]}),
+    ("book.start", _start, {
+        "profile": [("bogus", "profile")],
+        "device": DEVICE[:1],
+        "seed": [(-1, "seed")],
+        "token": [("yes", "token"), (1, "token")],
+        "threads": [(0, "threads")],
+        "n_steps": [(5, "n_steps")]}),  # an override that names no setting
+    ("book.resolve_profile", _resolve_profile, {"profile": [("fast", "profile")]}),
+    ("device.resolve_device", _resolve_device, {"device": [("gpu", "device"), ("cuda:x", "device")]}),
     ("book.settings", _settings, {
         "profile": [("bogus", "profile")],
         "n_steps": [(5, "n_steps")]}),  # an override that names no setting
     ("tasks.sample_thresholds", _sample_thresholds, {
-        "num_tasks": [(0, "num_tasks"), (2.5, "num_tasks")],
+        "num_tasks": [(0, "num_tasks"), (2.5, "num_tasks"), (3.0, "num_tasks")],
         "tau_lo": [(NAN, "tau_lo"), (0.9, "tau_lo"), (-0.1, "tau_lo")],
-        "tau_hi": [(1.5, "tau_hi")],
+        "tau_hi": [(1.5, "tau_hi"), (NAN, "tau_hi")],
         "seed": [(-1, "seed")],
         "device": DEVICE[:1]}),
     ("tasks.sample_contexts", _sample_contexts, {
         "n": [(0, "n"), ("8", "n")],
-        "tau": [(torch.tensor([NAN], dtype=torch.float64), "tau")]}),
+        "tau": [(torch.tensor([NAN], dtype=torch.float64), "tau"),
+                (torch.tensor([1.5], dtype=torch.float64), "tau")]}),
     ("tasks.sample_tasks", _sample_tasks, {
-        "m": [(0, "m")], "n": [(-3, "n")], "tau_hi": [(0.1, "tau_hi")]}),
+        "m": [(0, "m"), (-1, "m")], "n": [(-3, "n")], "tau_hi": [(0.1, "tau_hi")],
+        "seed": [(-1, "seed")], "device": DEVICE[:1]}),
     ("model.estimate", _estimate, {
         "x": [(_x().fill_(NAN), "x")],
         "y": [(torch.zeros(4, 3, dtype=torch.float64), "x and y")],
@@ -166,7 +205,10 @@ TABLE = [
         "b": [(INF, "b")]}),
     ("population.population_loss_and_grad", _population, {
         "beta": [(NAN, "beta")], "b": [(INF, "b")], "tau_lo": [(0.9, "tau_lo")], "tau_hi": [(2.0, "tau_hi")]}),
+    ("population.population_loss", _population_loss, {
+        "beta": [(NAN, "beta")], "tau_lo": [(0.8, "tau_lo")]}),  # tau_lo = tau_hi
     ("population.population_estimate", _population_estimate, {"tau": [(1.5, "tau")]}),
+    ("baselines.bayes_posterior_mean", _bayes, {"tau_lo": [(0.9, "tau_lo")]}),
     ("dynamics.integrate_flow", _integrate_flow, {
         "beta0": [(-1.0, "beta0"), (NAN, "beta0"), ([], "beta0")],
         "b0": [(INF, "b0"), ([[0.0, 1.0]], "b0")],
@@ -210,7 +252,7 @@ TABLE = [
         "x": [(_x() * 2, "x must"), (_x()[0], "x must")]}),
     ("stats.fit_power_law", _fit_power_law, {
         "x": [([1.0, 2.0], "x"), ([1.0, -2.0, 4.0, 8.0], "x")],
-        "y": [([1.0, 0.5, NAN, 0.1], "y")],
+        "y": [([1.0, 0.5, NAN, 0.1], "y"), ([1.0, -0.5, 0.25, 0.125], "x and y")],
         "weights": [([1.0, -1.0, 1.0, 1.0], "weights")]}),
 ]
 

@@ -3,7 +3,9 @@ committed clean; at ``profile=full, token=True`` it runs the full profile's larg
 token amount of work.
 
 The smoke execution is shared (``executed_chapter`` in ``conftest.py``): one run per chapter per
-session serves every check here and the first run of ``test_determinism.py``.
+session serves every check here and the first run of ``test_determinism.py``; the token run at
+``profile=full`` is the only other execution of a chapter in the test suite (the cheapest chapters
+run once more for the determinism check). CI's book build executes each chapter at ``quick``.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import re
 import papermill as pm
 import pytest
 
-from conftest import CHAPTERS, ROOT, execute
+from conftest import CHAPTERS, ROOT, execute, glued, payload
 
 EXPECTED = ["01_setup", "02_population_dynamics", "03_finite_corpus", "04_error_bound",
             "05_boundary_symmetrization", "06_positional_semantic"]
@@ -44,22 +46,9 @@ def _referenced(text: str) -> tuple[set[tuple[str | None, str]], set[str]]:
     return {_ref_name(r) for r in GLUE_ROLE.findall(text)}, set(GLUE_FIGURE.findall(text))
 
 
-def _glued(nb: dict) -> dict[str, dict]:
-    """Glued name -> the output's data (mime type -> payload)."""
-    out = {}
-    for cell in nb["cells"]:
-        for o in cell.get("outputs", []):
-            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
-            if name is not None:
-                out[name] = o.get("data", {})
-    return out
-
-
 def _text(data: dict) -> str | None:
-    for k, v in data.items():
-        if k.endswith("text/plain"):
-            return "".join(v) if isinstance(v, list) else v
-    return None
+    got = payload(data, ("text/plain",))
+    return None if got is None else got[1]
 
 
 def _has_image(data: dict) -> bool:
@@ -148,15 +137,15 @@ def test_every_glue_reference_is_produced(path, executed_chapter):
     """Every ``{glue:...}`` name in the chapter's Markdown and every ``chapter::name`` of intro.md is
     glued by the executed chapter; every glued figure is an image; every verdict is a sentence."""
     nb = executed_chapter(path)
-    glued = _glued(nb)
+    got = glued(nb)
     refs, figures = _referenced(_markdown(nb))
     intro_refs, _ = _referenced((ROOT / "intro.md").read_text())
     wanted = {n for d, n in refs if d in (None, path.stem)} | {n for d, n in intro_refs if d == path.stem}
-    missing = sorted((wanted | figures) - set(glued))
+    missing = sorted((wanted | figures) - set(got))
     assert not missing, f"{path.name}: referenced but not glued: {missing}"
-    no_image = sorted(n for n in figures | {n for n in glued if n.startswith("fig")} if not _has_image(glued[n]))
+    no_image = sorted(n for n in figures | {n for n in got if n.startswith("fig")} if not _has_image(got[n]))
     assert not no_image, f"{path.name}: glued figures without an image: {no_image}"
-    empty = sorted(n for n in glued if "verdict" in n and not (_text(glued[n]) or "").strip("'\" \n"))
+    empty = sorted(n for n in got if "verdict" in n and not (_text(got[n]) or "").strip("'\" \n"))
     assert not empty, f"{path.name}: empty verdicts: {empty}"
 
 

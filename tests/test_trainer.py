@@ -1,6 +1,9 @@
-"""The batched GD trainer: exact gradients, the fast kernel against the model, batching,
-determinism, stop scales, divergence, caching."""
+"""The batched GD trainer: exact gradients, the fast kernel against the model and against the
+trainer it replaced, batching, determinism, stop scales, divergence. (Its results are cached by
+:func:`stumplib.book.cached`, tested in ``tests/test_book.py``.)"""
 from __future__ import annotations
+
+import importlib.util
 
 import numpy as np
 import pytest
@@ -9,20 +12,20 @@ import torch
 import stumplib.trainer as trainer
 from stumplib.model import estimate, estimate_and_grad
 from stumplib.tasks import sample_tasks
-from stumplib.trainer import (RunConfig, TrainingDiverged, TrainResult, _moments, corpus_grad,
+from stumplib.trainer import (RunConfig, TrainingDiverged, _moments, corpus_grad,
                               corpus_loss_and_grad, make_corpora, record_steps, train_gd)
+
+from conftest import ROOT
 
 HAS_CUDA = torch.cuda.is_available()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One intra-op thread: small tensors gain nothing from two, and on a shared machine the
-    spinning of idle threads slows them down ten-fold."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+def _bench():
+    """``scripts/bench_trainer.py``, which keeps the trainer this one replaced (the one copy)."""
+    spec = importlib.util.spec_from_file_location("bench_trainer", ROOT / "scripts" / "bench_trainer.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def _autograd_loss(cfg: RunConfig, beta: float, b: float):
@@ -117,21 +120,6 @@ def test_on_diverge_stop_freezes_only_the_bad_run():
     np.testing.assert_array_equal(solo.beta[0], res.beta[0])
 
 
-def test_save_load_round_trip_and_mismatch_recomputes(tmp_path):
-    cfgs = [RunConfig(m=6, n=6, seed=s, lr=1e2) for s in range(2)]
-    res = train_gd(cfgs, 50, device="cpu", progress=False)
-    path = tmp_path / "run.npz"
-    res.save(path)
-    back = TrainResult.load(path, cfgs, steps=50)
-    assert back is not None
-    np.testing.assert_array_equal(back.beta, res.beta)
-    np.testing.assert_array_equal(back.steps, res.steps)
-    np.testing.assert_array_equal(back.diverged_at, res.diverged_at)
-    assert TrainResult.load(path, cfgs, steps=51) is None
-    assert TrainResult.load(path, [RunConfig(m=6, n=6, seed=0), RunConfig(m=6, n=6, seed=1, lr=2e3)]) is None
-    assert TrainResult.load(tmp_path / "absent.npz", cfgs) is None
-
-
 def test_record_steps_are_log_spaced_and_include_ends():
     s = record_steps(10_000, 30)
     assert s[0] == 0 and s[-1] == 10_000 and np.all(np.diff(s) > 0)
@@ -182,39 +170,6 @@ def test_tiny_cuda_run_matches_cpu():
 # --------------------------------------------------------------------------------------------
 # the fast kernel (issue 12): against the model, against the trainer it replaced
 # --------------------------------------------------------------------------------------------
-def _reference_moments(x, y, beta, b):
-    """Frozen copy of the kernel the fast one replaced (``stumplib.trainer._moments`` at commit
-    82fc7c9, without its buffers): max-shifted softmax, two-pass centred moments."""
-    s = y * b[..., None] - x * beta[..., None]
-    w = (s - s.amax(-1, keepdim=True)).exp()
-    Z = w.sum(-1)
-    f = (w * x).sum(-1) / Z
-    p_pos = (w * y).sum(-1) / Z
-    dx = x - f[..., None]
-    wdx = w * dx
-    var = (wdx * dx).sum(-1) / Z
-    cov = torch.where(p_pos > 0.5, -(wdx * (1.0 - y)).sum(-1), (wdx * y).sum(-1)) / Z
-    return f, -var, cov
-
-
-def _reference_train(configs, steps):
-    """Frozen copy of the trainer before issue 12 (one dense group, plain GD, no checks): final
-    ``beta, b`` and the loss at the final parameters, each of shape ``(R,)``."""
-    out = [sample_tasks(c.m, c.n, c.tau_lo, c.tau_hi, seed=c.seed, device="cpu") for c in configs]
-    tau, x, y = (torch.stack([o[i] for o in out]) for i in range(3))
-    beta = torch.tensor([c.beta0 for c in configs], dtype=torch.float64)
-    b = torch.tensor([c.b0 for c in configs], dtype=torch.float64)
-    lr = torch.tensor([c.lr for c in configs], dtype=torch.float64)
-    m = tau.shape[-1]
-    for t in range(steps + 1):
-        f, dfb, dfbb = _reference_moments(x, y, beta[:, None], b[:, None])
-        e = f - tau
-        if t == steps:
-            return beta, b, (e * e).sum(-1) / m
-        beta = beta - lr * 2 * (e * dfb).sum(-1) / m
-        b = b - lr * 2 * (e * dfbb).sum(-1) / m
-
-
 @pytest.mark.parametrize("m, n, lr, beta0, b0", [(64, 48, 1e3, 20.0, 20.0), (40, 200, 1e3, 20.0, 20.0),
                                                  (32, 64, 3e4, 300.0, 250.0), (16, 128, 1e6, 3000.0, 2500.0)])
 def test_parameters_after_100_steps_equal_the_replaced_trainer(m, n, lr, beta0, b0):
@@ -222,9 +177,9 @@ def test_parameters_after_100_steps_equal_the_replaced_trainer(m, n, lr, beta0, 
     after 100 steps as the trainer before issue 12, to 1e-12 relative."""
     cfgs = [RunConfig(m, n, seed=s, lr=lr, beta0=beta0, b0=b0) for s in range(3)]
     res = train_gd(cfgs, 100, device="cpu", progress=False, n_records=2)
-    beta, b, L = _reference_train(cfgs, 100)
-    np.testing.assert_allclose(res.final_beta, beta.numpy(), rtol=1e-12, atol=0)
-    np.testing.assert_allclose(res.final_b, b.numpy(), rtol=1e-12, atol=0)
+    final, L = _bench().replaced_train(cfgs, 100, torch.device("cpu"), with_loss=True)
+    np.testing.assert_allclose(res.final_beta, final[:, 0].numpy(), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(res.final_b, final[:, 1].numpy(), rtol=1e-12, atol=0)
     np.testing.assert_allclose(res.loss[:, -1], L.numpy(), rtol=1e-11, atol=0)
 
 
@@ -434,12 +389,12 @@ def test_chained_runs_continue_from_the_frozen_parameters():
     assert k > 0
     again = train_gd([RunConfig(32, 32, seed=4, lr=1e3, beta0=float(first.final_beta[0]),
                                 b0=float(first.final_b[0]))], 50, device="cpu", progress=False)
-    beta, b, _ = _reference_train([RunConfig(32, 32, seed=4, lr=3e3)], k)
-    np.testing.assert_allclose(first.final_beta, beta.numpy(), rtol=1e-12)
-    beta2, b2, _ = _reference_train([RunConfig(32, 32, seed=4, lr=1e3, beta0=float(beta[0]),
-                                               b0=float(b[0]))], 50)
-    np.testing.assert_allclose(again.final_beta, beta2.numpy(), rtol=1e-12)
-    np.testing.assert_allclose(again.final_b, b2.numpy(), rtol=1e-12)
+    replaced, cpu = _bench().replaced_train, torch.device("cpu")
+    beta, b = replaced([RunConfig(32, 32, seed=4, lr=3e3)], k, cpu)[0].tolist()
+    np.testing.assert_allclose(first.final_beta, [beta], rtol=1e-12)
+    beta2, b2 = replaced([RunConfig(32, 32, seed=4, lr=1e3, beta0=beta, b0=b)], 50, cpu)[0].tolist()
+    np.testing.assert_allclose(again.final_beta, [beta2], rtol=1e-12)
+    np.testing.assert_allclose(again.final_b, [b2], rtol=1e-12)
 
 
 def test_step_sizes_and_starts_are_per_run():
@@ -474,27 +429,6 @@ def test_sign_flip_is_divergence_and_stop_mode_freezes_it():
     res = train_gd([good, bad], 20, device="cpu", progress=False, on_diverge="stop", check_every=1)
     assert res.diverged_at.tolist() == [-1, 1]
     assert np.isnan(res.beta[1, 1:]).all() and np.isfinite(res.beta[0]).all()
-    assert abs(trainer.MAX_PARAM) == 1e7
-
-
-def test_result_with_stop_steps_round_trips_and_old_results_still_match(tmp_path):
-    cfgs = [RunConfig(6, 6, seed=0, lr=1e2, beta_stop=20.5), RunConfig(6, 6, seed=1, lr=1e2)]
-    res = train_gd(cfgs, 40, device="cpu", progress=False)
-    res.save(tmp_path / "r.npz")
-    back = TrainResult.load(tmp_path / "r.npz", cfgs, steps=40)
-    np.testing.assert_array_equal(back.stop_step, res.stop_step)
-    assert TrainResult.load(tmp_path / "r.npz", [RunConfig(6, 6, seed=0, lr=1e2), cfgs[1]]) is None
-    # a result saved before RunConfig had beta_stop, lr_marks and record_scales (configuration
-    # without those keys) still loads
-    from dataclasses import asdict
-    from stumplib.results_io import save_results
-    old = [RunConfig(6, 6, seed=s, lr=1e2) for s in range(2)]
-    keys = [{k: v for k, v in asdict(c).items() if k not in ("beta_stop", "lr_marks", "record_scales")}
-            for c in old]
-    save_results(tmp_path / "old.npz", {"steps": res.steps, "beta": res.beta, "b": res.b, "loss": res.loss},
-                 {"configs": keys})
-    back = TrainResult.load(tmp_path / "old.npz", old, steps=40)
-    assert back is not None and back.stop_step is None and back.diverged_at is None
 
 
 # --------------------------------------------------------------------------------------------
@@ -565,7 +499,7 @@ def test_lr_marks_switch_the_step_at_the_first_step_past_each_mark():
     assert same.beta[0, t] >= 24.0 > same.beta[0, t - 1] and same.scale_b[0, 1] == same.b[0, t]
 
 
-def test_marks_and_stop_end_the_loop_once_every_run_has_stopped(tmp_path):
+def test_marks_and_stop_end_the_loop_once_every_run_has_stopped():
     cfgs = [RunConfig(32, 32, seed=s, lr=3e2, beta_stop=24.0, lr_marks=((22.0, 6e2), (24.0, 1.0)),
                       record_scales=(21.0, 23.0, 24.0, 99.0)) for s in range(2)]
     res = train_gd(cfgs, 5000, device="cpu", progress=False)
@@ -575,13 +509,6 @@ def test_marks_and_stop_end_the_loop_once_every_run_has_stopped(tmp_path):
     assert np.all(res.scale_step[:, 3] == -1)  # beyond the stop: never reached
     np.testing.assert_array_equal(res.final_beta, res.mark_beta[:, 1])
     assert np.all(res.beta[:, -1] == res.beta[:, -2])  # later records repeat the frozen values
-    res.save(tmp_path / "r.npz")
-    back = TrainResult.load(tmp_path / "r.npz", cfgs, steps=5000)
-    for k in ("mark_step", "mark_beta", "mark_b", "scale_step", "scale_beta", "scale_b", "stop_step"):
-        np.testing.assert_array_equal(getattr(back, k), getattr(res, k))
-    assert back.last_step == res.last_step
-    assert TrainResult.load(tmp_path / "r.npz", [RunConfig(32, 32, seed=s, lr=3e2, beta_stop=24.0)
-                                                 for s in range(2)]) is None
 
 
 @pytest.mark.parametrize("kwargs", [{"lr_marks": ((2.0, 1.0), (1.0, 1.0))}, {"lr_marks": ((0.0, 1.0),)},
