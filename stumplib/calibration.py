@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from .stats import Estimate, crossing
+from .stats import Estimate, crossing, interval, resample
 from .trainer import corpus_grad
 from .transfer import draw_corpus_batch, population_path
 from .validation import check_choice, check_int, check_prior, check_real
@@ -182,15 +182,27 @@ def tracking_scale(betas: Any, curve: Any, level: float = 0.5) -> tuple[float, b
 
 
 def scale_with_bootstrap(prof: Any, level: float = 0.5, *, stat: str = "rms", n_boot: int = 200,
-                         seed: int = 0, n_corpora: int | None = None) -> tuple[Estimate, np.ndarray]:
+                         seed: int = 0, n_corpora: int | None = None, ci_level: float = 0.95
+                         ) -> tuple[Estimate, np.ndarray]:
     """A tracking or certified scale with a bootstrap over corpora.
 
-    ``prof`` is an :class:`OwnProfile` (scale from :func:`tracking_scale` of ``prof.curve(stat)``) or a
-    :class:`stumplib.transfer.TransferProfile` (``prof.certified``). Returns the :class:`Estimate`
-    (a censored lower bound where the point estimate is censored) and the replicates ``(n_boot,)``
-    (the grid end where a replicate is censored, NaN where it has no scale).
+    Parameters
+    ----------
+    prof : an :class:`OwnProfile` (scale from :func:`tracking_scale` of ``prof.curve(stat)``) or a
+        :class:`stumplib.transfer.TransferProfile` (``prof.certified``).
+    level : the relative-error level that ends tracking.
+    stat : the aggregate over corpora of an :class:`OwnProfile` (see :meth:`OwnProfile.curve`).
+    n_boot, seed : resamples of the corpora (:func:`stumplib.stats.resample_indices`).
+    n_corpora : unused (kept for callers that pass it).
+    ci_level : the interval's level.
+
+    Returns
+    -------
+    (Estimate, replicates): the estimate (a censored lower bound where the point estimate is
+    censored; ``Estimate.nan`` where fewer than 10 replicates are finite) and the replicates
+    ``(n_boot,)`` (the grid end where a replicate is censored, NaN where it has no scale).
     """
-    rng = np.random.default_rng(seed)
+    n_boot = check_int("n_boot", n_boot, minimum=10)
     if isinstance(prof, OwnProfile):
         C = prof.g_corpus.shape[1]
         f = lambda idx: tracking_scale(prof.beta, prof.curve(stat, idx), level)  # noqa: E731
@@ -198,14 +210,16 @@ def scale_with_bootstrap(prof: Any, level: float = 0.5, *, stat: str = "rms", n_
         C = prof.n_corpora
         f = lambda idx: (prof.certified(level, corpora=idx), False)  # noqa: E731
     val, cens = f(None)
-    boots = np.array([f(rng.integers(0, C, C))[0] for _ in range(n_boot)])
+    boots = resample(np.arange(C), lambda idx: f(idx.astype(int))[0], n_boot=n_boot, seed=seed)
     if cens:
         return Estimate.lower_bound(val, n=C), boots
-    fin = boots[np.isfinite(boots)]
-    if not np.isfinite(val) or fin.size < 10:
-        return Estimate(val, float("nan"), float("nan"), "bootstrap", 0.95, None, n_boot), boots
-    lo, hi = np.quantile(fin, [0.025, 0.975])
-    return Estimate(val, float(min(lo, val)), float(max(hi, val)), "bootstrap", 0.95, None, n_boot), boots
+    lo, hi = interval(boots, ci_level)
+    if not np.isfinite(val):
+        return Estimate.nan("bootstrap"), boots
+    if not np.isfinite(lo):  # a scale, but too few finite replicates for an interval
+        return Estimate(val, float("nan"), float("nan"), "bootstrap", ci_level, None, n_boot), boots
+    return Estimate(val, float(min(lo, val)), float(max(hi, val)), "bootstrap", ci_level, None,
+                    n_boot), boots
 
 
 # ------------------------------------------------------------------------- calibration failure

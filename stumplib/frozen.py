@@ -29,14 +29,15 @@ import torch
 
 from .device import DEFAULT_DTYPE, make_generator, resolve_device
 from .model import estimate
-from .stats import Estimate
+from .stats import Estimate, interval, resample, resample_indices
 from .tasks import labels
 from .trainer import RunConfig, train_gd
 from .transfer import population_path, step_size_limit
 from .validation import check_grid, check_int, check_prior, check_real
 
 __all__ = ["FIXED_TAUS", "fresh_contexts", "sq_errors", "fit_two_term", "bootstrap_two_term",
-           "train_staged", "stage_marks", "bound", "bound_form_spread"]
+           "head_mse", "bootstrap_stop_law", "gain_past_stop", "train_staged", "stage_marks", "bound",
+           "bound_form_spread"]
 
 #: fixed interior thresholds (inside the prior [0.2, 0.8], away from its upper end)
 FIXED_TAUS = (0.3, 0.4, 0.5)
@@ -121,6 +122,25 @@ def fit_two_term(x: Any, N: Any, y2: Any) -> dict[str, float]:
     return {"A": float(np.exp(la)), "p": float(p), "B": float(np.exp(lb)), "q": float(q)}
 
 
+def _fit_vector(x: np.ndarray, N: np.ndarray, y2: np.ndarray) -> np.ndarray:
+    """:func:`fit_two_term` as ``[A, p, B, q]`` (NaN where a cell is not positive)."""
+    if not np.all(np.isfinite(y2) & (y2 > 0)):
+        return np.full(4, np.nan)
+    f = fit_two_term(x, N, y2)
+    return np.array([f["A"], f["p"], f["B"], f["q"]])
+
+
+def _estimates(fit: np.ndarray, reps: np.ndarray, level: float, n_boot: int) -> dict[str, Estimate]:
+    """``{"A", "p", "B", "q"}`` from the fit and its replicates (percentile intervals, widened to
+    contain the point estimate)."""
+    out = {}
+    for j, k in enumerate(("A", "p", "B", "q")):
+        lo, hi = interval(reps[:, j], level)
+        v = float(fit[j])
+        out[k] = Estimate(v, float(min(lo, v)), float(max(hi, v)), "bootstrap", level, None, n_boot)
+    return out
+
+
 def bootstrap_two_term(x: Any, N: Any, sq: Any, *, n_boot: int = 200, seed: int = 0,
                        level: float = 0.95) -> dict[str, Estimate]:
     """:func:`fit_two_term` of the mean squared error of each grid cell, with a bootstrap over units.
@@ -129,7 +149,9 @@ def bootstrap_two_term(x: Any, N: Any, sq: Any, *, n_boot: int = 200, seed: int 
     ----------
     x, N : shape ``(G,)``: the grid cells.
     sq : shape ``(G, U)``: squared errors per cell and independent unit (context, or run x context);
-        units are resampled jointly across cells (common random numbers stay paired).
+        units are resampled jointly across cells (common random numbers stay paired), through
+        :func:`stumplib.stats.resample`.
+    n_boot, seed, level : resamples, seed, interval level.
 
     Returns
     -------
@@ -139,20 +161,109 @@ def bootstrap_two_term(x: Any, N: Any, sq: Any, *, n_boot: int = 200, seed: int 
     if sq.ndim != 2 or sq.shape[1] < 2:
         raise ValueError("sq must have shape (G, U) with U >= 2 units")
     n_boot = check_int("n_boot", n_boot, minimum=10)
-    fit = fit_two_term(x, N, sq.mean(1))
-    rng = np.random.default_rng(seed)
-    boots = []
-    for _ in range(n_boot):
-        idx = rng.integers(0, sq.shape[1], sq.shape[1])
-        boots.append(fit_two_term(x, N, sq[:, idx].mean(1)))
-    a = (1 - level) / 2
-    out = {}
-    for k in ("p", "q", "A", "B"):
-        v = np.array([bt[k] for bt in boots])
-        lo, hi = np.quantile(v, [a, 1 - a])
-        out[k] = Estimate(fit[k], float(min(lo, fit[k])), float(max(hi, fit[k])), "bootstrap", level, None,
-                          n_boot)
-    return out
+    x, N = np.asarray(x, float).ravel(), np.asarray(N, float).ravel()
+    fit = _fit_vector(x, N, sq.mean(1))
+    reps = resample(sq.T, lambda s: _fit_vector(x, N, s.mean(0)), n_boot=n_boot, seed=seed)
+    return _estimates(fit, reps, level, n_boot)
+
+
+def head_mse(beta: Any, N: Any, head: dict[str, float]) -> np.ndarray:
+    """The frozen head's law ``A_h beta^(-2p) + B_h N^(-2q)`` (mean squared error), broadcast."""
+    beta, N = np.asarray(beta, float), np.asarray(N, float)
+    return head["A"] * beta ** (-2 * head["p"]) + head["B"] * N ** (-2 * head["q"])
+
+
+def _stop_cells(sq_runs: Sequence[np.ndarray], run_idx: Sequence[np.ndarray] | None,
+                ctx_idx: np.ndarray | None) -> np.ndarray:
+    """Mean squared error per (shape, N) over the chosen runs and contexts, shape ``(P, K)``."""
+    out = []
+    for i, s in enumerate(sq_runs):  # s: (runs, K, contexts)
+        r = s if run_idx is None else s[run_idx[i]]
+        r = r if ctx_idx is None else r[:, :, ctx_idx]
+        out.append(r.mean((0, 2)))
+    return np.stack(out)
+
+
+def bootstrap_stop_law(mn: Any, Ns: Any, sq_runs: Sequence[np.ndarray], beta_star: Any,
+                       beta_boot: Any, head: dict[str, float], *, n_boot: int = 200,
+                       seed: int = 0, level: float = 0.95) -> dict[str, Estimate]:
+    """The two-term law of the error at the certified stop, with an interval that holds every
+    source of uncertainty: the certified scales, the trained runs and the fresh contexts.
+
+    Each replicate (i) resamples the fresh contexts (shared by all cells, so paired), (ii) resamples
+    the trained runs of every shape, and (iii) moves every shape's stop to a bootstrap replicate
+    ``beta*_b`` of its certified scale (corpora resampled, ``beta*`` re-derived), carrying the
+    error along the frozen head's law: the cell's mean squared error is multiplied by
+    ``head_mse(beta*_b, N) / head_mse(beta*, N)``. Then :func:`fit_two_term` is refitted.
+
+    Parameters
+    ----------
+    mn : shape ``(P,)``: ``m ∧ n`` per shape.
+    Ns : shape ``(K,)``: the fresh-context sizes.
+    sq_runs : ``P`` arrays of shape ``(R_i, K, U)``: squared errors per run, ``N`` and context
+        (``R_i >= 1`` runs; the same ``U`` contexts everywhere).
+    beta_star : shape ``(P,)``; beta_boot : shape ``(B, P)``: replicates of the certified scales
+        (non-finite replicates are skipped).
+    head : ``{"A", "p", "B", "q"}`` of the frozen head's law (:func:`fit_two_term` on measurement 1).
+
+    Returns
+    -------
+    ``{"p", "q", "A", "B"}`` as :class:`~stumplib.stats.Estimate`.
+    """
+    mn, Ns = np.asarray(mn, float).ravel(), np.asarray(Ns, float).ravel()
+    bs, bb = np.asarray(beta_star, float).ravel(), np.asarray(beta_boot, float)
+    P, K = mn.size, Ns.size
+    if len(sq_runs) != P or bs.size != P or bb.ndim != 2 or bb.shape[1] != P:
+        raise ValueError("sq_runs, beta_star and beta_boot must have one entry (column) per shape")
+    if any(np.ndim(s) != 3 or np.shape(s)[1] != K for s in sq_runs):
+        raise ValueError("each sq_runs[i] must have shape (runs, len(Ns), contexts)")
+    U = {np.shape(s)[2] for s in sq_runs}
+    if len(U) != 1 or min(U) < 2:
+        raise ValueError("every shape needs the same number (>= 2) of contexts")
+    n_boot = check_int("n_boot", n_boot, minimum=10)
+    X, NN = np.meshgrid(mn, Ns, indexing="ij")
+    fit = _fit_vector(X.ravel(), NN.ravel(), _stop_cells(sq_runs, None, None).ravel())
+    ctx = resample_indices(U.pop(), n_boot, seed)
+    runs = [resample_indices(len(s), n_boot, seed + 1 + i) for i, s in enumerate(sq_runs)]
+    rows = np.flatnonzero(np.all(np.isfinite(bb) & (bb > 0), axis=1))  # usable beta* replicates
+    reps = np.full((n_boot, 4), np.nan)
+    for b in range(n_boot if rows.size else 0):
+        bsb = bb[rows[b % rows.size]]  # independent of the run and context draws: pair by index
+        move = head_mse(bsb[:, None], Ns[None, :], head) / head_mse(bs[:, None], Ns[None, :], head)
+        cells = _stop_cells(sq_runs, [r[b] for r in runs], ctx[b]) * move
+        reps[b] = _fit_vector(X.ravel(), NN.ravel(), cells.ravel())
+    return _estimates(fit, reps, level, n_boot)
+
+
+def gain_past_stop(stop_err: Sequence[np.ndarray], end_err: Sequence[np.ndarray], *,
+                   n_boot: int = 400, seed: int = 0, level: float = 0.95) -> Estimate:
+    """The median over shapes of ``mean(stop error) / mean(end error)`` (runs continued past their
+    certified stop), with a bootstrap over the runs of every shape (paired: a run's two errors
+    stay together).
+
+    Parameters
+    ----------
+    stop_err, end_err : one array ``(R_i,)`` per shape: each run's error at the stop and at the end.
+
+    Returns
+    -------
+    Estimate of kind ``"bootstrap"``.
+    """
+    if len(stop_err) != len(end_err) or not stop_err:
+        raise ValueError("stop_err and end_err must hold one array per shape, at least one")
+    pairs = [(np.asarray(a, float).ravel(), np.asarray(b, float).ravel())
+             for a, b in zip(stop_err, end_err)]
+    if any(a.shape != b.shape or a.size < 1 for a, b in pairs):
+        raise ValueError("stop_err[i] and end_err[i] must be paired arrays of at least one run")
+    n_boot = check_int("n_boot", n_boot, minimum=10)
+    point = float(np.median([a.mean() / b.mean() for a, b in pairs]))
+    per = []
+    for i, (a, b) in enumerate(pairs):
+        idx = resample_indices(a.size, n_boot, seed + i)
+        per.append(a[idx].mean(1) / b[idx].mean(1))
+    lo, hi = interval(np.median(np.stack(per, 1), axis=1), level)
+    return Estimate(point, float(min(lo, point)), float(max(hi, point)), "bootstrap", level, None,
+                    n_boot)
 
 
 def bound(mn: Any, N: Any) -> np.ndarray:

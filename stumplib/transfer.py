@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from .device import DEFAULT_DTYPE, resolve_device
-from .stats import crossing
+from .stats import crossing, resample
 from .population import population_hessian, population_loss_and_grad
 from .tasks import sample_tasks
 from .trainer import corpus_grad
@@ -493,15 +493,10 @@ def bootstrap_certified(profiles: Sequence[TransferProfile], level: float = DEFA
     seed = check_int("seed", seed, minimum=0)
     check_choice("stat", stat, ("rms", "median", "mean"))
     check_choice("which", which, ("rel", "along"))
-    rng = np.random.default_rng(seed)
     est = np.array([p.certified(level, stat, which) for p in profiles])
     boot = np.empty((n_boot, len(profiles)))
     for j, p in enumerate(profiles):
-        r = np.abs(p.rel_along) if which == "along" else p.rel
-        idx = rng.integers(0, p.n_corpora, size=(n_boot, p.n_corpora))
-        for i in range(n_boot):
-            rr = r[:, idx[i]]
-            curve = (np.sqrt((rr ** 2).mean(1)) if stat == "rms" else
-                     np.median(rr, 1) if stat == "median" else rr.mean(1))
-            boot[i, j] = crossing_scale(p.beta, curve, level)
+        boot[:, j] = resample(np.arange(p.n_corpora),
+                              lambda idx, p=p: p.certified(level, stat, which, idx.astype(int)),
+                              n_boot=n_boot, seed=seed + j)
     return est, boot
