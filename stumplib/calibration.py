@@ -246,3 +246,126 @@ def predicted_label_scores(m: int, beta: float, n_draws: int, *, seed: int = 0, 
     rng = np.random.default_rng(seed)
     top = tau_lo + (tau_hi - tau_lo) * rng.random((n_draws, m)).max(1)
     return top + _shift(check_real("beta", beta, low=1.25, low_open=True))
+
+
+# ------------------------------------------------------------------------- the calibration study
+#: thresholds at which the fraction of failed calibrations is shown
+FAIL_TAUS = (0.5, 0.6, 0.7)
+
+
+def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, *, n_ctx: int,
+                      seed: int = 0, frac: float = 0.3, tau_lo: float = 0.2, tau_hi: float = 0.8,
+                      max_steps: int = 60_000, steps: int | None = None, n_taus: int = 24,
+                      device: Any = "cpu") -> dict[int, dict[str, np.ndarray]]:
+    """Train ``n_corpora`` corpora of ``m`` tasks x ``n`` examples for each ``m`` from ``beta_T/2``
+    to ``beta_T`` (:func:`stumplib.frozen.train_staged`) and measure the trained heads at ``N = 1024``
+    over a midpoint grid of ``n_taus`` thresholds covering the prior (cached).
+
+    Returns
+    -------
+    ``{m: {"c", "abs", "sq", "reached", "diverged"}}``: per non-diverged corpus the label score
+    ``c_T = b / beta``, the mean absolute error and the mean squared error per threshold
+    ``(corpus, n_taus)``; ``reached`` (did the run reach ``beta_T`` before the cap) and
+    ``diverged`` (per corpus, diverged runs are left out of the others).
+    """
+    from .frozen import at_stop, sq_errors, train_staged
+    from . import book
+
+    ms = [check_int(f"ms[{i}]", m) for i, m in enumerate(ms)]
+    grid = list(tau_lo + (tau_hi - tau_lo) * (np.arange(n_taus) + 0.5) / n_taus)
+
+    def compute() -> dict[str, np.ndarray]:
+        out = {}
+        for m in ms:
+            r = train_staged(m, n, [seed + 7000 + 100 * m + k for k in range(n_corpora)],
+                             beta0=beta_T / 2, beta_stop=beta_T, beta_end=beta_T, frac=frac,
+                             tau_lo=tau_lo, tau_hi=tau_hi, device=device, steps=steps,
+                             max_steps=max_steps)
+            ok = ~r["diverged"]
+            be, bb = (v[ok] for v in at_stop(r))
+            sq = sq_errors(be, bb, 1024, taus=grid, n_ctx=n_ctx, seed=seed + 2, device=device)
+            out.update({f"reached{m}": r["stop_step"][ok] >= 0, f"diverged{m}": r["diverged"],
+                        f"c{m}": bb / be, f"sq{m}": sq.mean(2), f"abs{m}": np.sqrt(sq).mean((1, 2))})
+        return out
+
+    cfg = {"ms": ms, "n": n, "K": n_corpora, "beta": beta_T, "ctx": n_ctx, "seed": seed,
+           "frac": frac, "prior": [tau_lo, tau_hi], "steps": steps, "cap": max_steps,
+           "n_taus": n_taus}
+    d = book.cached("ch4_calibration", cfg, compute, verbose=False)
+    keys = ("c", "abs", "sq", "reached", "diverged")
+    return {m: {k: d[f"{k}{m}"] for k in keys} for m in ms}
+
+
+def failure_fractions(study: dict[int, dict[str, np.ndarray]], taus: Sequence[float] = FAIL_TAUS,
+                      level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The fraction of corpora with ``c_T < tau`` per ``m`` and ``tau``, with Wilson intervals.
+
+    Returns
+    -------
+    (fraction, lo, hi), each of shape ``(len(study), len(taus))``.
+    """
+    from .stats import wilson_interval
+
+    k = np.array([[np.sum(s["c"] < t) for t in taus] for s in study.values()], float)
+    n = np.array([[max(len(s["c"]), 1)] * len(taus) for s in study.values()], float)
+    lo, hi = wilson_interval(k, n, level)
+    return k / n, lo, hi
+
+
+def mae_by_m(study: dict[int, dict[str, np.ndarray]], *, n_boot: int = 200, seed: int = 0,
+             min_m: int = 8) -> tuple[np.ndarray, np.ndarray, Estimate]:
+    """The prior-averaged MAE per ``m`` with a bootstrap over corpora, and its log-log slope in ``m``
+    over ``m >= min_m`` (refitting every replicate; :func:`stumplib.stats.fit_replicates`).
+
+    Returns
+    -------
+    (mae ``(M,)``, replicates ``(n_boot, M)``, slope Estimate; ``Estimate.nan`` with fewer than two
+    ``m``).
+    """
+    from .stats import fit_replicates
+
+    ms = np.array(list(study), float)
+    mae = np.array([s["abs"].mean() for s in study.values()])
+    reps = np.stack([resample(s["abs"], lambda a: a.mean(1), n_boot=n_boot, seed=seed + i,
+                              vectorised=True) if len(s["abs"]) >= 2 else np.full(n_boot, np.nan)
+                     for i, s in enumerate(study.values())], 1)
+    sel = ms >= min_m
+    if np.unique(ms[sel]).size < 2:
+        return mae, reps, Estimate.nan("bootstrap")
+    return mae, reps, fit_replicates(ms[sel], mae[sel], reps[:, sel]).estimate
+
+
+# ------------------------------------------------------------------------- own-calibration scales
+def own_scales(shapes: Sequence[tuple[int, int]], betas: Sequence[float], *, n_corpora: int,
+               seed: int = 0, level: float = 0.5, n_boot: int = 200, tau_lo: float = 0.2,
+               tau_hi: float = 0.8, device: Any = "cpu"
+               ) -> dict[tuple[int, int], tuple[OwnProfile, Estimate, np.ndarray]]:
+    """:func:`own_profile` of every shape (cached) and its tracking scale with a bootstrap over
+    corpora (:func:`scale_with_bootstrap`).
+
+    Returns
+    -------
+    ``{(m, n): (profile, Estimate, replicates)}``.
+    """
+    from . import book
+
+    shp = [(check_int("m", m), check_int("n", n)) for m, n in shapes]
+    b = [float(v) for v in betas]
+
+    def compute() -> dict[str, np.ndarray]:
+        out = {}
+        for i, (m, n) in enumerate(shp):
+            p = own_profile(m, n, b, n_corpora=n_corpora, seed=seed, tau_lo=tau_lo,
+                            tau_hi=tau_hi, device=device)
+            out[f"g{i}"], out[f"c{i}"], out["g_pop"], out["c_pop"] = (p.g_corpus, p.c_own,
+                                                                      p.g_pop, p.c_pop)
+        return out
+
+    cfg = {"shapes": shp, "grid": b, "C": n_corpora, "seed": seed, "prior": [tau_lo, tau_hi]}
+    d = book.cached("ch3_own", cfg, compute, verbose=False)
+    out = {}
+    for i, sh in enumerate(shp):
+        prof = OwnProfile(sh[0], sh[1], np.asarray(b), d["g_pop"], d[f"g{i}"], d[f"c{i}"],
+                          d["c_pop"])
+        out[sh] = (prof, *scale_with_bootstrap(prof, level, n_boot=n_boot, seed=seed + i))
+    return out

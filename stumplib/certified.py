@@ -43,11 +43,44 @@ from .transfer import (DEFAULT_LEVEL, TransferProfile, certified_interval, draw_
                        population_path)
 from .validation import check_int, check_prior, check_real
 
-__all__ = ["CertifiedScales", "shape_seed", "scan_profile", "bootstrap_scales", "certified_scales",
+__all__ = ["GRID", "book_grid", "CertifiedScales", "shape_seed", "scan_profile", "bootstrap_scales", "certified_scales",
            "slope"]
+
+#: the book's grid of shapes per profile (chapters 3 and 4 share it, hence one beta* per shape):
+#: ``diag`` sizes ``m = n`` with ``diag_corpora`` corpora each; ``m`` and then ``n`` varied over
+#: ``cross`` with the other fixed at ``base`` (``cross_corpora`` each); ``n_boot`` resamples
+GRID = {
+    "smoke": dict(diag=[128, 256], diag_corpora=[24, 12], base=256, cross=[128], cross_corpora=12,
+                  n_boot=40),
+    "quick": dict(diag=[128, 256, 512, 1024], diag_corpora=[256, 192, 128, 96], base=512,
+                  cross=[128, 256], cross_corpora=128, n_boot=400),
+    "full": dict(diag=[128, 256, 512, 1024, 2048], diag_corpora=[512, 384, 256, 192, 128],
+                 base=1024, cross=[128, 256, 512], cross_corpora=192, n_boot=1000),
+}
 
 #: elements of a task block evaluated at once (a block of x, y and two buffers fits in L2)
 _BLOCK_ELEMS = 2 ** 15
+
+
+def book_grid(profile: str, token: bool = False) -> dict[str, Any]:
+    """The shapes of :data:`GRID` for a profile: ``{"shapes", "n_corpora", "n_boot", "series"}`` with
+    ``series`` = ``{"m=n": [...], "m": [(v, base)...], "n": [(base, v)...]}`` (each ending at
+    ``(base, base)``). ``token``: the largest diagonal shape only, 2 corpora, 10 resamples."""
+    if profile not in GRID:
+        raise ValueError(f"profile must be one of {', '.join(GRID)}; got {profile!r}")
+    g = GRID[profile]
+    if token:
+        big = (g["diag"][-1], g["diag"][-1])
+        return {"shapes": [big], "n_corpora": [2], "n_boot": 10,
+                "series": {"m=n": [big], "m": [big], "n": [big]}}
+    diag = [(v, v) for v in g["diag"]]
+    base = g["base"]
+    cm = [(v, base) for v in g["cross"]]
+    cn = [(base, v) for v in g["cross"]]
+    return {"shapes": diag + cm + cn,
+            "n_corpora": list(g["diag_corpora"]) + [g["cross_corpora"]] * (2 * len(g["cross"])),
+            "n_boot": g["n_boot"], "series": {"m=n": diag, "m": cm + [(base, base)],
+                                              "n": cn + [(base, base)]}}
 
 
 def shape_seed(seed: int, m: int, n: int) -> int:
@@ -64,9 +97,10 @@ def _blocked_grads(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: fl
     Equal to :func:`stumplib.trainer.corpus_grad` (the same moments), summed over blocks of tasks."""
     C, m, n = x.shape
     X, Y, T = x.reshape(-1, n), y.reshape(-1, n), tau.reshape(-1)
-    rows = max(1, _BLOCK_ELEMS // n)
-    gb = torch.empty(C * m, dtype=x.dtype)
-    gbb = torch.empty(C * m, dtype=x.dtype)
+    block = _BLOCK_ELEMS if x.device.type == "cpu" else 2 ** 24  # big blocks on an accelerator
+    rows = max(1, block // n)
+    gb = torch.empty(C * m, dtype=x.dtype, device=x.device)
+    gbb = torch.empty(C * m, dtype=x.dtype, device=x.device)
     work: list = []
     for r0 in range(0, X.shape[0], rows):
         xs, ys = X[r0:r0 + rows], Y[r0:r0 + rows]
@@ -75,10 +109,10 @@ def _blocked_grads(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: fl
         bb = torch.full((k,), b, dtype=x.dtype, device=x.device)
         f, dfb, dfbb = _moments(xs, ys, bt, bb, work=work if k == rows else None)
         e = f - T[r0:r0 + rows]
-        gb[r0:r0 + k] = (e * dfb).cpu()
-        gbb[r0:r0 + k] = (e * dfbb).cpu()
+        gb[r0:r0 + k] = e * dfb
+        gbb[r0:r0 + k] = e * dfbb
     g = torch.stack([gb.reshape(C, m).sum(1), gbb.reshape(C, m).sum(1)], -1) * (2.0 / m)
-    return g.numpy()
+    return g.cpu().numpy()
 
 
 def _evaluate(corp: tuple, betas: np.ndarray, tau_lo: float, tau_hi: float

@@ -363,3 +363,127 @@ def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_sto
             # that callers which do not filter on ``diverged`` see the numbers they always did)
             "final_beta": np.where(diverged, 1.0, res.final_beta), "final_b": np.where(diverged, 1.0, res.final_b),
             "final_step": np.full(S, res.last_step)}
+
+
+# ------------------------------------------------------------------------------- chapter 4 runs
+def _cached(name: str, config: dict, compute) -> dict[str, np.ndarray]:
+    """:func:`stumplib.book.cached`, silent (no log on the page)."""
+    from . import book
+
+    return book.cached(name, config, compute, verbose=False)
+
+
+def head_law_grid(betas: Sequence[float], Ns: Sequence[int], *, n_ctx: int, seed: int = 0,
+                  taus: Sequence[float] = FIXED_TAUS, tau_lo: float = 0.2, tau_hi: float = 0.8,
+                  device: Any = "cpu") -> np.ndarray:
+    """Squared errors of the head at the population's calibrated label score ``c*(beta)`` on a grid
+    of scales and context sizes, averaged over ``taus``: shape ``(len(betas), len(Ns), n_ctx)``
+    (cached)."""
+    hb = np.asarray(check_grid("betas", list(betas), kind="real", minimum=1e-9), float)
+    hN = check_grid("Ns", list(Ns), kind="int")
+    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
+
+    def compute() -> dict[str, np.ndarray]:
+        c = population_path(hb, tau_lo, tau_hi)["c"].numpy()
+        sq = [sq_errors(hb, c * hb, N, taus=taus, n_ctx=n_ctx, seed=seed, device=device)
+              for N in hN]
+        return {"sq": np.stack(sq, 1).mean(2)}
+
+    cfg = {"betas": hb.tolist(), "Ns": hN, "taus": list(taus), "n_ctx": n_ctx, "seed": seed,
+           "prior": [tau_lo, tau_hi]}
+    return _cached("ch4_head_law", cfg, compute)["sq"]
+
+
+def at_stop(run: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The frozen ``(beta, b)`` of each run of :func:`train_staged` at its certified stop (the last
+    state where a capped run did not reach it)."""
+    ok = run["stop_step"] >= 0
+    return (np.where(ok, run["stop_beta"], run["final_beta"]),
+            np.where(ok, run["stop_b"], run["final_b"]))
+
+
+def train_to_certified_stop(shapes: Sequence[tuple[int, int]], beta_star: Sequence[float],
+                            n_seeds: Sequence[int], *, continue_to: Sequence[float | None],
+                            seed: int = 0, frac: float = 0.3, tau_lo: float = 0.2,
+                            tau_hi: float = 0.8, max_steps: int = 200_000,
+                            steps: int | None = None, device: Any = "cpu") -> list[dict]:
+    """:func:`train_staged` for every shape: ``n_seeds[i]`` corpora from ``beta*/4``, frozen at
+    ``beta*`` and continued to ``continue_to[i]`` (``None``: stop at ``beta*``). Cached per shape.
+
+    Returns
+    -------
+    list of the :func:`train_staged` dicts, one per shape.
+    """
+    if not (len(shapes) == len(beta_star) == len(n_seeds) == len(continue_to)):
+        raise ValueError("shapes, beta_star, n_seeds and continue_to must have the same length")
+    out = []
+    for i, ((m, n), bs, S, end) in enumerate(zip(shapes, beta_star, n_seeds, continue_to)):
+        bs = float(bs)
+        end = bs if end is None else float(end)
+        seeds = [seed + 1000 * i + s for s in range(check_int(f"n_seeds[{i}]", S))]
+
+        def compute(m=m, n=n, bs=bs, end=end, seeds=seeds) -> dict:
+            return train_staged(m, n, seeds, beta0=bs / 4, beta_stop=bs, beta_end=end, frac=frac,
+                                tau_lo=tau_lo, tau_hi=tau_hi, device=device, steps=steps,
+                                max_steps=max_steps)
+
+        cfg = {"m": m, "n": n, "seeds": seeds, "beta_star": bs, "beta_end": end, "frac": frac,
+               "prior": [tau_lo, tau_hi], "steps": steps, "cap": max_steps}
+        out.append(_cached(f"ch4_run_{m}x{n}", cfg, compute))
+    return out
+
+
+def stop_errors(runs: Sequence[dict], Ns: Sequence[int], *, n_ctx: int, seed: int = 0,
+                taus: Sequence[float] = FIXED_TAUS, extra_tau: float = 0.7,
+                device: Any = "cpu") -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Squared errors of every run frozen at its stop on common fresh contexts (cached).
+
+    Returns
+    -------
+    (sq, sq_extra): per shape, arrays ``(runs, len(Ns), n_ctx)``: the mean over ``taus`` and the
+    error at ``extra_tau`` alone (near the prior's upper end, reported separately).
+    """
+    T = list(taus) + [extra_tau]
+
+    def compute() -> dict[str, np.ndarray]:
+        out = {}
+        for i, r in enumerate(runs):
+            sq = np.stack([sq_errors(*at_stop(r), int(N), taus=T, n_ctx=n_ctx, seed=seed,
+                                     device=device) for N in Ns], 1)  # (run, N, tau, ctx)
+            out[f"sq{i}"], out[f"x{i}"] = sq[:, :, :-1].mean(2), sq[:, :, -1]
+        return out
+
+    cfg = {"stops": [at_stop(r)[0].tolist() for r in runs], "Ns": [int(N) for N in Ns],
+           "n_ctx": n_ctx, "seed": seed, "taus": T}
+    d = _cached("ch4_stop_errors", cfg, compute)
+    return [d[f"sq{i}"] for i in range(len(runs))], [d[f"x{i}"] for i in range(len(runs))]
+
+
+def end_errors(runs: Sequence[dict], N: int, *, n_ctx: int, n_ctx_path: int, seed: int = 0,
+               taus: Sequence[float] = FIXED_TAUS, device: Any = "cpu") -> list[dict]:
+    """The error at context size ``N`` along each continued run (at its log-spaced scales,
+    ``n_ctx_path`` contexts) and at its end (``n_ctx`` contexts), cached.
+
+    Returns
+    -------
+    per shape ``{"path": (runs, L), "end": (runs,)}`` (NaN where a scale was not reached).
+    """
+    def rmse(beta, b, k):
+        return np.sqrt(sq_errors(beta, b, int(N), taus=taus, n_ctx=k, seed=seed,
+                                 device=device).mean((1, 2)))
+
+    def compute() -> dict[str, np.ndarray]:
+        out = {}
+        for i, r in enumerate(runs):
+            be, bb = r["log_beta"].ravel(), r["log_b"].ravel()
+            ok, e = np.isfinite(be), np.full(be.size, np.nan)
+            if ok.any():
+                e[ok] = rmse(be[ok], bb[ok], n_ctx_path)
+            out[f"p{i}"], out[f"e{i}"] = e.reshape(r["log_beta"].shape), rmse(
+                r["final_beta"], r["final_b"], n_ctx)
+        return out
+
+    cfg = {"ends": [r["final_beta"].tolist() for r in runs], "N": int(N), "n_ctx": n_ctx,
+           "path": n_ctx_path, "seed": seed, "taus": list(taus)}
+    d = _cached("ch4_continued", cfg, compute)
+    return [{"path": d[f"p{i}"], "end": d[f"e{i}"]} for i in range(len(runs))]

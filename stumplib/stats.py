@@ -478,4 +478,5 @@ def wilson_interval(successes: Any, trials: Any, level: float = 0.95) -> tuple[n
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+    lo, hi = np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+    return np.minimum(lo, p), np.maximum(hi, p)  # contain p despite rounding
