@@ -261,6 +261,12 @@ def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, 
     to ``beta_T`` (:func:`stumplib.frozen.train_staged`) and measure the trained heads at ``N = 1024``
     over a midpoint grid of ``n_taus`` thresholds covering the prior (cached).
 
+    Parameters
+    ----------
+    ms : numbers of tasks; n : examples per task; n_corpora : corpora per ``m``.
+    beta_T : the scale the runs reach; n_ctx : contexts per threshold; seed, frac, tau_lo,
+        tau_hi, max_steps, steps, device : see :func:`stumplib.frozen.train_staged`.
+
     Returns
     -------
     ``{m: {"c", "abs", "sq", "reached", "diverged"}}``: per non-diverged corpus the label score
@@ -300,6 +306,10 @@ def failure_fractions(study: dict[int, dict[str, np.ndarray]], taus: Sequence[fl
                       level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The fraction of corpora with ``c_T < tau`` per ``m`` and ``tau``, with Wilson intervals.
 
+    Parameters
+    ----------
+    study : :func:`calibration_study`; taus : thresholds; level : the intervals' level.
+
     Returns
     -------
     (fraction, lo, hi), each of shape ``(len(study), len(taus))``.
@@ -316,6 +326,11 @@ def mae_by_m(study: dict[int, dict[str, np.ndarray]], *, n_boot: int = 200, seed
              min_m: int = 8) -> tuple[np.ndarray, np.ndarray, Estimate]:
     """The prior-averaged MAE per ``m`` with a bootstrap over corpora, and its log-log slope in ``m``
     over ``m >= min_m`` (refitting every replicate; :func:`stumplib.stats.fit_replicates`).
+
+    Parameters
+    ----------
+    study : :func:`calibration_study`; n_boot, seed : resamples of the corpora; min_m : the
+        smallest ``m`` in the fit.
 
     Returns
     -------
@@ -342,6 +357,12 @@ def own_scales(shapes: Sequence[tuple[int, int]], betas: Sequence[float], *, n_c
                ) -> dict[tuple[int, int], tuple[OwnProfile, Estimate, np.ndarray]]:
     """:func:`own_profile` of every shape (cached) and its tracking scale with a bootstrap over
     corpora (:func:`scale_with_bootstrap`).
+
+    Parameters
+    ----------
+    shapes : ``(m, n)`` pairs; betas : the increasing scales of the grid.
+    n_corpora, seed : corpora per shape and their seed; level : the tracking level;
+    n_boot : resamples; tau_lo, tau_hi : the prior; device : where to compute.
 
     Returns
     -------

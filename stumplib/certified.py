@@ -199,11 +199,22 @@ def scan_profile(m: int, n: int, *, n_corpora: int, seed: int = 0, level: float 
 
 def bootstrap_scales(prof: TransferProfile, level: float = DEFAULT_LEVEL, *, n_boot: int = 400,
                      seed: int = 0) -> tuple[float, np.ndarray]:
-    """``beta*`` of a profile and its bootstrap replicates over corpora, shape ``(n_boot,)``.
+    """``beta*`` of a profile and its bootstrap replicates over corpora.
 
-    Corpora are resampled with :func:`stumplib.stats.resample`; each replicate's RMS curve is
-    :meth:`stumplib.transfer.TransferProfile.curve` of the resampled corpora, and its ``beta*`` the
-    end of the first certified interval (NaN where it has none, ``inf`` where the grid ends first)."""
+    Corpora are resampled with :func:`stumplib.stats.resample`; each replicate's RMS curve is the
+    root mean square of ``|rel_along|`` over the resampled corpora, and its ``beta*`` the end of
+    the first certified interval (NaN where it has none, ``inf`` where the grid ends first).
+
+    Parameters
+    ----------
+    prof : the corpora's :class:`~stumplib.transfer.TransferProfile`.
+    level : the relative-error level (> 0).
+    n_boot : resamples (>= 10). seed : seed of the resampler.
+
+    Returns
+    -------
+    (beta_star, replicates) : a float and an array of shape ``(n_boot,)``.
+    """
     level = check_real("level", level, low=0.0, low_open=True)
     n_boot = check_int("n_boot", n_boot, minimum=10)
     value = prof.certified(level)
@@ -236,11 +247,11 @@ class CertifiedScales:
     profiles: tuple
 
     def of(self, shape: tuple[int, int]) -> float:
-        """``beta*`` of one shape."""
+        """``beta*`` of one shape ``(m, n)`` (a float; NaN without a certified interval)."""
         return float(self.value[self.shapes.index(tuple(shape))])
 
     def interval(self, shape: tuple[int, int], level: float = 0.95) -> tuple[float, float]:
-        """The percentile bootstrap interval of one shape's ``beta*``."""
+        """The percentile bootstrap interval ``(lo, hi)`` of one shape's ``beta*`` at ``level``."""
         from .stats import interval
 
         return interval(self.boot[:, self.shapes.index(tuple(shape))], level)
@@ -341,11 +352,22 @@ def certified_scales(shapes: Sequence[tuple[int, int]], n_corpora: int | Sequenc
 
 def slope(cs: CertifiedScales, x: str = "mn", shapes: Sequence[tuple[int, int]] | None = None,
           level: float = 0.95) -> PowerLawFit | None:
-    """Log-log slope of ``beta*`` against ``x`` (``"mn"``: ``m ∧ n``; ``"m"``; ``"n"``) over
-    ``shapes`` (default: all), with the interval from refitting every bootstrap replicate.
+    """Log-log slope of ``beta*`` against ``x`` with the interval from refitting every replicate.
 
     Shapes without a certified scale are left out; replicates with a non-finite ``beta*`` at a
-    kept shape are dropped. Returns ``None`` when fewer than two distinct ``x`` remain."""
+    kept shape are dropped (:func:`stumplib.stats.fit_replicates`).
+
+    Parameters
+    ----------
+    cs : the certified scales.
+    x : ``"mn"`` (``m ∧ n``), ``"m"`` or ``"n"``.
+    shapes : the shapes to fit over (default: all of ``cs``).
+    level : the interval's level.
+
+    Returns
+    -------
+    PowerLawFit, or ``None`` when fewer than two distinct ``x`` remain.
+    """
     if x not in ("mn", "m", "n"):
         raise ValueError(f"x must be one of 'mn', 'm', 'n'; got {x!r}")
     sel = list(cs.shapes) if shapes is None else [tuple(s) for s in shapes]

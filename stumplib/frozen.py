@@ -168,7 +168,17 @@ def bootstrap_two_term(x: Any, N: Any, sq: Any, *, n_boot: int = 200, seed: int 
 
 
 def head_mse(beta: Any, N: Any, head: dict[str, float]) -> np.ndarray:
-    """The frozen head's law ``A_h beta^(-2p) + B_h N^(-2q)`` (mean squared error), broadcast."""
+    """The frozen head's law ``A_h beta^(-2p) + B_h N^(-2q)`` (mean squared error).
+
+    Parameters
+    ----------
+    beta, N : array_like, broadcast against each other.
+    head : ``{"A", "p", "B", "q"}`` (e.g. :func:`fit_two_term` of measurement 1).
+
+    Returns
+    -------
+    np.ndarray of the broadcast shape.
+    """
     beta, N = np.asarray(beta, float), np.asarray(N, float)
     return head["A"] * beta ** (-2 * head["p"]) + head["B"] * N ** (-2 * head["q"])
 
@@ -376,9 +386,17 @@ def _cached(name: str, config: dict, compute) -> dict[str, np.ndarray]:
 def head_law_grid(betas: Sequence[float], Ns: Sequence[int], *, n_ctx: int, seed: int = 0,
                   taus: Sequence[float] = FIXED_TAUS, tau_lo: float = 0.2, tau_hi: float = 0.8,
                   device: Any = "cpu") -> np.ndarray:
-    """Squared errors of the head at the population's calibrated label score ``c*(beta)`` on a grid
-    of scales and context sizes, averaged over ``taus``: shape ``(len(betas), len(Ns), n_ctx)``
-    (cached)."""
+    """Squared errors of the head at the population's calibrated label score on a grid (cached).
+
+    Parameters
+    ----------
+    betas, Ns : the scales and context sizes of the grid.
+    n_ctx : fresh contexts per cell; seed : their seed; taus : the thresholds averaged over.
+
+    Returns
+    -------
+    np.ndarray, shape ``(len(betas), len(Ns), n_ctx)``.
+    """
     hb = np.asarray(check_grid("betas", list(betas), kind="real", minimum=1e-9), float)
     hN = check_grid("Ns", list(Ns), kind="int")
     tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
@@ -395,8 +413,16 @@ def head_law_grid(betas: Sequence[float], Ns: Sequence[int], *, n_ctx: int, seed
 
 
 def at_stop(run: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The frozen ``(beta, b)`` of each run of :func:`train_staged` at its certified stop (the last
-    state where a capped run did not reach it)."""
+    """The frozen ``(beta, b)`` of each run at its certified stop.
+
+    Parameters
+    ----------
+    run : a :func:`train_staged` result.
+
+    Returns
+    -------
+    (beta, b) : arrays ``(S,)``; the last state where a capped run did not reach the stop.
+    """
     ok = run["stop_step"] >= 0
     return (np.where(ok, run["stop_beta"], run["final_beta"]),
             np.where(ok, run["stop_b"], run["final_b"]))
@@ -409,6 +435,12 @@ def train_to_certified_stop(shapes: Sequence[tuple[int, int]], beta_star: Sequen
                             steps: int | None = None, device: Any = "cpu") -> list[dict]:
     """:func:`train_staged` for every shape: ``n_seeds[i]`` corpora from ``beta*/4``, frozen at
     ``beta*`` and continued to ``continue_to[i]`` (``None``: stop at ``beta*``). Cached per shape.
+
+    Parameters
+    ----------
+    shapes : ``(m, n)`` pairs; beta_star : the certified stop of each; n_seeds : corpora per shape.
+    continue_to : per shape, the scale to continue to, or ``None``.
+    seed, frac, tau_lo, tau_hi, max_steps, steps, device : see :func:`train_staged`.
 
     Returns
     -------
@@ -438,6 +470,12 @@ def stop_errors(runs: Sequence[dict], Ns: Sequence[int], *, n_ctx: int, seed: in
                 device: Any = "cpu") -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Squared errors of every run frozen at its stop on common fresh contexts (cached).
 
+    Parameters
+    ----------
+    runs : :func:`train_to_certified_stop` results; Ns : context sizes.
+    n_ctx, seed : fresh contexts per threshold and ``N``, and their seed.
+    taus : thresholds pooled; extra_tau : one threshold kept apart.
+
     Returns
     -------
     (sq, sq_extra): per shape, arrays ``(runs, len(Ns), n_ctx)``: the mean over ``taus`` and the
@@ -463,6 +501,12 @@ def end_errors(runs: Sequence[dict], N: int, *, n_ctx: int, n_ctx_path: int, see
                taus: Sequence[float] = FIXED_TAUS, device: Any = "cpu") -> list[dict]:
     """The error at context size ``N`` along each continued run (at its log-spaced scales,
     ``n_ctx_path`` contexts) and at its end (``n_ctx`` contexts), cached.
+
+    Parameters
+    ----------
+    runs : continued :func:`train_staged` results; N : the context size.
+    n_ctx, n_ctx_path, seed, taus, device : contexts at the end and along the path, their seed,
+        the thresholds pooled, the device.
 
     Returns
     -------

@@ -508,6 +508,12 @@ def gd_against_flow(shapes: Sequence[tuple[int, int]], n_seeds: int, *, lr: floa
     """Constant-step GD on ``n_seeds`` corpora of every shape and the population gradient flow from
     the same start, over the same time ``t = lr * steps`` (both cached).
 
+    Parameters
+    ----------
+    shapes : ``(m, n)`` pairs; n_seeds : corpora per shape (seeds ``seed, seed + 1, ...``).
+    lr, beta0, b0, steps : the constant step, the start and the number of steps.
+    tau_lo, tau_hi : the prior; rtol : the flow's tolerance; device : where GD runs.
+
     Returns
     -------
     dict: ``t (R,)``: GD time of the records; ``beta, c (runs, R)``; ``labels`` (one per run);
