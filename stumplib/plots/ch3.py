@@ -103,11 +103,12 @@ def certified_growth(shapes, beta, lo, hi, fit, own=None, own_censored=None):
     if own is not None:
         unc = np.isfinite(own) & ~own_censored
         ax.plot(mn[unc], own[unc], "s", color=C["gd"], label="own-calibration scale")
-        ax.plot(mn[own_censored], own[own_censored], "^", color=C["gd"], mfc="none", ms=8,
-                label="own-calibration scale, lower bound")
+        if np.any(own_censored):
+            ax.plot(mn[own_censored], own[own_censored], "^", color=C["gd"], mfc="none", ms=8,
+                    label="own-calibration scale, lower bound")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel(r"$m\wedge n$")
     ax.set_ylabel(r"scale $\beta$")
-    ax.legend()
+    ax.legend(loc="lower right")
     return fig

@@ -57,11 +57,12 @@ def headline(mn, Ns, err, lo, hi, fit, beta_star, show_N):
     a0.legend()
     Nf = np.geomspace(min(Ns), max(Ns), 60)
     for i, col in zip(order, _cycle(len(mn))):
-        a1.loglog(Ns, err[i], "o", color=col, ms=3.5, label=rf"$m\wedge n$ = {int(mn[i])}, $\beta^*$ = {beta_star[i]:.0f}")
+        a1.loglog(Ns, err[i], "o", color=col, ms=3.5, label=f"{int(mn[i])}, {beta_star[i]:.0f}")
         a1.loglog(Nf, law(mn[i], Nf), "-", color=col, lw=0.9)
-    a1.loglog(Nf, np.sqrt(2) / Nf, "k:", lw=1.2, label=r"$\sqrt{2}/N$ (order statistic)")
+    a1.loglog(Nf, np.sqrt(2) / Nf, "k:", lw=1.2, label=r"$\sqrt{2}/N$")
     a1.set_xlabel("context size $N$")
-    a1.legend(ncol=2 if len(mn) > 4 else 1)
+    a1.legend(ncol=2 if len(mn) > 4 else 1, loc="lower left", title=r"$m\wedge n$, $\beta^*$",
+               columnspacing=0.8, handletextpad=0.3)
     style.label_panels([a0, a1])
     return fig
 
