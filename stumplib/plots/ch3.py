@@ -97,9 +97,10 @@ def certified_growth(shapes, beta, lo, hi, fit, own=None, own_censored=None):
         if sel.any():
             ax.errorbar(mn[sel], beta[sel], yerr=[beta[sel] - lo[sel], hi[sel] - beta[sel]], fmt=mk,
                         color=_col(i), ms=6, capsize=3, label=rf"$\beta^*$, {lab}")
-    xx = np.geomspace(mn.min(), mn.max(), 20)
-    ax.plot(xx, fit(xx), "-", color=C["population"], lw=1.2,
-            label=rf"fit, slope {fit.slope:.2f} [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}]")
+    if fit is not None:  # None: fewer than two distinct m∧n (a token run)
+        xx = np.geomspace(mn.min(), mn.max(), 20)
+        ax.plot(xx, fit(xx), "-", color=C["population"], lw=1.2,
+                label=rf"fit, slope {fit.slope:.2f} [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}]")
     if own is not None:
         unc = np.isfinite(own) & ~own_censored
         ax.plot(mn[unc], own[unc], "s", color=C["gd"], label="own-calibration scale")
