@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from .stats import Estimate, crossing
+from .stats import Estimate, crossing, interval, resample
 from .trainer import corpus_grad
 from .transfer import draw_corpus_batch, population_path
 from .validation import check_choice, check_int, check_prior, check_real
@@ -182,15 +182,27 @@ def tracking_scale(betas: Any, curve: Any, level: float = 0.5) -> tuple[float, b
 
 
 def scale_with_bootstrap(prof: Any, level: float = 0.5, *, stat: str = "rms", n_boot: int = 200,
-                         seed: int = 0, n_corpora: int | None = None) -> tuple[Estimate, np.ndarray]:
+                         seed: int = 0, n_corpora: int | None = None, ci_level: float = 0.95
+                         ) -> tuple[Estimate, np.ndarray]:
     """A tracking or certified scale with a bootstrap over corpora.
 
-    ``prof`` is an :class:`OwnProfile` (scale from :func:`tracking_scale` of ``prof.curve(stat)``) or a
-    :class:`stumplib.transfer.TransferProfile` (``prof.certified``). Returns the :class:`Estimate`
-    (a censored lower bound where the point estimate is censored) and the replicates ``(n_boot,)``
-    (the grid end where a replicate is censored, NaN where it has no scale).
+    Parameters
+    ----------
+    prof : an :class:`OwnProfile` (scale from :func:`tracking_scale` of ``prof.curve(stat)``) or a
+        :class:`stumplib.transfer.TransferProfile` (``prof.certified``).
+    level : the relative-error level that ends tracking.
+    stat : the aggregate over corpora of an :class:`OwnProfile` (see :meth:`OwnProfile.curve`).
+    n_boot, seed : resamples of the corpora (:func:`stumplib.stats.resample_indices`).
+    n_corpora : unused (kept for callers that pass it).
+    ci_level : the interval's level.
+
+    Returns
+    -------
+    (Estimate, replicates): the estimate (a censored lower bound where the point estimate is
+    censored; ``Estimate.nan`` where fewer than 10 replicates are finite) and the replicates
+    ``(n_boot,)`` (the grid end where a replicate is censored, NaN where it has no scale).
     """
-    rng = np.random.default_rng(seed)
+    n_boot = check_int("n_boot", n_boot, minimum=10)
     if isinstance(prof, OwnProfile):
         C = prof.g_corpus.shape[1]
         f = lambda idx: tracking_scale(prof.beta, prof.curve(stat, idx), level)  # noqa: E731
@@ -198,14 +210,16 @@ def scale_with_bootstrap(prof: Any, level: float = 0.5, *, stat: str = "rms", n_
         C = prof.n_corpora
         f = lambda idx: (prof.certified(level, corpora=idx), False)  # noqa: E731
     val, cens = f(None)
-    boots = np.array([f(rng.integers(0, C, C))[0] for _ in range(n_boot)])
+    boots = resample(np.arange(C), lambda idx: f(idx.astype(int))[0], n_boot=n_boot, seed=seed)
     if cens:
         return Estimate.lower_bound(val, n=C), boots
-    fin = boots[np.isfinite(boots)]
-    if not np.isfinite(val) or fin.size < 10:
-        return Estimate(val, float("nan"), float("nan"), "bootstrap", 0.95, None, n_boot), boots
-    lo, hi = np.quantile(fin, [0.025, 0.975])
-    return Estimate(val, float(min(lo, val)), float(max(hi, val)), "bootstrap", 0.95, None, n_boot), boots
+    lo, hi = interval(boots, ci_level)
+    if not np.isfinite(val):
+        return Estimate.nan("bootstrap"), boots
+    if not np.isfinite(lo):  # a scale, but too few finite replicates for an interval
+        return Estimate(val, float("nan"), float("nan"), "bootstrap", ci_level, None, n_boot), boots
+    return Estimate(val, float(min(lo, val)), float(max(hi, val)), "bootstrap", ci_level, None,
+                    n_boot), boots
 
 
 # ------------------------------------------------------------------------- calibration failure
@@ -232,3 +246,147 @@ def predicted_label_scores(m: int, beta: float, n_draws: int, *, seed: int = 0, 
     rng = np.random.default_rng(seed)
     top = tau_lo + (tau_hi - tau_lo) * rng.random((n_draws, m)).max(1)
     return top + _shift(check_real("beta", beta, low=1.25, low_open=True))
+
+
+# ------------------------------------------------------------------------- the calibration study
+#: thresholds at which the fraction of failed calibrations is shown
+FAIL_TAUS = (0.5, 0.6, 0.7)
+
+
+def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, *, n_ctx: int,
+                      seed: int = 0, frac: float = 0.3, tau_lo: float = 0.2, tau_hi: float = 0.8,
+                      max_steps: int = 60_000, steps: int | None = None, n_taus: int = 24,
+                      device: Any = "cpu") -> dict[int, dict[str, np.ndarray]]:
+    """Train ``n_corpora`` corpora of ``m`` tasks x ``n`` examples for each ``m`` from ``beta_T/2``
+    to ``beta_T`` (:func:`stumplib.frozen.train_staged`) and measure the trained heads at ``N = 1024``
+    over a midpoint grid of ``n_taus`` thresholds covering the prior (cached).
+
+    Parameters
+    ----------
+    ms : numbers of tasks; n : examples per task; n_corpora : corpora per ``m``.
+    beta_T : the scale the runs reach; n_ctx : contexts per threshold; seed, frac, tau_lo,
+        tau_hi, max_steps, steps, device : see :func:`stumplib.frozen.train_staged`.
+
+    Returns
+    -------
+    ``{m: {"c", "abs", "sq", "reached", "diverged"}}``: per non-diverged corpus the label score
+    ``c_T = b / beta``, the mean absolute error and the mean squared error per threshold
+    ``(corpus, n_taus)``; ``reached`` (did the run reach ``beta_T`` before the cap) and
+    ``diverged`` (per corpus, diverged runs are left out of the others).
+    """
+    from .frozen import at_stop, sq_errors, train_staged
+    from . import book
+
+    ms = [check_int(f"ms[{i}]", m) for i, m in enumerate(ms)]
+    grid = list(tau_lo + (tau_hi - tau_lo) * (np.arange(n_taus) + 0.5) / n_taus)
+
+    def compute() -> dict[str, np.ndarray]:
+        out = {}
+        for m in ms:
+            r = train_staged(m, n, [seed + 7000 + 100 * m + k for k in range(n_corpora)],
+                             beta0=beta_T / 2, beta_stop=beta_T, beta_end=beta_T, frac=frac,
+                             tau_lo=tau_lo, tau_hi=tau_hi, device=device, steps=steps,
+                             max_steps=max_steps)
+            ok = ~r["diverged"]
+            be, bb = (v[ok] for v in at_stop(r))
+            sq = sq_errors(be, bb, 1024, taus=grid, n_ctx=n_ctx, seed=seed + 2, device=device)
+            out.update({f"reached{m}": r["stop_step"][ok] >= 0, f"diverged{m}": r["diverged"],
+                        f"c{m}": bb / be, f"sq{m}": sq.mean(2), f"abs{m}": np.sqrt(sq).mean((1, 2))})
+        return out
+
+    cfg = {"ms": ms, "n": n, "K": n_corpora, "beta": beta_T, "ctx": n_ctx, "seed": seed,
+           "frac": frac, "prior": [tau_lo, tau_hi], "steps": steps, "cap": max_steps,
+           "n_taus": n_taus}
+    d = book.cached("ch4_calibration", cfg, compute, verbose=False)
+    keys = ("c", "abs", "sq", "reached", "diverged")
+    return {m: {k: d[f"{k}{m}"] for k in keys} for m in ms}
+
+
+def failure_fractions(study: dict[int, dict[str, np.ndarray]], taus: Sequence[float] = FAIL_TAUS,
+                      level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The fraction of corpora with ``c_T < tau`` per ``m`` and ``tau``, with Wilson intervals.
+
+    Parameters
+    ----------
+    study : :func:`calibration_study`; taus : thresholds; level : the intervals' level.
+
+    Returns
+    -------
+    (fraction, lo, hi), each of shape ``(len(study), len(taus))``.
+    """
+    from .stats import wilson_interval
+
+    k = np.array([[np.sum(s["c"] < t) for t in taus] for s in study.values()], float)
+    n = np.array([[max(len(s["c"]), 1)] * len(taus) for s in study.values()], float)
+    lo, hi = wilson_interval(k, n, level)
+    return k / n, lo, hi
+
+
+def mae_by_m(study: dict[int, dict[str, np.ndarray]], *, n_boot: int = 200, seed: int = 0,
+             min_m: int = 8) -> tuple[np.ndarray, np.ndarray, Estimate]:
+    """The prior-averaged MAE per ``m`` with a bootstrap over corpora, and its log-log slope in ``m``
+    over ``m >= min_m`` (refitting every replicate; :func:`stumplib.stats.fit_replicates`).
+
+    Parameters
+    ----------
+    study : :func:`calibration_study`; n_boot, seed : resamples of the corpora; min_m : the
+        smallest ``m`` in the fit.
+
+    Returns
+    -------
+    (mae ``(M,)``, replicates ``(n_boot, M)``, slope Estimate; ``Estimate.nan`` with fewer than two
+    ``m``).
+    """
+    from .stats import fit_replicates
+
+    ms = np.array(list(study), float)
+    mae = np.array([s["abs"].mean() for s in study.values()])
+    reps = np.stack([resample(s["abs"], lambda a: a.mean(1), n_boot=n_boot, seed=seed + i,
+                              vectorised=True) if len(s["abs"]) >= 2 else np.full(n_boot, np.nan)
+                     for i, s in enumerate(study.values())], 1)
+    sel = ms >= min_m
+    if np.unique(ms[sel]).size < 2:
+        return mae, reps, Estimate.nan("bootstrap")
+    return mae, reps, fit_replicates(ms[sel], mae[sel], reps[:, sel]).estimate
+
+
+# ------------------------------------------------------------------------- own-calibration scales
+def own_scales(shapes: Sequence[tuple[int, int]], betas: Sequence[float], *, n_corpora: int,
+               seed: int = 0, level: float = 0.5, n_boot: int = 200, tau_lo: float = 0.2,
+               tau_hi: float = 0.8, device: Any = "cpu"
+               ) -> dict[tuple[int, int], tuple[OwnProfile, Estimate, np.ndarray]]:
+    """:func:`own_profile` of every shape (cached) and its tracking scale with a bootstrap over
+    corpora (:func:`scale_with_bootstrap`).
+
+    Parameters
+    ----------
+    shapes : ``(m, n)`` pairs; betas : the increasing scales of the grid.
+    n_corpora, seed : corpora per shape and their seed; level : the tracking level;
+    n_boot : resamples; tau_lo, tau_hi : the prior; device : where to compute.
+
+    Returns
+    -------
+    ``{(m, n): (profile, Estimate, replicates)}``.
+    """
+    from . import book
+
+    shp = [(check_int("m", m), check_int("n", n)) for m, n in shapes]
+    b = [float(v) for v in betas]
+
+    def compute() -> dict[str, np.ndarray]:
+        out = {}
+        for i, (m, n) in enumerate(shp):
+            p = own_profile(m, n, b, n_corpora=n_corpora, seed=seed, tau_lo=tau_lo,
+                            tau_hi=tau_hi, device=device)
+            out[f"g{i}"], out[f"c{i}"], out["g_pop"], out["c_pop"] = (p.g_corpus, p.c_own,
+                                                                      p.g_pop, p.c_pop)
+        return out
+
+    cfg = {"shapes": shp, "grid": b, "C": n_corpora, "seed": seed, "prior": [tau_lo, tau_hi]}
+    d = book.cached("ch3_own", cfg, compute, verbose=False)
+    out = {}
+    for i, sh in enumerate(shp):
+        prof = OwnProfile(sh[0], sh[1], np.asarray(b), d["g_pop"], d[f"g{i}"], d[f"c{i}"],
+                          d["c_pop"])
+        out[sh] = (prof, *scale_with_bootstrap(prof, level, n_boot=n_boot, seed=seed + i))
+    return out

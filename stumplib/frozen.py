@@ -29,14 +29,15 @@ import torch
 
 from .device import DEFAULT_DTYPE, make_generator, resolve_device
 from .model import estimate
-from .stats import Estimate
+from .stats import Estimate, interval, resample, resample_indices
 from .tasks import labels
 from .trainer import RunConfig, train_gd
 from .transfer import population_path, step_size_limit
 from .validation import check_grid, check_int, check_prior, check_real
 
 __all__ = ["FIXED_TAUS", "fresh_contexts", "sq_errors", "fit_two_term", "bootstrap_two_term",
-           "train_staged", "stage_marks", "bound", "bound_form_spread"]
+           "head_mse", "bootstrap_stop_law", "gain_past_stop", "train_staged", "stage_marks", "bound",
+           "bound_form_spread"]
 
 #: fixed interior thresholds (inside the prior [0.2, 0.8], away from its upper end)
 FIXED_TAUS = (0.3, 0.4, 0.5)
@@ -121,6 +122,25 @@ def fit_two_term(x: Any, N: Any, y2: Any) -> dict[str, float]:
     return {"A": float(np.exp(la)), "p": float(p), "B": float(np.exp(lb)), "q": float(q)}
 
 
+def _fit_vector(x: np.ndarray, N: np.ndarray, y2: np.ndarray) -> np.ndarray:
+    """:func:`fit_two_term` as ``[A, p, B, q]`` (NaN where a cell is not positive)."""
+    if not np.all(np.isfinite(y2) & (y2 > 0)):
+        return np.full(4, np.nan)
+    f = fit_two_term(x, N, y2)
+    return np.array([f["A"], f["p"], f["B"], f["q"]])
+
+
+def _estimates(fit: np.ndarray, reps: np.ndarray, level: float, n_boot: int) -> dict[str, Estimate]:
+    """``{"A", "p", "B", "q"}`` from the fit and its replicates (percentile intervals, widened to
+    contain the point estimate)."""
+    out = {}
+    for j, k in enumerate(("A", "p", "B", "q")):
+        lo, hi = interval(reps[:, j], level)
+        v = float(fit[j])
+        out[k] = Estimate(v, float(min(lo, v)), float(max(hi, v)), "bootstrap", level, None, n_boot)
+    return out
+
+
 def bootstrap_two_term(x: Any, N: Any, sq: Any, *, n_boot: int = 200, seed: int = 0,
                        level: float = 0.95) -> dict[str, Estimate]:
     """:func:`fit_two_term` of the mean squared error of each grid cell, with a bootstrap over units.
@@ -129,7 +149,9 @@ def bootstrap_two_term(x: Any, N: Any, sq: Any, *, n_boot: int = 200, seed: int 
     ----------
     x, N : shape ``(G,)``: the grid cells.
     sq : shape ``(G, U)``: squared errors per cell and independent unit (context, or run x context);
-        units are resampled jointly across cells (common random numbers stay paired).
+        units are resampled jointly across cells (common random numbers stay paired), through
+        :func:`stumplib.stats.resample`.
+    n_boot, seed, level : resamples, seed, interval level.
 
     Returns
     -------
@@ -139,20 +161,119 @@ def bootstrap_two_term(x: Any, N: Any, sq: Any, *, n_boot: int = 200, seed: int 
     if sq.ndim != 2 or sq.shape[1] < 2:
         raise ValueError("sq must have shape (G, U) with U >= 2 units")
     n_boot = check_int("n_boot", n_boot, minimum=10)
-    fit = fit_two_term(x, N, sq.mean(1))
-    rng = np.random.default_rng(seed)
-    boots = []
-    for _ in range(n_boot):
-        idx = rng.integers(0, sq.shape[1], sq.shape[1])
-        boots.append(fit_two_term(x, N, sq[:, idx].mean(1)))
-    a = (1 - level) / 2
-    out = {}
-    for k in ("p", "q", "A", "B"):
-        v = np.array([bt[k] for bt in boots])
-        lo, hi = np.quantile(v, [a, 1 - a])
-        out[k] = Estimate(fit[k], float(min(lo, fit[k])), float(max(hi, fit[k])), "bootstrap", level, None,
-                          n_boot)
-    return out
+    x, N = np.asarray(x, float).ravel(), np.asarray(N, float).ravel()
+    fit = _fit_vector(x, N, sq.mean(1))
+    reps = resample(sq.T, lambda s: _fit_vector(x, N, s.mean(0)), n_boot=n_boot, seed=seed)
+    return _estimates(fit, reps, level, n_boot)
+
+
+def head_mse(beta: Any, N: Any, head: dict[str, float]) -> np.ndarray:
+    """The frozen head's law ``A_h beta^(-2p) + B_h N^(-2q)`` (mean squared error).
+
+    Parameters
+    ----------
+    beta, N : array_like, broadcast against each other.
+    head : ``{"A", "p", "B", "q"}`` (e.g. :func:`fit_two_term` of measurement 1).
+
+    Returns
+    -------
+    np.ndarray of the broadcast shape.
+    """
+    beta, N = np.asarray(beta, float), np.asarray(N, float)
+    return head["A"] * beta ** (-2 * head["p"]) + head["B"] * N ** (-2 * head["q"])
+
+
+def _stop_cells(sq_runs: Sequence[np.ndarray], run_idx: Sequence[np.ndarray] | None,
+                ctx_idx: np.ndarray | None) -> np.ndarray:
+    """Mean squared error per (shape, N) over the chosen runs and contexts, shape ``(P, K)``."""
+    out = []
+    for i, s in enumerate(sq_runs):  # s: (runs, K, contexts)
+        r = s if run_idx is None else s[run_idx[i]]
+        r = r if ctx_idx is None else r[:, :, ctx_idx]
+        out.append(r.mean((0, 2)))
+    return np.stack(out)
+
+
+def bootstrap_stop_law(mn: Any, Ns: Any, sq_runs: Sequence[np.ndarray], beta_star: Any,
+                       beta_boot: Any, head: dict[str, float], *, n_boot: int = 200,
+                       seed: int = 0, level: float = 0.95) -> dict[str, Estimate]:
+    """The two-term law of the error at the certified stop, with an interval that holds every
+    source of uncertainty: the certified scales, the trained runs and the fresh contexts.
+
+    Each replicate (i) resamples the fresh contexts (shared by all cells, so paired), (ii) resamples
+    the trained runs of every shape, and (iii) moves every shape's stop to a bootstrap replicate
+    ``beta*_b`` of its certified scale (corpora resampled, ``beta*`` re-derived), carrying the
+    error along the frozen head's law: the cell's mean squared error is multiplied by
+    ``head_mse(beta*_b, N) / head_mse(beta*, N)``. Then :func:`fit_two_term` is refitted.
+
+    Parameters
+    ----------
+    mn : shape ``(P,)``: ``m ∧ n`` per shape.
+    Ns : shape ``(K,)``: the fresh-context sizes.
+    sq_runs : ``P`` arrays of shape ``(R_i, K, U)``: squared errors per run, ``N`` and context
+        (``R_i >= 1`` runs; the same ``U`` contexts everywhere).
+    beta_star : shape ``(P,)``; beta_boot : shape ``(B, P)``: replicates of the certified scales
+        (non-finite replicates are skipped).
+    head : ``{"A", "p", "B", "q"}`` of the frozen head's law (:func:`fit_two_term` on measurement 1).
+
+    Returns
+    -------
+    ``{"p", "q", "A", "B"}`` as :class:`~stumplib.stats.Estimate`.
+    """
+    mn, Ns = np.asarray(mn, float).ravel(), np.asarray(Ns, float).ravel()
+    bs, bb = np.asarray(beta_star, float).ravel(), np.asarray(beta_boot, float)
+    P, K = mn.size, Ns.size
+    if len(sq_runs) != P or bs.size != P or bb.ndim != 2 or bb.shape[1] != P:
+        raise ValueError("sq_runs, beta_star and beta_boot must have one entry (column) per shape")
+    if any(np.ndim(s) != 3 or np.shape(s)[1] != K for s in sq_runs):
+        raise ValueError("each sq_runs[i] must have shape (runs, len(Ns), contexts)")
+    U = {np.shape(s)[2] for s in sq_runs}
+    if len(U) != 1 or min(U) < 2:
+        raise ValueError("every shape needs the same number (>= 2) of contexts")
+    n_boot = check_int("n_boot", n_boot, minimum=10)
+    X, NN = np.meshgrid(mn, Ns, indexing="ij")
+    fit = _fit_vector(X.ravel(), NN.ravel(), _stop_cells(sq_runs, None, None).ravel())
+    ctx = resample_indices(U.pop(), n_boot, seed)
+    runs = [resample_indices(len(s), n_boot, seed + 1 + i) for i, s in enumerate(sq_runs)]
+    rows = np.flatnonzero(np.all(np.isfinite(bb) & (bb > 0), axis=1))  # usable beta* replicates
+    reps = np.full((n_boot, 4), np.nan)
+    for b in range(n_boot if rows.size else 0):
+        bsb = bb[rows[b % rows.size]]  # independent of the run and context draws: pair by index
+        move = head_mse(bsb[:, None], Ns[None, :], head) / head_mse(bs[:, None], Ns[None, :], head)
+        cells = _stop_cells(sq_runs, [r[b] for r in runs], ctx[b]) * move
+        reps[b] = _fit_vector(X.ravel(), NN.ravel(), cells.ravel())
+    return _estimates(fit, reps, level, n_boot)
+
+
+def gain_past_stop(stop_err: Sequence[np.ndarray], end_err: Sequence[np.ndarray], *,
+                   n_boot: int = 400, seed: int = 0, level: float = 0.95) -> Estimate:
+    """The median over shapes of ``mean(stop error) / mean(end error)`` (runs continued past their
+    certified stop), with a bootstrap over the runs of every shape (paired: a run's two errors
+    stay together).
+
+    Parameters
+    ----------
+    stop_err, end_err : one array ``(R_i,)`` per shape: each run's error at the stop and at the end.
+
+    Returns
+    -------
+    Estimate of kind ``"bootstrap"``.
+    """
+    if len(stop_err) != len(end_err) or not stop_err:
+        raise ValueError("stop_err and end_err must hold one array per shape, at least one")
+    pairs = [(np.asarray(a, float).ravel(), np.asarray(b, float).ravel())
+             for a, b in zip(stop_err, end_err)]
+    if any(a.shape != b.shape or a.size < 1 for a, b in pairs):
+        raise ValueError("stop_err[i] and end_err[i] must be paired arrays of at least one run")
+    n_boot = check_int("n_boot", n_boot, minimum=10)
+    point = float(np.median([a.mean() / b.mean() for a, b in pairs]))
+    per = []
+    for i, (a, b) in enumerate(pairs):
+        idx = resample_indices(a.size, n_boot, seed + i)
+        per.append(a[idx].mean(1) / b[idx].mean(1))
+    lo, hi = interval(np.median(np.stack(per, 1), axis=1), level)
+    return Estimate(point, float(min(lo, point)), float(max(hi, point)), "bootstrap", level, None,
+                    n_boot)
 
 
 def bound(mn: Any, N: Any) -> np.ndarray:
@@ -252,3 +373,161 @@ def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_sto
             # that callers which do not filter on ``diverged`` see the numbers they always did)
             "final_beta": np.where(diverged, 1.0, res.final_beta), "final_b": np.where(diverged, 1.0, res.final_b),
             "final_step": np.full(S, res.last_step)}
+
+
+# ------------------------------------------------------------------------------- chapter 4 runs
+def _cached(name: str, config: dict, compute) -> dict[str, np.ndarray]:
+    """:func:`stumplib.book.cached`, silent (no log on the page)."""
+    from . import book
+
+    return book.cached(name, config, compute, verbose=False)
+
+
+def head_law_grid(betas: Sequence[float], Ns: Sequence[int], *, n_ctx: int, seed: int = 0,
+                  taus: Sequence[float] = FIXED_TAUS, tau_lo: float = 0.2, tau_hi: float = 0.8,
+                  device: Any = "cpu") -> np.ndarray:
+    """Squared errors of the head at the population's calibrated label score on a grid (cached).
+
+    Parameters
+    ----------
+    betas, Ns : the scales and context sizes of the grid.
+    n_ctx : fresh contexts per cell; seed : their seed; taus : the thresholds averaged over.
+
+    Returns
+    -------
+    np.ndarray, shape ``(len(betas), len(Ns), n_ctx)``.
+    """
+    hb = np.asarray(check_grid("betas", list(betas), kind="real", minimum=1e-9), float)
+    hN = check_grid("Ns", list(Ns), kind="int")
+    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
+
+    def compute() -> dict[str, np.ndarray]:
+        c = population_path(hb, tau_lo, tau_hi)["c"].numpy()
+        sq = [sq_errors(hb, c * hb, N, taus=taus, n_ctx=n_ctx, seed=seed, device=device)
+              for N in hN]
+        return {"sq": np.stack(sq, 1).mean(2)}
+
+    cfg = {"betas": hb.tolist(), "Ns": hN, "taus": list(taus), "n_ctx": n_ctx, "seed": seed,
+           "prior": [tau_lo, tau_hi]}
+    return _cached("ch4_head_law", cfg, compute)["sq"]
+
+
+def at_stop(run: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The frozen ``(beta, b)`` of each run at its certified stop.
+
+    Parameters
+    ----------
+    run : a :func:`train_staged` result.
+
+    Returns
+    -------
+    (beta, b) : arrays ``(S,)``; the last state where a capped run did not reach the stop.
+    """
+    ok = run["stop_step"] >= 0
+    return (np.where(ok, run["stop_beta"], run["final_beta"]),
+            np.where(ok, run["stop_b"], run["final_b"]))
+
+
+def train_to_certified_stop(shapes: Sequence[tuple[int, int]], beta_star: Sequence[float],
+                            n_seeds: Sequence[int], *, continue_to: Sequence[float | None],
+                            seed: int = 0, frac: float = 0.3, tau_lo: float = 0.2,
+                            tau_hi: float = 0.8, max_steps: int = 200_000,
+                            steps: int | None = None, device: Any = "cpu") -> list[dict]:
+    """:func:`train_staged` for every shape: ``n_seeds[i]`` corpora from ``beta*/4``, frozen at
+    ``beta*`` and continued to ``continue_to[i]`` (``None``: stop at ``beta*``). Cached per shape.
+
+    Parameters
+    ----------
+    shapes : ``(m, n)`` pairs; beta_star : the certified stop of each; n_seeds : corpora per shape.
+    continue_to : per shape, the scale to continue to, or ``None``.
+    seed, frac, tau_lo, tau_hi, max_steps, steps, device : see :func:`train_staged`.
+
+    Returns
+    -------
+    list of the :func:`train_staged` dicts, one per shape.
+    """
+    if not (len(shapes) == len(beta_star) == len(n_seeds) == len(continue_to)):
+        raise ValueError("shapes, beta_star, n_seeds and continue_to must have the same length")
+    out = []
+    for i, ((m, n), bs, S, end) in enumerate(zip(shapes, beta_star, n_seeds, continue_to)):
+        bs = float(bs)
+        end = bs if end is None else float(end)
+        seeds = [seed + 1000 * i + s for s in range(check_int(f"n_seeds[{i}]", S))]
+
+        def compute(m=m, n=n, bs=bs, end=end, seeds=seeds) -> dict:
+            return train_staged(m, n, seeds, beta0=bs / 4, beta_stop=bs, beta_end=end, frac=frac,
+                                tau_lo=tau_lo, tau_hi=tau_hi, device=device, steps=steps,
+                                max_steps=max_steps)
+
+        cfg = {"m": m, "n": n, "seeds": seeds, "beta_star": bs, "beta_end": end, "frac": frac,
+               "prior": [tau_lo, tau_hi], "steps": steps, "cap": max_steps}
+        out.append(_cached(f"ch4_run_{m}x{n}", cfg, compute))
+    return out
+
+
+def stop_errors(runs: Sequence[dict], Ns: Sequence[int], *, n_ctx: int, seed: int = 0,
+                taus: Sequence[float] = FIXED_TAUS, extra_tau: float = 0.7,
+                device: Any = "cpu") -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Squared errors of every run frozen at its stop on common fresh contexts (cached).
+
+    Parameters
+    ----------
+    runs : :func:`train_to_certified_stop` results; Ns : context sizes.
+    n_ctx, seed : fresh contexts per threshold and ``N``, and their seed.
+    taus : thresholds pooled; extra_tau : one threshold kept apart.
+
+    Returns
+    -------
+    (sq, sq_extra): per shape, arrays ``(runs, len(Ns), n_ctx)``: the mean over ``taus`` and the
+    error at ``extra_tau`` alone (near the prior's upper end, reported separately).
+    """
+    T = list(taus) + [extra_tau]
+
+    def compute() -> dict[str, np.ndarray]:
+        out = {}
+        for i, r in enumerate(runs):
+            sq = np.stack([sq_errors(*at_stop(r), int(N), taus=T, n_ctx=n_ctx, seed=seed,
+                                     device=device) for N in Ns], 1)  # (run, N, tau, ctx)
+            out[f"sq{i}"], out[f"x{i}"] = sq[:, :, :-1].mean(2), sq[:, :, -1]
+        return out
+
+    cfg = {"stops": [at_stop(r)[0].tolist() for r in runs], "Ns": [int(N) for N in Ns],
+           "n_ctx": n_ctx, "seed": seed, "taus": T}
+    d = _cached("ch4_stop_errors", cfg, compute)
+    return [d[f"sq{i}"] for i in range(len(runs))], [d[f"x{i}"] for i in range(len(runs))]
+
+
+def end_errors(runs: Sequence[dict], N: int, *, n_ctx: int, n_ctx_path: int, seed: int = 0,
+               taus: Sequence[float] = FIXED_TAUS, device: Any = "cpu") -> list[dict]:
+    """The error at context size ``N`` along each continued run (at its log-spaced scales,
+    ``n_ctx_path`` contexts) and at its end (``n_ctx`` contexts), cached.
+
+    Parameters
+    ----------
+    runs : continued :func:`train_staged` results; N : the context size.
+    n_ctx, n_ctx_path, seed, taus, device : contexts at the end and along the path, their seed,
+        the thresholds pooled, the device.
+
+    Returns
+    -------
+    per shape ``{"path": (runs, L), "end": (runs,)}`` (NaN where a scale was not reached).
+    """
+    def rmse(beta, b, k):
+        return np.sqrt(sq_errors(beta, b, int(N), taus=taus, n_ctx=k, seed=seed,
+                                 device=device).mean((1, 2)))
+
+    def compute() -> dict[str, np.ndarray]:
+        out = {}
+        for i, r in enumerate(runs):
+            be, bb = r["log_beta"].ravel(), r["log_b"].ravel()
+            ok, e = np.isfinite(be), np.full(be.size, np.nan)
+            if ok.any():
+                e[ok] = rmse(be[ok], bb[ok], n_ctx_path)
+            out[f"p{i}"], out[f"e{i}"] = e.reshape(r["log_beta"].shape), rmse(
+                r["final_beta"], r["final_b"], n_ctx)
+        return out
+
+    cfg = {"ends": [r["final_beta"].tolist() for r in runs], "N": int(N), "n_ctx": n_ctx,
+           "path": n_ctx_path, "seed": seed, "taus": list(taus)}
+    d = _cached("ch4_continued", cfg, compute)
+    return [{"path": d[f"p{i}"], "end": d[f"e{i}"]} for i in range(len(runs))]

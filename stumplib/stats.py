@@ -451,3 +451,32 @@ def crossing(x: Any, y: Any, level: float = 0.0, *, direction: str = "up", which
             return float("nan")
         k = start + int(cand[0]) + 1
     return interp_crossing(x[k - 1], x[k], y[k - 1], y[k], level, log_x=log_x, log_y=log_y)
+
+
+# ------------------------------------------------------------------------------------ proportions
+def wilson_interval(successes: Any, trials: Any, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval of a binomial proportion ``successes / trials`` (broadcast).
+
+    Parameters
+    ----------
+    successes : array_like of counts, ``0 <= successes <= trials``.
+    trials : array_like of positive counts.
+    level : two-sided level in (0, 1).
+
+    Returns
+    -------
+    (lo, hi) : arrays within ``[0, 1]``, containing ``successes / trials``.
+    """
+    from scipy.stats import norm
+
+    k, n = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
+    if np.any(n < 1) or np.any(k < 0) or np.any(k > n) or not (np.all(np.isfinite(k)) and np.all(np.isfinite(n))):
+        raise ValueError("trials must be >= 1 and successes in [0, trials]")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1); got {level!r}")
+    z = float(norm.ppf(0.5 + level / 2))
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    lo, hi = np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+    return np.minimum(lo, p), np.maximum(hi, p)  # contain p despite rounding

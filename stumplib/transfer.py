@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from .device import DEFAULT_DTYPE, resolve_device
-from .stats import crossing
+from .stats import crossing, resample
 from .population import population_hessian, population_loss_and_grad
 from .tasks import sample_tasks
 from .trainer import corpus_grad
@@ -493,15 +493,54 @@ def bootstrap_certified(profiles: Sequence[TransferProfile], level: float = DEFA
     seed = check_int("seed", seed, minimum=0)
     check_choice("stat", stat, ("rms", "median", "mean"))
     check_choice("which", which, ("rel", "along"))
-    rng = np.random.default_rng(seed)
     est = np.array([p.certified(level, stat, which) for p in profiles])
     boot = np.empty((n_boot, len(profiles)))
     for j, p in enumerate(profiles):
-        r = np.abs(p.rel_along) if which == "along" else p.rel
-        idx = rng.integers(0, p.n_corpora, size=(n_boot, p.n_corpora))
-        for i in range(n_boot):
-            rr = r[:, idx[i]]
-            curve = (np.sqrt((rr ** 2).mean(1)) if stat == "rms" else
-                     np.median(rr, 1) if stat == "median" else rr.mean(1))
-            boot[i, j] = crossing_scale(p.beta, curve, level)
+        boot[:, j] = resample(np.arange(p.n_corpora),
+                              lambda idx, p=p: p.certified(level, stat, which, idx.astype(int)),
+                              n_boot=n_boot, seed=seed + j)
     return est, boot
+
+
+def gd_against_flow(shapes: Sequence[tuple[int, int]], n_seeds: int, *, lr: float, beta0: float,
+                    b0: float, steps: int, seed: int = 0, tau_lo: float = 0.2, tau_hi: float = 0.8,
+                    rtol: float = 1e-6, device: Any = "cpu") -> dict[str, Any]:
+    """Constant-step GD on ``n_seeds`` corpora of every shape and the population gradient flow from
+    the same start, over the same time ``t = lr * steps`` (both cached).
+
+    Parameters
+    ----------
+    shapes : ``(m, n)`` pairs; n_seeds : corpora per shape (seeds ``seed, seed + 1, ...``).
+    lr, beta0, b0, steps : the constant step, the start and the number of steps.
+    tau_lo, tau_hi : the prior; rtol : the flow's tolerance; device : where GD runs.
+
+    Returns
+    -------
+    dict: ``t (R,)``: GD time of the records; ``beta, c (runs, R)``; ``labels`` (one per run);
+    ``flow_t, flow_beta, flow_c``: the flow, run 4 times longer so that it covers every scale the
+    runs reach.
+    """
+    from . import book
+    from .dynamics import integrate_flow
+    from .trainer import RunConfig, train_gd
+
+    cfg = [RunConfig(m, n, seed=seed + s, lr=lr, beta0=beta0, b0=b0, tau_lo=tau_lo, tau_hi=tau_hi)
+           for (m, n) in shapes for s in range(n_seeds)]
+
+    def run() -> dict[str, np.ndarray]:
+        r = train_gd(cfg, steps, device=device, n_records=40, progress=False)
+        return {"steps": r.steps, "beta": r.beta, "b": r.b}
+
+    traj = book.cached("ch3_traj", {"configs": [vars(c) for c in cfg], "steps": steps}, run,
+                       verbose=False)
+    t = lr * traj["steps"].astype(float)
+
+    def flow() -> dict[str, np.ndarray]:
+        return integrate_flow(beta0, b0, 4 * float(t[-1]), tau_lo=tau_lo, tau_hi=tau_hi,
+                              n_records=40, t_first=float(t[1]), rtol=rtol).arrays()
+
+    fl = book.cached("ch3_flow", {"start": [beta0, b0], "t": 4 * float(t[-1]), "rtol": rtol,
+                                  "prior": [tau_lo, tau_hi]}, flow, verbose=False)
+    return {"t": t, "beta": traj["beta"], "c": traj["b"] / traj["beta"],
+            "labels": [rf"GD, $m\times n$ = {c.m}x{c.n}" for c in cfg],
+            "flow_t": fl["t"], "flow_beta": fl["beta"][0], "flow_c": fl["b"][0] / fl["beta"][0]}

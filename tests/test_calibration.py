@@ -76,3 +76,34 @@ def test_tracking_scale_censors_and_interpolates():
                    np.zeros((4, 2)), np.zeros(4))
     np.testing.assert_allclose(p.curve("short")[:2], [np.sqrt(0.32), 0.0])
     np.testing.assert_allclose(p.curve("rms")[2], np.sqrt(0.5))  # NaN counts as an error of 1
+
+
+def test_scale_with_bootstrap_resamples_corpora_and_brackets_the_point():
+    from stumplib.calibration import scale_with_bootstrap
+
+    betas = 2.0 ** np.arange(0, 12, 0.5)
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal(40)
+    g_pop = -np.ones(betas.size)
+    g = g_pop[:, None] * (1 + betas[:, None] / 300 * z[None, :])  # |ratio - 1| grows like beta
+    prof = OwnProfile(40, 40, betas, g_pop, g, np.ones((betas.size, 40)), np.ones(betas.size))
+    est, boots = scale_with_bootstrap(prof, 0.5, n_boot=100, seed=0)
+    truth = 150 / np.sqrt(np.mean(z ** 2))  # the RMS crosses 1/2 at beta = 150 / rms(z)
+    assert est.value == pytest.approx(truth, rel=0.1)
+    assert est.lo <= est.value <= est.hi and boots.shape == (100,)
+    assert np.array_equal(boots, scale_with_bootstrap(prof, 0.5, n_boot=100, seed=0)[1])
+
+
+def test_failure_fractions_and_mae_slope_on_a_synthetic_study():
+    from stumplib.calibration import failure_fractions, mae_by_m
+
+    rng = np.random.default_rng(4)
+    study = {m: {"c": rng.uniform(0.5, 0.9, 20), "abs": (1.0 / m) * rng.uniform(0.5, 1.5, 20)}
+             for m in (8, 16, 32, 64)}
+    frac, lo, hi = failure_fractions(study, taus=(0.7,))
+    for (m, s), f in zip(study.items(), frac[:, 0]):
+        assert f == np.mean(s["c"] < 0.7)
+    assert np.all((lo <= frac) & (frac <= hi))
+    mae, reps, slope = mae_by_m(study, n_boot=100, seed=0)
+    assert reps.shape == (100, 4) and slope.contains(-1.0)
+    assert slope.value == pytest.approx(-1.0, abs=0.15)

@@ -124,3 +124,46 @@ def test_a_diverged_run_is_flagged_and_the_others_carry_on():
     alone = train_staged(4, 128, [7400], beta0=128.0, beta_stop=256.0, beta_end=256.0, max_steps=20_000)
     assert alone["stop_step"][0] == r["stop_step"][1] > 0
     assert alone["stop_beta"][0] == pytest.approx(r["stop_beta"][1], rel=1e-12)
+
+
+def _stop_data(rng, spread_beta: float, n_boot: int = 60):
+    """Synthetic errors at certified stops beta* = 0.1 (m∧n) on the head's law (p = q = 1,
+    A = 1, B = 2), exponential context noise, and beta* replicates with log-spread ``spread_beta``."""
+    from stumplib.frozen import head_mse
+
+    head = {"A": 1.0, "p": 1.0, "B": 2.0, "q": 1.0}
+    mn = np.array([128.0, 256.0, 512.0, 1024.0])
+    Ns = 2.0 ** np.arange(4, 13)
+    bs = 0.1 * mn
+    sq = [head_mse(b, Ns, head)[None, :, None] * rng.exponential(size=(3, Ns.size, 40)) for b in bs]
+    boot = bs[None, :] * np.exp(spread_beta * rng.standard_normal((n_boot, mn.size)))
+    return mn, Ns, sq, bs, boot, head
+
+
+def test_stop_law_bootstrap_recovers_exponents_and_carries_the_beta_star_uncertainty():
+    from stumplib.frozen import bootstrap_stop_law
+
+    mn, Ns, sq, bs, boot, head = _stop_data(np.random.default_rng(0), 0.15)
+    wide = bootstrap_stop_law(mn, Ns, sq, bs, boot, head, n_boot=60, seed=1)
+    narrow = bootstrap_stop_law(mn, Ns, sq, bs, np.tile(bs, (60, 1)), head, n_boot=60, seed=1)
+    assert wide["p"].value == pytest.approx(1.0, abs=0.1) and wide["p"].contains(1.0)
+    assert wide["q"].value == pytest.approx(1.0, abs=0.1)
+    # a spread of 0.15 in log beta* over three octaves of m∧n: a slope uncertainty of ~0.1
+    assert wide["p"].width > 2 * narrow["p"].width
+    assert 0.15 < wide["p"].width < 0.8
+    with pytest.raises(ValueError, match="one entry"):
+        bootstrap_stop_law(mn, Ns, sq[:2], bs, boot, head)
+
+
+def test_gain_past_stop_is_the_median_ratio_with_a_runs_bootstrap():
+    from stumplib.frozen import gain_past_stop
+
+    rng = np.random.default_rng(2)
+    end = [rng.uniform(0.01, 0.02, 3) for _ in range(3)]
+    stop = [e * g for e, g in zip(end, (2.0, 3.0, 5.0))]
+    est = gain_past_stop(stop, end, n_boot=50)
+    assert est.value == pytest.approx(3.0) and est.lo == pytest.approx(3.0)
+    noisy = gain_past_stop([s * rng.uniform(0.8, 1.2, 3) for s in stop], end, n_boot=200)
+    assert noisy.lo < noisy.value < noisy.hi and 2.0 < noisy.value < 4.5
+    with pytest.raises(ValueError, match="paired"):
+        gain_past_stop([np.ones(2)], [np.ones(3)])

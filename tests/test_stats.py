@@ -76,3 +76,19 @@ def test_crossing_against_dense_grid():
     assert math.isnan(stats.crossing(x, y, 10.0))
     assert stats.crossing(x, -y, 0.0, direction="down") == pytest.approx(0.537)
     assert stats.interp_crossing(1.0, 4.0, 1.0, 16.0, 4.0, log_x=True, log_y=True) == pytest.approx(2.0)
+
+
+def test_wilson_interval_covers_at_its_level_and_matches_known_values():
+    from stumplib.stats import wilson_interval
+
+    lo, hi = wilson_interval(0, 10)  # known closed form at k = 0: [0, z^2 / (n + z^2)]
+    assert lo == 0.0 and hi == pytest.approx(1.96 ** 2 / (10 + 1.96 ** 2), rel=1e-3)
+    rng = np.random.default_rng(1)
+    p, n = 0.2, 30
+    k = rng.binomial(n, p, size=4000)
+    lo, hi = wilson_interval(k, n)
+    cover = np.mean((lo <= p) & (p <= hi))
+    assert 0.92 < cover < 0.98
+    assert np.all((lo <= k / n) & (k / n <= hi))
+    with pytest.raises(ValueError, match="trials"):
+        wilson_interval(5, 3)

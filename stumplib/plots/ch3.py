@@ -16,7 +16,7 @@ def _col(i: int) -> str:
 
 def trajectories(t, beta, c, labels, flow_t, flow_beta, flow_c, path_beta, path_c, tau_hi):
     """(a) beta against time for GD runs and the flow; (b) the runs in the (beta, c) plane."""
-    fig, (a0, a1) = style.figure(ncols=2, width=4.6, height=3.7)
+    fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
     keys = list(dict.fromkeys(labels))
     for r, lab in enumerate(labels):
         col = _col(keys.index(lab))
@@ -26,20 +26,20 @@ def trajectories(t, beta, c, labels, flow_t, flow_beta, flow_c, path_beta, path_
     a0.loglog(flow_t, flow_beta, "--", color=C["population"], lw=1.8, label="population gradient flow")
     a0.set_xlabel(r"time $t = \eta \times$ steps")
     a0.set_ylabel(r"attention scale $\beta$")
-    a0.legend(fontsize=8)
+    a0.legend()
     a1.semilogx(flow_beta, flow_c, "--", color=C["population"], lw=1.8, label="population gradient flow")
     a1.semilogx(path_beta, path_c, color=C["Bayes"], lw=1, label=r"calibrated path $c^*(\beta)$")
     a1.axhline(tau_hi, color=C["Bayes"], ls=":", lw=1, label=r"$\tau_{hi}$")
     a1.set_xlabel(r"attention scale $\beta$")
     a1.set_ylabel(r"relative label score $c = b/\beta$")
-    a1.legend(fontsize=8)
+    a1.legend()
     style.label_panels([a0, a1])
     return fig
 
 
 def transfer_curves(series, P, E, level):
     """Path-based relative error along the progress direction: (a) m varied, (b) n varied."""
-    fig, axes = style.figure(ncols=2, width=4.6, height=3.6, sharey=True)
+    fig, axes = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3, sharey=True)
     for ax, key, title in zip(axes, ("m", "n"), ("m varied", "n varied")):
         for i, sh in enumerate(series[key]):
             p = P[sh]
@@ -49,7 +49,7 @@ def transfer_curves(series, P, E, level):
         ax.axhline(level, color="k", lw=1, ls="--", label=f"level {level:g}")
         ax.set_xlabel(r"scale $\beta$ on the population path")
         ax.set_title(title)
-        ax.legend(fontsize=7.5)
+        ax.legend()
     axes[0].set_ylabel("RMS relative gradient error")
     style.label_panels(axes)
     return fig
@@ -59,13 +59,13 @@ def own_tracking(profiles, level, scales_path, scales_own, censored, mn):
     """(a) own-calibration RMS error curves against beta/(m∧n); (b) both scales against m∧n.
 
     ``profiles``: list of (label, OwnProfile); ``scales_*`` arrays over the shapes of (b)."""
-    fig, (a0, a1) = style.figure(ncols=2, width=4.6, height=3.7)
+    fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
     for i, (lab, p) in enumerate(profiles):
         a0.loglog(p.beta, p.curve("rms"), "-", color=_col(i), lw=1.4, label=lab)
     a0.axhline(level, color="k", lw=1, ls="--", label=f"level {level:g}")
     a0.set_xlabel(r"scale $\beta$ (each corpus at its own calibrated $c$)")
     a0.set_ylabel("RMS relative error, reduced gradient")
-    a0.legend(fontsize=7)
+    a0.legend()
     ok = np.isfinite(scales_path)
     a1.set_xscale("log", base=2)
     a1.set_yscale("log")
@@ -78,6 +78,38 @@ def own_tracking(profiles, level, scales_path, scales_own, censored, mn):
     a1.plot(xx, xx, ":", color=C["Bayes"], lw=1, label=r"$\beta = m\wedge n$")
     a1.set_xlabel(r"$m\wedge n$")
     a1.set_ylabel(r"scale $\beta$")
-    a1.legend(fontsize=7.5)
+    a1.legend()
     style.label_panels([a0, a1])
+    return fig
+
+
+def certified_growth(shapes, beta, lo, hi, fit, own=None, own_censored=None):
+    """beta*(m, n) against m∧n with bootstrap bars and the fitted power law; the diagonal, m < n and
+    m > n marked apart; optionally the own-calibration tracking scale (squares; open triangles:
+    lower bounds)."""
+    fig, ax = style.figure(width=style.COLUMN_WIDTH * 0.7, height=3.6)
+    mn = np.array([min(s) for s in shapes], float)
+    groups = (("m = n", [s[0] == s[1] for s in shapes], "o"),
+              ("m < n", [s[0] < s[1] for s in shapes], "v"),
+              ("m > n", [s[0] > s[1] for s in shapes], "^"))
+    for i, (lab, sel, mk) in enumerate(groups):
+        sel = np.array(sel) & np.isfinite(beta)
+        if sel.any():
+            ax.errorbar(mn[sel], beta[sel], yerr=[beta[sel] - lo[sel], hi[sel] - beta[sel]], fmt=mk,
+                        color=_col(i), ms=6, capsize=3, label=rf"$\beta^*$, {lab}")
+    if fit is not None:  # None: fewer than two distinct m∧n (a token run)
+        xx = np.geomspace(mn.min(), mn.max(), 20)
+        ax.plot(xx, fit(xx), "-", color=C["population"], lw=1.2,
+                label=rf"fit, slope {fit.slope:.2f} [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}]")
+    if own is not None:
+        unc = np.isfinite(own) & ~own_censored
+        ax.plot(mn[unc], own[unc], "s", color=C["gd"], label="own-calibration scale")
+        if np.any(own_censored):
+            ax.plot(mn[own_censored], own[own_censored], "^", color=C["gd"], mfc="none", ms=8,
+                    label="own-calibration scale, lower bound")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(r"$m\wedge n$")
+    ax.set_ylabel(r"scale $\beta$")
+    ax.legend(loc="lower right")
     return fig
