@@ -11,14 +11,6 @@ from stumplib.trainer import corpus_grad
 from stumplib.transfer import draw_corpus_batch
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 def _corpus():
     """Seeded corpora of 16 tasks x 64 examples; at beta = 512 >> m the loss of corpora 1 and 4 in b
     has, besides the minimum just above their largest threshold, spurious lower ones."""

@@ -13,14 +13,6 @@ from stumplib.trainer import corpus_grad
 from stumplib.transfer import population_path, step_size_limit
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 def test_two_term_fit_recovers_known_exponents_on_synthetic_data():
     rng = np.random.default_rng(1)
     beta, N = np.meshgrid(2.0 ** np.arange(4, 11), 2.0 ** np.arange(5, 12), indexing="ij")

@@ -15,14 +15,6 @@ from stumplib.transfer import (TransferProfile, bootstrap_certified, calibrated_
 from stumplib.trainer import corpus_grad
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 def test_calibrated_label_score_minimises_population_loss_in_b():
     betas = [8.0, 64.0, 1024.0]
     c = calibrated_label_score(betas)
