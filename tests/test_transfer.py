@@ -85,12 +85,23 @@ def test_step_size_limit_grows_with_scale():
     assert 4 < lim[2] / lim[1] < 16  # about beta^3
     H = population_hessian([32.0], [27.0])
     assert H.shape == (1, 2, 2) and H[0, 0, 1] == H[0, 1, 0]
-    # one Hessian in the book: transfer re-exports the population's, and the limit is built on it
-    import stumplib.population as population
-    assert population_hessian is population.population_hessian
-    path = population_path([16.0, 32.0, 64.0])
-    lam = np.linalg.eigvalsh(population.population_hessian(path["beta"].numpy(), path["b"].numpy()))[:, -1]
-    np.testing.assert_array_equal(lim, 2.0 / lam)
+
+
+@pytest.mark.parametrize("factor, grows", [(0.8, False), (1.2, True)])
+def test_step_size_limit_separates_stable_from_oscillating_gd(factor, grows):
+    """Two population-GD runs from the path point at beta = 32, 1e-7 apart in b: below the limit
+    their difference shrinks, above it the stiff direction oscillates with growing amplitude."""
+    from stumplib.population import population_loss_and_grad
+
+    path = population_path([32.0])
+    lr = factor * float(step_size_limit([32.0])[0])
+    runs = [torch.stack([path["beta"][0], path["b"][0] + eps]) for eps in (0.0, 1e-7)]
+    for _ in range(40):
+        for k, th in enumerate(runs):
+            _, gbeta, gb = population_loss_and_grad(th[0], th[1])
+            runs[k] = th - lr * torch.stack([gbeta, gb])
+    gap = float((runs[1] - runs[0]).abs().max())
+    assert (gap > 1e-6) if grows else (gap < 1e-7)
 
 
 @pytest.mark.parametrize("kwargs, name", [
@@ -128,5 +139,11 @@ def test_transfer_profiles_round_trip_and_bootstrap():
     assert not np.array_equal(c[0].g_corpus, a[0].g_corpus)
     est, boot = bootstrap_certified(a, 2.0, n_boot=20, seed=0)
     assert est.shape == (2,) and boot.shape == (20, 2)
+    # each replicate is the certified scale of a profile built from resampled corpora (brute force)
+    from stumplib.stats import resample_indices
+    idx = resample_indices(a[1].n_corpora, 20, seed=1)[7]
+    rs = TransferProfile(48, 48, 4, 0, a[1].beta, a[1].c, a[1].g_pop, a[1].g_corpus[:, idx])
+    assert boot[7, 1] == rs.certified(2.0) or (np.isnan(boot[7, 1]) and np.isnan(rs.certified(2.0)))
+    assert est[1] == a[1].certified(2.0)
     with pytest.raises(ValueError, match="profiles"):
         bootstrap_certified([], 0.5)
