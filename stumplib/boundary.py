@@ -40,12 +40,14 @@ import torch
 
 from .baselines import bayes_posterior_mean, midpoint, min_positive
 from .model import estimate
-from .stats import Estimate, ratio_of_means
+from .stats import Estimate, interval, ratio_of_means, resample
 from .tasks import reflect
 from .validation import check_choice, check_int, check_prior, check_real, check_tensor_finite
 
 __all__ = ["ESTIMATORS", "HEAD_ESTIMATORS", "train_heads", "profile_record", "threshold_grid", "reflected_estimate", "combine", "estimate_all",
-           "profile_errors", "side_empty_probability", "exact_mse", "interior_ratio", "boundary_excess", "mse_profile"]
+           "profile_errors", "side_empty_probability", "exact_mse", "interior_ratio", "boundary_excess", "mse_profile",
+           "onehead_boundary_verdict", "sym_interior_verdict", "sym_bayes_verdict",
+           "sym_trained_verdict"]
 
 #: every estimator of the chapter, in plotting order
 ESTIMATORS = ("one-head", "reflected", "symmetrized", "count-weighted", "boundary-aware",
@@ -393,17 +395,9 @@ def boundary_excess(err: torch.Tensor, tau: torch.Tensor, N: int, *, width: floa
     inner = e2[mi].mean(0)  # (C,)
     edge = e2[mb]  # (Tb, C)
     value = float(edge.mean(1).max() / inner.mean())
-    rng = np.random.default_rng(seed)
-    C = e2.shape[1]
-    boots = []
-    for start in range(0, n_boot, 100):  # bootstrap counts in chunks: W (chunk, C)
-        B = min(100, n_boot - start)
-        idx = rng.integers(0, C, size=(B, C)) + C * np.arange(B)[:, None]
-        W = np.bincount(idx.ravel(), minlength=B * C).reshape(B, C) / C
-        boots.append((W @ edge.T).max(1) / (W @ inner))
-    boots = np.concatenate(boots)
-    q = (1 - level) / 2
-    lo_b, hi_b = np.quantile(boots, [q, 1 - q])
+    reps = resample((edge.T, inner), lambda ed, inn: ed.mean(0).max() / inn.mean(),
+                    n_boot=n_boot, seed=seed)
+    lo_b, hi_b = interval(reps, level)
     return Estimate(value, float(lo_b), float(hi_b), "bootstrap", level, None, n_boot)
 
 
@@ -454,3 +448,94 @@ def profile_record(N: int, beta: float, b: float, tau: torch.Tensor, err: dict[s
     rec["ratio_bayes"] = interior_ratio(err["symmetrized"], err["Bayes"], tau, interior, **boot)
     rec["excess"] = boundary_excess(err["one-head"], tau, N, width=boundary_width, interior=interior, **boot)
     return rec
+
+
+# ----------------------------------------------------------------------------- verdicts
+def onehead_boundary_verdict(excess: Estimate, predicted: float, *, factor: float = 10.0):
+    """Verdict on "one head is limited at the boundary".
+
+    Parameters
+    ----------
+    excess : the one-head MSE near the upper end over its interior MSE (:func:`boundary_excess`).
+    predicted : the same ratio from the exact sharp-limit MSE (:func:`exact_mse`) on the same grid.
+    factor : the excess that counts as a limitation (an order of magnitude by default).
+
+    Returns
+    -------
+    stumplib.verdicts.Verdict: ``holds`` when the whole interval is at least ``factor``, ``fails``
+    when it is wholly below, ``undecided`` when it straddles it.
+    """
+    from .verdicts import Verdict, at_least
+
+    factor = check_real("factor", factor, low=1.0, low_open=True)
+    v = at_least(excess, factor, symbol="excess", fmt=".3g")
+    return Verdict(v.status, f"near τ = 1 one head's MSE is {excess:.3g} times its interior "
+                             f"level (sharp-limit theory {predicted:.3g}).")
+
+
+def sym_interior_verdict(ratio: Estimate, ratio_sharp_limit: Estimate, *, beta_per_N: float,
+                         rel_tol: float = 0.05):
+    """Verdict on "symmetrization gains four-fold in the interior", for a hand-set sharp head.
+
+    Parameters
+    ----------
+    ratio : interior one-head MSE over symmetrized MSE at ``beta = beta_per_N * N``.
+    ratio_sharp_limit : the same on the same contexts as ``beta -> inf``.
+    beta_per_N : the hand-set head's ``beta / N`` (named in the sentence).
+    rel_tol : relative tolerance of the finite-``beta`` ratio around 4.
+
+    Returns
+    -------
+    stumplib.verdicts.Verdict: ``holds`` when the finite-``beta`` ratio is within ``rel_tol`` of 4
+    and the sharp-limit interval contains 4; ``fails`` when neither; ``partly`` otherwise.
+    """
+    from .verdicts import against_target, combine
+
+    parts = [against_target(ratio, 4.0, symbol="ratio", tol=4.0 * rel_tol),
+             against_target(ratio_sharp_limit, 4.0, symbol="ratio")]
+    return combine(parts, f"one-head / symmetrized MSE {ratio:.3g} against 4, for a hand-set "
+                          f"head β = {beta_per_N:g}N ({ratio_sharp_limit.value:.3g} as β → ∞)")
+
+
+def sym_bayes_verdict(ratio: Estimate, ratio_sharp_limit: Estimate, *, beta_per_N: float,
+                      rel_tol: float = 0.05):
+    """Verdict on "the symmetrized head reaches the Bayes floor in the interior".
+
+    Parameters
+    ----------
+    ratio : interior symmetrized MSE over Bayes MSE at ``beta = beta_per_N * N``.
+    ratio_sharp_limit : the same on the same contexts as ``beta -> inf``.
+    beta_per_N : the hand-set head's ``beta / N``.
+    rel_tol : relative tolerance of the finite-``beta`` ratio around 1.
+
+    Returns
+    -------
+    stumplib.verdicts.Verdict: as :func:`sym_interior_verdict`, against 1.
+    """
+    from .verdicts import against_target, combine
+
+    parts = [against_target(ratio, 1.0, symbol="ratio", tol=rel_tol),
+             against_target(ratio_sharp_limit, 1.0, symbol="ratio", tol=1e-9)]
+    return combine(parts, f"symmetrized / Bayes MSE {ratio:.3g} against 1, for a hand-set head "
+                          f"β = {beta_per_N:g}N")
+
+
+def sym_trained_verdict(ratio: Estimate, ratio_bayes: Estimate, *, beta_over_N: float):
+    """Verdict on the symmetrization gain of the *trained* head (at least four-fold).
+
+    Parameters
+    ----------
+    ratio : interior one-head MSE over symmetrized MSE for the trained head.
+    ratio_bayes : interior symmetrized MSE over Bayes MSE for the trained head.
+    beta_over_N : the trained head's ``beta / N`` at this context size.
+
+    Returns
+    -------
+    stumplib.verdicts.Verdict: ``holds`` when the whole interval of ``ratio`` is at least 4,
+    ``fails`` when wholly below, ``undecided`` otherwise.
+    """
+    from .verdicts import Verdict, at_least
+
+    v = at_least(ratio, 4.0, symbol="ratio")
+    return Verdict(v.status, f"trained head (β = {beta_over_N:.2g}N): gain {ratio:.3g}, at least "
+                             f"4 needed; symmetrized / Bayes {ratio_bayes.value:.3g}.")
