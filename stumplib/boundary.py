@@ -469,8 +469,8 @@ def onehead_boundary_verdict(excess: Estimate, predicted: float, *, factor: floa
 
     factor = check_real("factor", factor, low=1.0, low_open=True)
     v = at_least(excess, factor, symbol="excess", fmt=".3g")
-    return Verdict(v.status, f"near τ = 1 one head's MSE is {excess:.3g} times its interior "
-                             f"level (sharp-limit theory {predicted:.3g}).")
+    return Verdict(v.status, f"near τ = 1 one head's MSE is {excess:.0f} times its interior "
+                             f"level (sharp-limit theory {predicted:.0f}).")
 
 
 def sym_interior_verdict(ratio: Estimate, ratio_sharp_limit: Estimate, *, beta_per_N: float,
@@ -516,7 +516,7 @@ def sym_bayes_verdict(ratio: Estimate, ratio_sharp_limit: Estimate, *, beta_per_
 
     parts = [against_target(ratio, 1.0, symbol="ratio", tol=rel_tol),
              against_target(ratio_sharp_limit, 1.0, symbol="ratio", tol=1e-9)]
-    return combine(parts, f"symmetrized / Bayes MSE {ratio:.3g} against 1, for a hand-set head "
+    return combine(parts, f"symmetrized / Bayes MSE {ratio:.4f} against 1, for a hand-set head "
                           f"β = {beta_per_N:g}N")
 
 
