@@ -16,8 +16,7 @@ over fit windows (:func:`fit_exponent`), the extrapolated asymptotic exponent
 (:func:`extrapolate_exponent`) and the gradient field on a ``(c, log beta)`` grid
 (:func:`gradient_field`).
 
-Asymptotics (derived in chapter 2; :func:`valley_c`, :func:`scale_constant`)
------------------------------------------------------------------------------
+**Asymptotics** (derived in chapter 2; :func:`valley_c`, :func:`scale_constant`).
 For large ``beta`` and ``c = b/beta`` just above ``tau_hi`` the error of the population estimator is
 ``f_pop - tau ≈ 1/beta - tau exp(-beta (c - tau))``. Averaging its square over the prior (width
 ``w = tau_hi - tau_lo``) with ``x = exp(-beta (c - tau_hi))``,
