@@ -87,6 +87,13 @@ def threshold_grid(n_tau: int, N: int, *, edge_points: int = 25, edge_step: floa
     Adds ``j * edge_step / N`` and ``1 - j * edge_step / N`` for ``j = 0 .. edge_points - 1`` (the
     boundary layer where a side of the context is likely empty), sorted and de-duplicated.
 
+    Parameters
+    ----------
+    n_tau : equally spaced thresholds (>= 2).
+    N : context size (sets the refinement's scale).
+    edge_points : refined thresholds at each end.
+    edge_step : their spacing, in units of ``1/N``.
+
     Returns
     -------
     torch.Tensor, shape ``(T,)``, float64, with ``0`` and ``1`` included.
@@ -128,6 +135,10 @@ def combine(f: torch.Tensor, f_ref: torch.Tensor, n_pos: torch.Tensor, N: int,
     rule : ``"symmetrized"`` (plain average), ``"count-weighted"`` or ``"boundary-aware"``
         (see the module docstring; any other value gives the boundary-aware rule: callers pass
         names checked by :func:`estimate_all` or :func:`profile_errors`).
+
+    Returns
+    -------
+    torch.Tensor, shape ``S``: the combined estimate.
     """
     if rule == "symmetrized":
         return 0.5 * (f + f_ref)
@@ -280,6 +291,11 @@ def profile_errors(x: torch.Tensor, tau: torch.Tensor, beta: Any, b: Any,
 def side_empty_probability(tau: Any, N: int) -> dict[str, np.ndarray]:
     """Probability that one side of a context of ``N`` uniform examples is empty.
 
+    Parameters
+    ----------
+    tau : thresholds (array_like).
+    N : context size.
+
     Returns
     -------
     dict of np.ndarray (shape of ``tau``): ``no_positive = tau^N``, ``no_negative = (1 - tau)^N``,
@@ -404,6 +420,10 @@ def boundary_excess(err: torch.Tensor, tau: torch.Tensor, N: int, *, width: floa
 def mse_profile(err: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """MSE over contexts and its standard error, for errors of shape ``(T, C)``.
 
+    Parameters
+    ----------
+    err : torch.Tensor, shape ``(T, C)``: errors at ``T`` thresholds on ``C`` contexts.
+
     Returns
     -------
     mse, se : np.ndarray, shape ``(T,)``
@@ -418,6 +438,12 @@ def mse_profile(err: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
 def train_heads(configs: Sequence[Any], steps: int, *, device: Any = "cpu") -> dict[str, np.ndarray]:
     """Train one head per corpus (:func:`stumplib.trainer.train_gd`) and say how much of each final
     corpus loss comes from tasks whose context holds no positive example.
+
+    Parameters
+    ----------
+    configs : one :class:`stumplib.trainer.RunConfig` per corpus.
+    steps : gradient-descent steps.
+    device : where to train.
 
     Returns
     -------
@@ -440,7 +466,23 @@ def profile_record(N: int, beta: float, b: float, tau: torch.Tensor, err: dict[s
                    interior: tuple[float, float], boundary_width: float, n_boot: int, seed: int,
                    estimators: Sequence[str] = ESTIMATORS) -> dict[str, Any]:
     """MSE profiles (with standard errors) of :func:`profile_errors`' output, ``P(no positive)`` and
-    the three headline ratios (interior one-head / symmetrized, symmetrized / Bayes, boundary excess)."""
+    the three headline ratios (interior one-head / symmetrized, symmetrized / Bayes, boundary excess).
+
+    Parameters
+    ----------
+    N : context size. beta, b : the head's parameters.
+    tau : torch.Tensor, shape ``(T,)``: the threshold grid.
+    err : :func:`profile_errors`' output (errors of shape ``(T, C)`` per estimator, and ``n_pos``).
+    interior : the interior thresholds averaged by the ratios.
+    boundary_width : the boundary zone is ``tau >= 1 - boundary_width / N``.
+    n_boot, seed : bootstrap resamples and seed of the intervals.
+    estimators : the estimators to profile.
+
+    Returns
+    -------
+    dict: ``tau, beta, b``, ``(mse, se)`` per estimator, ``p_no_pos``, and the estimates
+    ``ratio_sym``, ``ratio_bayes``, ``excess``.
+    """
     rec = {"tau": tau.cpu().numpy(), "beta": beta, "b": b, **{name: mse_profile(err[name]) for name in estimators}}
     rec["p_no_pos"] = (err["n_pos"] == 0).double().mean(1).cpu().numpy()
     boot = dict(n_boot=n_boot, seed=seed)

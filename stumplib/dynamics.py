@@ -232,7 +232,16 @@ class FlowResult:
         return self.t * (self.db_dt - self.c * self.dbeta_dt) / self.beta
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """The arrays, for :func:`stumplib.results_io.save_results`."""
+        """The arrays, for :func:`stumplib.results_io.save_results`.
+
+        Parameters
+        ----------
+        None
+
+        Returns
+        -------
+        dict of numpy arrays (:meth:`from_arrays` restores the result).
+        """
         return {k: np.asarray(getattr(self, k)) for k in
                 ("t", "beta", "b", "loss", "dbeta_dt", "db_dt", "beta0", "b0")} | {
             "prior": np.array([self.tau_lo, self.tau_hi]), "nfev": np.array(self.nfev)}
@@ -356,6 +365,16 @@ class GDResult:
         return np.sqrt(self.loss)
 
     def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays, for :func:`stumplib.results_io.save_results`.
+
+        Parameters
+        ----------
+        None
+
+        Returns
+        -------
+        dict of numpy arrays (:meth:`from_arrays` restores the result).
+        """
         return {k: np.asarray(getattr(self, k)) for k in
                 ("steps", "lr", "beta", "b", "loss", "beta0", "b0")} | {
             "prior": np.array([self.tau_lo, self.tau_hi])}
@@ -690,6 +709,10 @@ def valley_c(beta: Any, tau_hi: float = 0.8) -> np.ndarray:
     ----------
     beta : array_like, values > 2 / tau_hi.
     tau_hi : upper end of the prior, in ``(0, 1]``.
+
+    Returns
+    -------
+    np.ndarray of the shape of ``beta``.
     """
     tau_hi = check_real("tau_hi", tau_hi, low=0.0, high=1.0, low_open=True)
     try:
@@ -702,7 +725,16 @@ def valley_c(beta: Any, tau_hi: float = 0.8) -> np.ndarray:
 
 
 def scale_constant(tau_hi: float = 0.8) -> float:
-    """Predicted limit of ``beta^4 / t`` under gradient flow: ``8 / (1 + tau_hi^2)``."""
+    """Predicted limit of ``beta^4 / t`` under gradient flow: ``8 / (1 + tau_hi^2)``.
+
+    Parameters
+    ----------
+    tau_hi : upper end of the prior, in ``(0, 1]``.
+
+    Returns
+    -------
+    float
+    """
     tau_hi = check_real("tau_hi", tau_hi, low=0.0, high=1.0, low_open=True)
     return 8.0 / (1.0 + tau_hi ** 2)
 

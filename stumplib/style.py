@@ -73,6 +73,10 @@ _RC = {
 def use() -> None:
     """Apply the book's matplotlib style (:data:`COLUMN_WIDTH`, :data:`SCREEN_DPI`, fonts >= 9 pt).
 
+    Parameters
+    ----------
+    None
+
     Returns
     -------
     None
