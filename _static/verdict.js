@@ -39,6 +39,7 @@
     });
   }
   function run() {
+    if (document.querySelector("table.dashboard")) document.body.classList.add("dashboard-page");
     cells();
     document.querySelectorAll(".admonition.verdict").forEach(openers);
     // "**Verdict (scale).** Holds: ..." in the chapters' prose

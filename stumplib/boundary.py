@@ -370,10 +370,13 @@ def interior_ratio(err_num: torch.Tensor, err_den: torch.Tensor, tau: torch.Tens
         :func:`profile_errors`)
     tau : torch.Tensor, shape ``(T,)``
     interior : the thresholds ``interior[0] <= tau <= interior[1]`` that are averaged
+    n_boot, level, seed : bootstrap resamples, interval level and seed
 
-    Returns a :class:`~stumplib.stats.Estimate` (:func:`stumplib.stats.ratio_of_means`): the
-    interval resamples contexts (each context's squared errors averaged over the interior
-    thresholds form one paired sample).
+    Returns
+    -------
+    Estimate
+        :func:`stumplib.stats.ratio_of_means`: the interval resamples contexts (each context's
+        squared errors averaged over the interior thresholds form one paired sample).
     """
     lo, hi = check_prior(*interior)
     if err_num.shape != err_den.shape or err_num.ndim != 2 or err_num.shape[0] != tau.shape[0]:
@@ -394,8 +397,13 @@ def boundary_excess(err: torch.Tensor, tau: torch.Tensor, N: int, *, width: floa
     tau : torch.Tensor, shape ``(T,)``
     N : context size
     width : the boundary zone is ``tau >= 1 - width / N``
+    interior : the interior thresholds whose MSE is the reference
+    n_boot, level, seed : bootstrap resamples (:func:`stumplib.stats.resample`), level, seed
 
-    Returns a :class:`~stumplib.stats.Estimate` with a bootstrap interval over contexts.
+    Returns
+    -------
+    Estimate
+        with a percentile bootstrap interval over contexts.
     """
     N = check_int("N", N)
     width = check_real("width", width, low=0.0, low_open=True)

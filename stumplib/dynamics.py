@@ -840,9 +840,9 @@ def exponent_verdict(fit: Estimate, target: float, *, symbol: str, tol: float, d
     tol = check_real("tol", tol, low=0.0, low_open=True)
     frac = {0.25: "1/4", -0.25: "-1/4"}.get(round(target, 6), f"{target:g}")
     if not decades >= min_decades:
-        return Verdict("undecided", f"the fit window spans {decades:.0f} decades of t; at least "
-                                    f"{min_decades:.0f} are needed to separate {frac} from "
-                                    f"its corrections.")
+        return Verdict("undecided", f"{symbol}: the fit window spans {decades:.0f} decades of t; "
+                                    f"{min_decades:.0f} are needed to tell {frac} from its "
+                                    f"corrections.")
     parts = [against_target(fit, target, symbol=symbol, tol=tol, fmt=".3f")]
     text = f"{symbol} = {fit:.3f} against {frac}"
     if extrapolated is not None:
