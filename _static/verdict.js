@@ -1,9 +1,11 @@
-// Render the book's status words as coloured badges.
-//  - a table cell whose whole text is holds / fails / undecided / partly;
-//  - in a verdict box (.admonition.verdict) and in "Verdict" paragraphs, a paragraph or list item
-//    that opens with "Holds:", "Fails:", "Undecided:" or "Partly:".
+// Render the book's status words as coloured badges (styles in verdict.css):
+//  - a table cell whose whole text is holds / fails / undecided / partly (the landing page's
+//    dashboards glue the plain word, <claim>_status);
+//  - a glued verdict, "Holds: sentence" (<claim>_verdict), wherever a page shows it: the status
+//    word becomes a badge in front of the sentence.
 (function () {
   const WORDS = ["holds", "fails", "undecided", "partly"];
+  const OPEN = /^(\s*)(Holds|Fails|Undecided|Partly):\s*/;
   function badge(word) {
     const s = document.createElement("span");
     s.className = "status-badge status-" + word.toLowerCase();
@@ -19,42 +21,21 @@
       }
     });
   }
-  function firstText(el) {
-    const w = document.createTreeWalker(el, NodeFilter.SHOW_TEXT, {
-      acceptNode: function (n) { return n.nodeValue.trim() ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_SKIP; }
-    });
-    return w.nextNode();
-  }
-  const OPEN = /^(\s*)(Holds|Fails|Undecided|Partly):\s*/;
-  function openers(root) {
-    root.querySelectorAll("p, li").forEach(function (el) {
+  function verdicts() {
+    document.querySelectorAll(".pasted-text").forEach(function (el) {
       if (el.querySelector(".status-badge")) return;
-      const node = firstText(el);
-      if (!node) return;
+      const node = el.firstChild;
+      if (!node || node.nodeType !== Node.TEXT_NODE) return;
       const m = node.nodeValue.match(OPEN);
       if (!m) return;
-      node.nodeValue = node.nodeValue.slice(m[0].length);
-      node.parentNode.insertBefore(badge(m[2]), node);
-      node.parentNode.insertBefore(document.createTextNode(" "), node);
+      node.nodeValue = " " + node.nodeValue.slice(m[0].length);
+      el.insertBefore(badge(m[2]), node);
     });
   }
   function run() {
     if (document.querySelector("table.dashboard")) document.body.classList.add("dashboard-page");
     cells();
-    document.querySelectorAll(".admonition.verdict").forEach(openers);
-    // "**Verdict (scale).** Holds: ..." in the chapters' prose
-    document.querySelectorAll("article strong").forEach(function (strong) {
-      if (!/^Verdict\b/.test(strong.textContent.trim())) return;
-      let n = strong.nextSibling;
-      while (n && n.nodeType === Node.TEXT_NODE && !n.nodeValue.trim()) n = n.nextSibling;
-      if (!n || (n.previousSibling && n.previousSibling.className === "status-badge")) return;
-      const t = n.nodeType === Node.TEXT_NODE ? n : firstText(n);
-      if (!t) return;
-      const m = t.nodeValue.match(OPEN);
-      if (!m) return;
-      t.nodeValue = " " + t.nodeValue.slice(m[0].length);
-      t.parentNode.insertBefore(badge(m[2]), t);
-    });
+    verdicts();
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", run);
   else run();
