@@ -543,8 +543,8 @@ def sym_interior_verdict(ratio: Estimate, ratio_sharp_limit: Estimate, *, beta_p
 
     parts = [against_target(ratio, 4.0, symbol="ratio", tol=4.0 * rel_tol),
              against_target(ratio_sharp_limit, 4.0, symbol="ratio")]
-    return combine(parts, f"one-head / symmetrized MSE {ratio:.3g} against 4, for a hand-set "
-                          f"head β = {beta_per_N:g}N ({ratio_sharp_limit.value:.3g} as β → ∞)")
+    return combine(parts, f"one-head / symmetrized MSE {ratio:.3f} against 4, for a hand-set "
+                          f"head β = {beta_per_N:g}N ({ratio_sharp_limit.value:.3f} as β → ∞)")
 
 
 def sym_bayes_verdict(ratio: Estimate, ratio_sharp_limit: Estimate, *, beta_per_N: float,
@@ -566,7 +566,7 @@ def sym_bayes_verdict(ratio: Estimate, ratio_sharp_limit: Estimate, *, beta_per_
 
     parts = [against_target(ratio, 1.0, symbol="ratio", tol=rel_tol),
              against_target(ratio_sharp_limit, 1.0, symbol="ratio", tol=1e-9)]
-    return combine(parts, f"symmetrized / Bayes MSE {ratio:.4f} against 1, for a hand-set head "
+    return combine(parts, f"symmetrized / Bayes MSE {ratio:.5f} against 1, for a hand-set head "
                           f"β = {beta_per_N:g}N")
 
 
