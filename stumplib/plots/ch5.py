@@ -31,12 +31,12 @@ def profiles(PROF, head, N_grid, N_ref):
         ax.axhline(2.0, color="0.5", lw=0.8, ls="-.")
         ax.axhline(0.5, color="0.5", lw=0.8, ls="-.")
         ax.set_yscale("log")
-        ax.set_ylim(1e-2, 2 * N ** 2)
+        ax.set_ylim(1e-3, 2 * N ** 2)  # room for the legend below the Bayes level
         ax.set_xlabel(r"threshold $\tau$")
         ax.set_title(rf"$N = {N}$, $\beta = {rec['beta']:.0f}$, $c = {rec['b'] / rec['beta']:.3f}$",
                      fontsize=10)
     axes[0].set_ylabel(r"MSE $\times N^2$")
-    axes[0].legend(loc="upper center", ncol=2)
+    axes[0].legend(loc="lower center", ncol=2)
     axes[1].sharey(axes[0])
     ax = axes[2]  # the upper boundary layer for every N, against the expected number of positives
     cmap = plt.get_cmap("viridis")
