@@ -26,19 +26,47 @@ def _check(x: torch.Tensor, y: torch.Tensor) -> None:
 
 
 def min_positive(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Smallest positive example ``min{x_i : y_i = 1}`` (1 if there is none): the one-sided order statistic."""
+    """Smallest positive example ``min{x_i : y_i = 1}`` (1 if there is none): the one-sided order
+    statistic.
+
+    Parameters
+    ----------
+    x, y : torch.Tensor, shape ``(..., N)``: features and 0/1 labels of each context.
+
+    Returns
+    -------
+    torch.Tensor, shape ``x.shape[:-1]``.
+    """
     _check(x, y)
     return torch.where(y > 0.5, x, torch.ones_like(x)).amin(-1)
 
 
 def max_negative(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Largest negative example ``max{x_i : y_i = 0}`` (0 if there is none)."""
+    """Largest negative example ``max{x_i : y_i = 0}`` (0 if there is none).
+
+    Parameters
+    ----------
+    x, y : torch.Tensor, shape ``(..., N)``: features and 0/1 labels of each context.
+
+    Returns
+    -------
+    torch.Tensor, shape ``x.shape[:-1]``.
+    """
     _check(x, y)
     return torch.where(y > 0.5, torch.zeros_like(x), x).amax(-1)
 
 
 def midpoint(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Midpoint of ``(max_negative, min_positive)``: unbiased in the interior, MSE about ``1/(2 N^2)``."""
+    """Midpoint of ``(max_negative, min_positive)``: unbiased in the interior, MSE about ``1/(2 N^2)``.
+
+    Parameters
+    ----------
+    x, y : torch.Tensor, shape ``(..., N)``: features and 0/1 labels of each context.
+
+    Returns
+    -------
+    torch.Tensor, shape ``x.shape[:-1]``.
+    """
     return 0.5 * (max_negative(x, y) + min_positive(x, y))
 
 
@@ -49,6 +77,15 @@ def bayes_posterior_mean(x: torch.Tensor, y: torch.Tensor, tau_lo: float = 0.2,
     The likelihood is flat on ``(max_negative, min_positive]`` and zero elsewhere, so the posterior
     is uniform on ``[max(max_negative, tau_lo), min(min_positive, tau_hi)]`` and its mean is that
     interval's midpoint. It minimises the MSE when ``tau`` is drawn from the prior.
+
+    Parameters
+    ----------
+    x, y : torch.Tensor, shape ``(..., N)``: features and 0/1 labels of each context.
+    tau_lo, tau_hi : the prior, ``0 <= tau_lo < tau_hi <= 1``.
+
+    Returns
+    -------
+    torch.Tensor, shape ``x.shape[:-1]``.
     """
     tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
     lo = max_negative(x, y).clamp(min=tau_lo)
@@ -63,6 +100,14 @@ def erm_stump(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     noisy), returns the midpoint of the first optimal gap between consecutive sorted features (the
     classical decision-tree choice; ends of the feature range count as 0 and 1). On noise-free data
     this equals :func:`midpoint`.
+
+    Parameters
+    ----------
+    x, y : torch.Tensor, shape ``(..., N)``: features and 0/1 labels (possibly noisy).
+
+    Returns
+    -------
+    torch.Tensor, shape ``x.shape[:-1]``.
     """
     _check(x, y)
     xs, order = torch.sort(x, dim=-1)

@@ -40,12 +40,14 @@ import torch
 
 from .baselines import bayes_posterior_mean, midpoint, min_positive
 from .model import estimate
-from .stats import Estimate, ratio_of_means
+from .stats import Estimate, interval, ratio_of_means, resample
 from .tasks import reflect
 from .validation import check_choice, check_int, check_prior, check_real, check_tensor_finite
 
 __all__ = ["ESTIMATORS", "HEAD_ESTIMATORS", "train_heads", "profile_record", "threshold_grid", "reflected_estimate", "combine", "estimate_all",
-           "profile_errors", "side_empty_probability", "exact_mse", "interior_ratio", "boundary_excess", "mse_profile"]
+           "profile_errors", "side_empty_probability", "exact_mse", "interior_ratio", "boundary_excess", "mse_profile",
+           "onehead_boundary_verdict", "sym_interior_verdict", "sym_bayes_verdict",
+           "sym_trained_verdict"]
 
 #: every estimator of the chapter, in plotting order
 ESTIMATORS = ("one-head", "reflected", "symmetrized", "count-weighted", "boundary-aware",
@@ -84,6 +86,13 @@ def threshold_grid(n_tau: int, N: int, *, edge_points: int = 25, edge_step: floa
 
     Adds ``j * edge_step / N`` and ``1 - j * edge_step / N`` for ``j = 0 .. edge_points - 1`` (the
     boundary layer where a side of the context is likely empty), sorted and de-duplicated.
+
+    Parameters
+    ----------
+    n_tau : equally spaced thresholds (>= 2).
+    N : context size (sets the refinement's scale).
+    edge_points : refined thresholds at each end.
+    edge_step : their spacing, in units of ``1/N``.
 
     Returns
     -------
@@ -126,6 +135,10 @@ def combine(f: torch.Tensor, f_ref: torch.Tensor, n_pos: torch.Tensor, N: int,
     rule : ``"symmetrized"`` (plain average), ``"count-weighted"`` or ``"boundary-aware"``
         (see the module docstring; any other value gives the boundary-aware rule: callers pass
         names checked by :func:`estimate_all` or :func:`profile_errors`).
+
+    Returns
+    -------
+    torch.Tensor, shape ``S``: the combined estimate.
     """
     if rule == "symmetrized":
         return 0.5 * (f + f_ref)
@@ -278,6 +291,11 @@ def profile_errors(x: torch.Tensor, tau: torch.Tensor, beta: Any, b: Any,
 def side_empty_probability(tau: Any, N: int) -> dict[str, np.ndarray]:
     """Probability that one side of a context of ``N`` uniform examples is empty.
 
+    Parameters
+    ----------
+    tau : thresholds (array_like).
+    N : context size.
+
     Returns
     -------
     dict of np.ndarray (shape of ``tau``): ``no_positive = tau^N``, ``no_negative = (1 - tau)^N``,
@@ -352,10 +370,13 @@ def interior_ratio(err_num: torch.Tensor, err_den: torch.Tensor, tau: torch.Tens
         :func:`profile_errors`)
     tau : torch.Tensor, shape ``(T,)``
     interior : the thresholds ``interior[0] <= tau <= interior[1]`` that are averaged
+    n_boot, level, seed : bootstrap resamples, interval level and seed
 
-    Returns a :class:`~stumplib.stats.Estimate` (:func:`stumplib.stats.ratio_of_means`): the
-    interval resamples contexts (each context's squared errors averaged over the interior
-    thresholds form one paired sample).
+    Returns
+    -------
+    Estimate
+        :func:`stumplib.stats.ratio_of_means`: the interval resamples contexts (each context's
+        squared errors averaged over the interior thresholds form one paired sample).
     """
     lo, hi = check_prior(*interior)
     if err_num.shape != err_den.shape or err_num.ndim != 2 or err_num.shape[0] != tau.shape[0]:
@@ -376,8 +397,13 @@ def boundary_excess(err: torch.Tensor, tau: torch.Tensor, N: int, *, width: floa
     tau : torch.Tensor, shape ``(T,)``
     N : context size
     width : the boundary zone is ``tau >= 1 - width / N``
+    interior : the interior thresholds whose MSE is the reference
+    n_boot, level, seed : bootstrap resamples (:func:`stumplib.stats.resample`), level, seed
 
-    Returns a :class:`~stumplib.stats.Estimate` with a bootstrap interval over contexts.
+    Returns
+    -------
+    Estimate
+        with a percentile bootstrap interval over contexts.
     """
     N = check_int("N", N)
     width = check_real("width", width, low=0.0, low_open=True)
@@ -393,22 +419,18 @@ def boundary_excess(err: torch.Tensor, tau: torch.Tensor, N: int, *, width: floa
     inner = e2[mi].mean(0)  # (C,)
     edge = e2[mb]  # (Tb, C)
     value = float(edge.mean(1).max() / inner.mean())
-    rng = np.random.default_rng(seed)
-    C = e2.shape[1]
-    boots = []
-    for start in range(0, n_boot, 100):  # bootstrap counts in chunks: W (chunk, C)
-        B = min(100, n_boot - start)
-        idx = rng.integers(0, C, size=(B, C)) + C * np.arange(B)[:, None]
-        W = np.bincount(idx.ravel(), minlength=B * C).reshape(B, C) / C
-        boots.append((W @ edge.T).max(1) / (W @ inner))
-    boots = np.concatenate(boots)
-    q = (1 - level) / 2
-    lo_b, hi_b = np.quantile(boots, [q, 1 - q])
+    reps = resample((edge.T, inner), lambda ed, inn: ed.mean(0).max() / inn.mean(),
+                    n_boot=n_boot, seed=seed)
+    lo_b, hi_b = interval(reps, level)
     return Estimate(value, float(lo_b), float(hi_b), "bootstrap", level, None, n_boot)
 
 
 def mse_profile(err: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """MSE over contexts and its standard error, for errors of shape ``(T, C)``.
+
+    Parameters
+    ----------
+    err : torch.Tensor, shape ``(T, C)``: errors at ``T`` thresholds on ``C`` contexts.
 
     Returns
     -------
@@ -424,6 +446,12 @@ def mse_profile(err: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
 def train_heads(configs: Sequence[Any], steps: int, *, device: Any = "cpu") -> dict[str, np.ndarray]:
     """Train one head per corpus (:func:`stumplib.trainer.train_gd`) and say how much of each final
     corpus loss comes from tasks whose context holds no positive example.
+
+    Parameters
+    ----------
+    configs : one :class:`stumplib.trainer.RunConfig` per corpus.
+    steps : gradient-descent steps.
+    device : where to train.
 
     Returns
     -------
@@ -446,7 +474,23 @@ def profile_record(N: int, beta: float, b: float, tau: torch.Tensor, err: dict[s
                    interior: tuple[float, float], boundary_width: float, n_boot: int, seed: int,
                    estimators: Sequence[str] = ESTIMATORS) -> dict[str, Any]:
     """MSE profiles (with standard errors) of :func:`profile_errors`' output, ``P(no positive)`` and
-    the three headline ratios (interior one-head / symmetrized, symmetrized / Bayes, boundary excess)."""
+    the three headline ratios (interior one-head / symmetrized, symmetrized / Bayes, boundary excess).
+
+    Parameters
+    ----------
+    N : context size. beta, b : the head's parameters.
+    tau : torch.Tensor, shape ``(T,)``: the threshold grid.
+    err : :func:`profile_errors`' output (errors of shape ``(T, C)`` per estimator, and ``n_pos``).
+    interior : the interior thresholds averaged by the ratios.
+    boundary_width : the boundary zone is ``tau >= 1 - boundary_width / N``.
+    n_boot, seed : bootstrap resamples and seed of the intervals.
+    estimators : the estimators to profile.
+
+    Returns
+    -------
+    dict: ``tau, beta, b``, ``(mse, se)`` per estimator, ``p_no_pos``, and the estimates
+    ``ratio_sym``, ``ratio_bayes``, ``excess``.
+    """
     rec = {"tau": tau.cpu().numpy(), "beta": beta, "b": b, **{name: mse_profile(err[name]) for name in estimators}}
     rec["p_no_pos"] = (err["n_pos"] == 0).double().mean(1).cpu().numpy()
     boot = dict(n_boot=n_boot, seed=seed)
@@ -454,3 +498,94 @@ def profile_record(N: int, beta: float, b: float, tau: torch.Tensor, err: dict[s
     rec["ratio_bayes"] = interior_ratio(err["symmetrized"], err["Bayes"], tau, interior, **boot)
     rec["excess"] = boundary_excess(err["one-head"], tau, N, width=boundary_width, interior=interior, **boot)
     return rec
+
+
+# ----------------------------------------------------------------------------- verdicts
+def onehead_boundary_verdict(excess: Estimate, predicted: float, *, factor: float = 10.0):
+    """Verdict on "one head is limited at the boundary".
+
+    Parameters
+    ----------
+    excess : the one-head MSE near the upper end over its interior MSE (:func:`boundary_excess`).
+    predicted : the same ratio from the exact sharp-limit MSE (:func:`exact_mse`) on the same grid.
+    factor : the excess that counts as a limitation (an order of magnitude by default).
+
+    Returns
+    -------
+    stumplib.verdicts.Verdict: ``holds`` when the whole interval is at least ``factor``, ``fails``
+    when it is wholly below, ``undecided`` when it straddles it.
+    """
+    from .verdicts import Verdict, at_least
+
+    factor = check_real("factor", factor, low=1.0, low_open=True)
+    v = at_least(excess, factor, symbol="excess", fmt=".3g")
+    return Verdict(v.status, f"near τ = 1 one head's MSE is {excess:.0f} times its interior "
+                             f"level (sharp-limit theory {predicted:.0f}).")
+
+
+def sym_interior_verdict(ratio: Estimate, ratio_sharp_limit: Estimate, *, beta_per_N: float,
+                         rel_tol: float = 0.05):
+    """Verdict on "symmetrization gains four-fold in the interior", for a hand-set sharp head.
+
+    Parameters
+    ----------
+    ratio : interior one-head MSE over symmetrized MSE at ``beta = beta_per_N * N``.
+    ratio_sharp_limit : the same on the same contexts as ``beta -> inf``.
+    beta_per_N : the hand-set head's ``beta / N`` (named in the sentence).
+    rel_tol : relative tolerance of the finite-``beta`` ratio around 4.
+
+    Returns
+    -------
+    stumplib.verdicts.Verdict: ``holds`` when the finite-``beta`` ratio is within ``rel_tol`` of 4
+    and the sharp-limit interval contains 4; ``fails`` when neither; ``partly`` otherwise.
+    """
+    from .verdicts import against_target, combine
+
+    parts = [against_target(ratio, 4.0, symbol="ratio", tol=4.0 * rel_tol),
+             against_target(ratio_sharp_limit, 4.0, symbol="ratio")]
+    return combine(parts, f"one-head / symmetrized MSE {ratio:.3f} against 4, for a hand-set "
+                          f"head β = {beta_per_N:g}N ({ratio_sharp_limit.value:.3f} as β → ∞)")
+
+
+def sym_bayes_verdict(ratio: Estimate, ratio_sharp_limit: Estimate, *, beta_per_N: float,
+                      rel_tol: float = 0.05):
+    """Verdict on "the symmetrized head reaches the Bayes floor in the interior".
+
+    Parameters
+    ----------
+    ratio : interior symmetrized MSE over Bayes MSE at ``beta = beta_per_N * N``.
+    ratio_sharp_limit : the same on the same contexts as ``beta -> inf``.
+    beta_per_N : the hand-set head's ``beta / N``.
+    rel_tol : relative tolerance of the finite-``beta`` ratio around 1.
+
+    Returns
+    -------
+    stumplib.verdicts.Verdict: as :func:`sym_interior_verdict`, against 1.
+    """
+    from .verdicts import against_target, combine
+
+    parts = [against_target(ratio, 1.0, symbol="ratio", tol=rel_tol),
+             against_target(ratio_sharp_limit, 1.0, symbol="ratio", tol=1e-9)]
+    return combine(parts, f"symmetrized / Bayes MSE {ratio:.5f} against 1, for a hand-set head "
+                          f"β = {beta_per_N:g}N")
+
+
+def sym_trained_verdict(ratio: Estimate, ratio_bayes: Estimate, *, beta_over_N: float):
+    """Verdict on the symmetrization gain of the *trained* head (at least four-fold).
+
+    Parameters
+    ----------
+    ratio : interior one-head MSE over symmetrized MSE for the trained head.
+    ratio_bayes : interior symmetrized MSE over Bayes MSE for the trained head.
+    beta_over_N : the trained head's ``beta / N`` at this context size.
+
+    Returns
+    -------
+    stumplib.verdicts.Verdict: ``holds`` when the whole interval of ``ratio`` is at least 4,
+    ``fails`` when wholly below, ``undecided`` otherwise.
+    """
+    from .verdicts import Verdict, at_least
+
+    v = at_least(ratio, 4.0, symbol="ratio")
+    return Verdict(v.status, f"trained head (β = {beta_over_N:.2g}N): gain {ratio:.3g}, at least "
+                             f"4 needed; symmetrized / Bayes {ratio_bayes.value:.3g}.")

@@ -20,6 +20,10 @@ def resolve_device(device: Any = "auto") -> torch.device:
         ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:K"``, or a
         :class:`torch.device`.
 
+    Returns
+    -------
+    torch.device
+
     Raises
     ------
     ValueError
@@ -53,7 +57,17 @@ def resolve_device(device: Any = "auto") -> torch.device:
 
 
 def make_generator(seed: int, device: torch.device) -> torch.Generator:
-    """A :class:`torch.Generator` on ``device`` seeded with ``seed`` (same seed, same numbers)."""
+    """A :class:`torch.Generator` on ``device`` seeded with ``seed`` (same seed, same numbers).
+
+    Parameters
+    ----------
+    seed : a non-negative integer.
+    device : the device the generator draws on.
+
+    Returns
+    -------
+    torch.Generator
+    """
     from .validation import check_int
 
     seed = check_int("seed", seed, minimum=0)

@@ -16,8 +16,7 @@ over fit windows (:func:`fit_exponent`), the extrapolated asymptotic exponent
 (:func:`extrapolate_exponent`) and the gradient field on a ``(c, log beta)`` grid
 (:func:`gradient_field`).
 
-Asymptotics (derived in chapter 2; :func:`valley_c`, :func:`scale_constant`)
------------------------------------------------------------------------------
+**Asymptotics** (derived in chapter 2; :func:`valley_c`, :func:`scale_constant`).
 For large ``beta`` and ``c = b/beta`` just above ``tau_hi`` the error of the population estimator is
 ``f_pop - tau ≈ 1/beta - tau exp(-beta (c - tau))``. Averaging its square over the prior (width
 ``w = tau_hi - tau_lo``) with ``x = exp(-beta (c - tau_hi))``,
@@ -65,6 +64,9 @@ __all__ = [
     "gradient_field",
     "valley_c",
     "scale_constant",
+    "growth_share_at_calibration",
+    "calibration_verdict",
+    "exponent_verdict",
     "TrainingDiverged",
 ]
 
@@ -230,7 +232,16 @@ class FlowResult:
         return self.t * (self.db_dt - self.c * self.dbeta_dt) / self.beta
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """The arrays, for :func:`stumplib.results_io.save_results`."""
+        """The arrays, for :func:`stumplib.results_io.save_results`.
+
+        Parameters
+        ----------
+        None
+
+        Returns
+        -------
+        dict of numpy arrays (:meth:`from_arrays` restores the result).
+        """
         return {k: np.asarray(getattr(self, k)) for k in
                 ("t", "beta", "b", "loss", "dbeta_dt", "db_dt", "beta0", "b0")} | {
             "prior": np.array([self.tau_lo, self.tau_hi]), "nfev": np.array(self.nfev)}
@@ -354,6 +365,16 @@ class GDResult:
         return np.sqrt(self.loss)
 
     def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays, for :func:`stumplib.results_io.save_results`.
+
+        Parameters
+        ----------
+        None
+
+        Returns
+        -------
+        dict of numpy arrays (:meth:`from_arrays` restores the result).
+        """
         return {k: np.asarray(getattr(self, k)) for k in
                 ("steps", "lr", "beta", "b", "loss", "beta0", "b0")} | {
             "prior": np.array([self.tau_lo, self.tau_hi])}
@@ -688,6 +709,10 @@ def valley_c(beta: Any, tau_hi: float = 0.8) -> np.ndarray:
     ----------
     beta : array_like, values > 2 / tau_hi.
     tau_hi : upper end of the prior, in ``(0, 1]``.
+
+    Returns
+    -------
+    np.ndarray of the shape of ``beta``.
     """
     tau_hi = check_real("tau_hi", tau_hi, low=0.0, high=1.0, low_open=True)
     try:
@@ -700,6 +725,131 @@ def valley_c(beta: Any, tau_hi: float = 0.8) -> np.ndarray:
 
 
 def scale_constant(tau_hi: float = 0.8) -> float:
-    """Predicted limit of ``beta^4 / t`` under gradient flow: ``8 / (1 + tau_hi^2)``."""
+    """Predicted limit of ``beta^4 / t`` under gradient flow: ``8 / (1 + tau_hi^2)``.
+
+    Parameters
+    ----------
+    tau_hi : upper end of the prior, in ``(0, 1]``.
+
+    Returns
+    -------
+    float
+    """
     tau_hi = check_real("tau_hi", tau_hi, low=0.0, high=1.0, low_open=True)
     return 8.0 / (1.0 + tau_hi ** 2)
+
+
+# ------------------------------------------------------------------------------------ verdicts
+def growth_share_at_calibration(result: FlowResult, t_cal: Any) -> np.ndarray:
+    """How much of each run's growth of ``log beta`` happened before calibration ended.
+
+    The share is ``(log beta(t_cal) - log beta_min) / (log beta(t_max) - log beta_min)`` with
+    ``beta_min`` the run's smallest recorded scale (a small uncalibrated start first *loses*
+    scale): ``0`` when the scale has not grown at all by ``t_cal``, ``1`` when all of it came first.
+
+    Parameters
+    ----------
+    result : the flow (:func:`integrate_flow`).
+    t_cal : array_like, shape ``(R,)``: :func:`calibration_time` of each run (``nan``: never).
+
+    Returns
+    -------
+    np.ndarray, shape ``(R,)``: the share, ``nan`` for a run that never calibrates or whose scale
+    does not grow (or crosses zero).
+    """
+    t_cal = np.asarray(t_cal, dtype=float).ravel()
+    if t_cal.shape[0] != result.beta.shape[0]:
+        raise ValueError(f"t_cal must have one entry per run ({result.beta.shape[0]}); got {t_cal.size}")
+    out = np.full(t_cal.shape, np.nan)
+    for r, tc in enumerate(t_cal):
+        beta = result.beta[r]
+        if not np.isfinite(tc) or np.any(beta <= 0):
+            continue
+        lo, end = np.log(beta.min()), np.log(beta[-1])
+        if end - lo <= 0:
+            continue
+        at = np.log(interpolate_flow(result, [tc], r)[0][0])
+        out[r] = float(np.clip((at - lo) / (end - lo), 0.0, 1.0))
+    return out
+
+
+def calibration_verdict(share: Any, t_cal_main: float, *, max_share: float = 0.1):
+    """Verdict on "training first calibrates, then grows the scale".
+
+    Parameters
+    ----------
+    share : array_like, shape ``(R,)``: :func:`growth_share_at_calibration` of every run
+        (``nan`` for a run that never calibrates or never grows).
+    t_cal_main : the calibration time of the main start (shown in the sentence).
+    max_share : the largest share of the growth of ``log beta`` that may come before calibration
+        ends for the claim to hold, in ``(0, 1)``.
+
+    Returns
+    -------
+    stumplib.verdicts.Verdict: ``holds`` when every run calibrates and none has made more than
+    ``max_share`` of its growth by then; ``fails`` when some run has made more; ``undecided`` when
+    some run never calibrates within the flow's time (and none fails).
+    """
+    from .verdicts import Verdict, at_most
+
+    max_share = check_real("max_share", max_share, low=0.0, high=1.0, low_open=True, high_open=True)
+    share = np.asarray(share, dtype=float).ravel()
+    if share.size == 0:
+        raise ValueError("share must hold at least one run")
+    done = share[np.isfinite(share)]
+    if done.size == 0:
+        return Verdict("undecided", "no start calibrates within the flow's time.")
+    worst = float(done.max())
+    v = at_most(Estimate(worst, worst, worst), max_share, symbol="s", fmt=".2f")
+    where = f"t ≈ {t_cal_main:.3g}" if np.isfinite(t_cal_main) else "no finite t"
+    text = (f"calibration ends at {where}, before β has made {worst:.0%} of its growth "
+            f"({done.size} starts)")
+    if v.status == "holds" and done.size < share.size:
+        return Verdict("undecided", text + f"; {share.size - done.size} never calibrate.")
+    if v.status == "holds":
+        return Verdict("holds", text + ".")
+    return Verdict("fails", text + f"; the claim needs at most {max_share:.0%}.")
+
+
+def exponent_verdict(fit: Estimate, target: float, *, symbol: str, tol: float, decades: float,
+                     extrapolated: Estimate | None = None, extrapolated_tol: float = 1e-3,
+                     spread: float | None = None, min_decades: float = 6.0):
+    """Verdict on a power law ``y ~ t^target`` measured on a deterministic flow.
+
+    Parameters
+    ----------
+    fit : the fitted exponent with its window interval (:func:`fit_exponent`'s ``.estimate``).
+    target : the claimed exponent (``0.25`` for ``beta``, ``-0.25`` for the RMSE).
+    symbol : the exponent's symbol in the sentence (``"p"``).
+    tol : the largest distance of the fitted exponent from the target that counts as agreement
+        (finite-time corrections bias every finite-window fit).
+    decades : decades of ``t`` in the fit window; fewer than ``min_decades`` cannot decide.
+    extrapolated : the asymptotic exponent (:func:`extrapolate_exponent`), judged with
+        ``extrapolated_tol``; ``None`` to skip.
+    spread : the largest distance from the target over other starts and priors (must be within
+        ``tol``); ``None`` to skip.
+    min_decades : the shortest fit window, in decades, that can decide.
+
+    Returns
+    -------
+    stumplib.verdicts.Verdict: ``holds`` when every part agrees, ``fails`` when every part
+    disagrees, ``partly`` when they differ, ``undecided`` for a short window.
+    """
+    from .verdicts import Verdict, against_target, at_most, combine
+
+    tol = check_real("tol", tol, low=0.0, low_open=True)
+    frac = {0.25: "1/4", -0.25: "-1/4"}.get(round(target, 6), f"{target:g}")
+    if not decades >= min_decades:
+        return Verdict("undecided", f"{symbol}: the fit window spans {decades:.0f} decades of t; "
+                                    f"{min_decades:.0f} are needed to tell {frac} from its "
+                                    f"corrections.")
+    parts = [against_target(fit, target, symbol=symbol, tol=tol, fmt=".3f")]
+    text = f"{symbol} = {fit:.3f} against {frac}"
+    if extrapolated is not None:
+        parts.append(against_target(extrapolated, target, symbol=symbol, tol=extrapolated_tol,
+                                    fmt=".4f"))
+        text += f", extrapolated {extrapolated.value:.4f}"
+    if spread is not None:
+        parts.append(at_most(Estimate(spread, spread, spread), tol, symbol="spread", fmt=".3f"))
+        text += f"; every start within {spread:.3f}"
+    return combine(parts, text + f" (tolerance {tol:g})")

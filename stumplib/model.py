@@ -73,7 +73,15 @@ def estimate(x: torch.Tensor, y: torch.Tensor, beta: Any, b: Any,
              mask: torch.Tensor | None = None) -> torch.Tensor:
     """The estimate ``f = sum_i w_i x_i`` of the context's threshold.
 
-    Shapes as in :func:`attention_weights`; returns shape ``broadcast(beta, x.shape[:-1])``.
+    Parameters
+    ----------
+    x, y : torch.Tensor, shape ``(..., N)``: features and labels of each context.
+    beta, b : attention scale and label score: numbers or tensors broadcastable to ``x.shape[:-1]``.
+    mask : optional bool tensor like ``x``: ``False`` marks padding (no weight).
+
+    Returns
+    -------
+    torch.Tensor, shape ``broadcast(beta, x.shape[:-1])``: the estimate of each context.
     """
     w = attention_weights(x, y, beta, b, mask)
     return (w * x).sum(-1)
@@ -83,6 +91,12 @@ def estimate_and_grad(x: torch.Tensor, y: torch.Tensor, beta: Any, b: Any,
                       mask: torch.Tensor | None = None
                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The estimate and its analytic derivatives.
+
+    Parameters
+    ----------
+    x, y : torch.Tensor, shape ``(..., N)``: features and labels of each context.
+    beta, b : attention scale and label score, broadcastable to ``x.shape[:-1]``.
+    mask : optional bool tensor like ``x``: ``False`` marks padding.
 
     Returns
     -------

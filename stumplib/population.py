@@ -117,12 +117,33 @@ def population_moments(tau: Any, beta: Any, b: Any) -> dict[str, torch.Tensor]:
 
 
 def population_estimate(tau: Any, beta: Any, b: Any) -> torch.Tensor:
-    """The population (``N -> infinity``) estimate ``f_pop(tau; beta, b)``; see :func:`population_moments`."""
+    """The population (``N -> infinity``) estimate ``f_pop(tau; beta, b)``; see
+    :func:`population_moments`.
+
+    Parameters
+    ----------
+    tau : thresholds (number, array or tensor).
+    beta, b : attention scale and label score, broadcastable with ``tau``.
+
+    Returns
+    -------
+    torch.Tensor of the broadcast shape (float64).
+    """
     return population_moments(tau, beta, b)["f"]
 
 
 def population_error(tau: Any, beta: Any, b: Any) -> torch.Tensor:
-    """``f_pop(tau; beta, b) - tau`` without cancellation; see :func:`population_moments`."""
+    """``f_pop(tau; beta, b) - tau`` without cancellation; see :func:`population_moments`.
+
+    Parameters
+    ----------
+    tau : thresholds (number, array or tensor).
+    beta, b : attention scale and label score, broadcastable with ``tau``.
+
+    Returns
+    -------
+    torch.Tensor of the broadcast shape (float64).
+    """
     return population_moments(tau, beta, b)["err"]
 
 
@@ -201,7 +222,18 @@ def population_loss_and_grad(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: flo
 
 def population_loss(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
                     order: int = 8) -> torch.Tensor:
-    """Population loss only; see :func:`population_loss_and_grad`."""
+    """Population loss only; see :func:`population_loss_and_grad`.
+
+    Parameters
+    ----------
+    beta, b : attention scale and label score (numbers or tensors of one shape).
+    tau_lo, tau_hi : the threshold prior.
+    order : Gauss-Legendre order per quadrature panel.
+
+    Returns
+    -------
+    torch.Tensor of the shape of ``beta``: ``E_tau (f_pop - tau)^2``.
+    """
     return population_loss_and_grad(beta, b, tau_lo, tau_hi, order)[0]
 
 

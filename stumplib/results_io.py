@@ -47,7 +47,16 @@ def _check_config(config: Any) -> None:
 
 
 def config_key(config: dict[str, Any]) -> str:
-    """A canonical JSON string of a configuration (sorted keys; tuples become lists)."""
+    """A canonical JSON string of a configuration (sorted keys; tuples become lists).
+
+    Parameters
+    ----------
+    config : a JSON-serialisable mapping.
+
+    Returns
+    -------
+    str
+    """
     _check_config(config)
     return json.dumps(config, sort_keys=True, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
 
@@ -57,6 +66,16 @@ def save_results(path: str | os.PathLike, arrays: dict[str, np.ndarray], config:
 
     The data go to a temporary file in the same folder, which then replaces ``path`` in one
     ``os.replace``: an interrupt leaves either the old file or the new one, never half of one.
+
+    Parameters
+    ----------
+    path : the ``.npz`` file to write.
+    arrays : name -> array.
+    config : the JSON-serialisable configuration the arrays were computed from.
+
+    Returns
+    -------
+    pathlib.Path of the written file.
     """
     path = _check_path(path)
     _check_config(config)
@@ -88,7 +107,17 @@ def _write(path: Path, arrays: dict[str, np.ndarray], config: dict[str, Any]) ->
 
 def load_results(path: str | os.PathLike, config: dict[str, Any]) -> dict[str, np.ndarray] | None:
     """Reload arrays saved by :func:`save_results` if the file exists and its configuration equals
-    ``config``; otherwise ``None`` (the caller recomputes). Unreadable files also give ``None``."""
+    ``config``; otherwise ``None`` (the caller recomputes). Unreadable files also give ``None``.
+
+    Parameters
+    ----------
+    path : the ``.npz`` file.
+    config : the configuration the caller needs.
+
+    Returns
+    -------
+    dict of numpy arrays, or ``None``.
+    """
     path = _check_path(path)
     _check_config(config)
     if not path.exists():

@@ -18,6 +18,12 @@ changed. This extension adds the two things neither knows about:
    page is written. Whenever a notebook is re-read, every page that glues from it is re-read too,
    so it never shows values of an older execution.
 
+3. **Executed notebooks for the reader.** Jupyter Book's download button serves the committed
+   notebook, which has no outputs. Every notebook page gets a link "Download the executed notebook
+   (with outputs)" under its title, and at the end of the build the executed notebooks that
+   myst-nb wrote to ``_build/jupyter_execute`` are copied into the site as
+   ``_executed/<docname>.ipynb``, where the link points.
+
 At the end of every build the extension logs which notebooks were executed in this build (with
 their run times) and which were reused from the cache, e.g.::
 
@@ -39,6 +45,8 @@ from sphinx.util import logging
 logger = logging.getLogger(__name__)
 
 STAMP_ENV_ATTR = "stumpbook_exec_stamp"
+#: folder of the site that holds the executed notebooks
+EXECUTED_DIR = "_executed"
 GLUE_REFS_ENV_ATTR = "stumpbook_glue_refs"
 
 
@@ -232,6 +240,47 @@ def _build_finished(app, exception) -> None:
                 + f"; build took {time.time() - t0:.1f} s")
 
 
+def executed_notebook_href(docname: str) -> str:
+    """Relative URL, from the page of ``docname``, of its executed notebook in the site."""
+    return "../" * docname.count("/") + f"{EXECUTED_DIR}/{docname}.ipynb"
+
+
+def _add_executed_link(app, doctree, docname: str) -> None:
+    """Put a link to the executed notebook under the title of every notebook page (HTML only)."""
+    from docutils import nodes
+
+    if app.builder.format != "html" or not _is_notebook(app.env, docname):
+        return
+    href = executed_notebook_href(docname)
+    html = (f'<p class="executed-notebook"><a href="{href}" download>Download the executed '
+            f'notebook</a> (with its outputs, as this page was built)</p>')
+    raw = nodes.raw("", html, format="html")
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if section is not None and section.children and isinstance(section[0], nodes.title):
+        section.insert(1, raw)
+    else:
+        doctree.insert(0, raw)
+
+
+def _copy_executed(app, exception) -> None:
+    """Copy every executed notebook (``_build/jupyter_execute/**.ipynb``) into the site."""
+    if exception is not None or app.builder.format != "html":
+        return
+    src = Path(app.outdir).parent / "jupyter_execute"
+    dst = Path(app.outdir) / EXECUTED_DIR
+    n = 0
+    for d in sorted(app.env.found_docs):
+        if not _is_notebook(app.env, d):
+            continue
+        f = src / f"{d}.ipynb"
+        if f.is_file():
+            out = dst / f"{d}.ipynb"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, out)
+            n += 1
+    logger.info(f"stumpbook: copied {n} executed notebooks to {dst}")
+
+
 def setup(app) -> dict[str, Any]:
     # after myst-nb's own builder-inited handler, which resolves the execution cache path
     app.connect("builder-inited", _builder_inited, priority=900)
@@ -241,5 +290,7 @@ def setup(app) -> dict[str, Any]:
     app.connect("env-purge-doc", _env_purge_doc)
     app.connect("env-merge-info", _env_merge_info)
     app.connect("build-finished", _build_finished)
+    app.connect("doctree-resolved", _add_executed_link)
+    app.connect("build-finished", _copy_executed)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True,
             "env_version": 1}

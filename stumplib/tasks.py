@@ -20,6 +20,15 @@ def sample_thresholds(num_tasks: int, tau_lo: float = 0.2, tau_hi: float = 0.8, 
                       generator: torch.Generator | None = None) -> torch.Tensor:
     """Draw thresholds from the uniform prior ``U[tau_lo, tau_hi]``.
 
+    Parameters
+    ----------
+    num_tasks : number of thresholds (>= 1).
+    tau_lo, tau_hi : the prior, ``0 <= tau_lo < tau_hi <= 1``.
+    seed : seed of the draw (ignored when ``generator`` is given).
+    device : ``"auto"``, ``"cpu"``, ``"cuda"``, ... (:func:`stumplib.device.resolve_device`).
+    dtype : floating dtype of the result.
+    generator : an explicit :class:`torch.Generator` to draw from.
+
     Returns
     -------
     tau : torch.Tensor, shape ``(num_tasks,)``
@@ -39,6 +48,10 @@ def labels(x: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
     ----------
     x : shape ``(..., n)``
     tau : shape ``(...)`` (one threshold per context), broadcastable to ``x.shape[:-1]``
+
+    Returns
+    -------
+    torch.Tensor like ``x``: 1 where ``x >= tau``, else 0.
     """
     for name, v in (("x", x), ("tau", tau)):
         if not torch.is_tensor(v):
@@ -85,6 +98,14 @@ def sample_tasks(m: int, n: int, tau_lo: float = 0.2, tau_hi: float = 0.8, *, se
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """A pretraining corpus: ``m`` tasks from the prior, ``n`` labelled examples each.
 
+    Parameters
+    ----------
+    m : number of tasks (>= 1).
+    n : examples per task (>= 1).
+    tau_lo, tau_hi : the threshold prior, ``0 <= tau_lo < tau_hi <= 1``.
+    seed : seed of every draw.
+    device, dtype : where and in which floating type the tensors live.
+
     Returns
     -------
     tau : shape ``(m,)``; x, y : shape ``(m, n)``
@@ -104,6 +125,14 @@ def reflect(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
 
     A context with threshold ``tau`` maps to one with threshold ``1 - tau`` and the same inequality
     direction (up to the measure-zero tie ``x = tau``).
+
+    Parameters
+    ----------
+    x, y : torch.Tensor of the same shape: features and labels.
+
+    Returns
+    -------
+    (1 - x, 1 - y) : the reflected context.
     """
     for name, v in (("x", x), ("y", y)):
         if not torch.is_tensor(v):

@@ -30,6 +30,21 @@ def check_int(name: str, value: Any, *, minimum: int = 1, maximum: int | None = 
 
     Booleans and floats (even integral ones such as ``3.0``) are rejected: a size given as a float
     is usually a mistake.
+
+    Parameters
+    ----------
+    name : the parameter's name, used in the error message.
+    value : the value to check.
+    minimum, maximum : the allowed range (``maximum=None``: no upper limit).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        naming ``name`` and the allowed range.
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Integral, np.integer)):
         raise ValueError(f"{name} must be an integer >= {minimum}"
@@ -48,6 +63,22 @@ def check_real(name: str, value: Any, *, low: float = -math.inf, high: float = m
 
     ``low_open`` / ``high_open`` make the corresponding end exclusive. NaN and infinities are
     always rejected.
+
+    Parameters
+    ----------
+    name : the parameter's name, used in the error message.
+    value : the value to check.
+    low, high : the interval's ends.
+    low_open, high_open : whether each end is excluded.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        naming ``name`` and the allowed range.
     """
     lo_b = "(" if low_open else "["
     hi_b = ")" if high_open else "]"
@@ -66,7 +97,16 @@ def check_real(name: str, value: Any, *, low: float = -math.inf, high: float = m
 
 
 def check_prior(tau_lo: Any, tau_hi: Any) -> tuple[float, float]:
-    """Check a uniform threshold prior ``[tau_lo, tau_hi]`` with ``0 <= tau_lo < tau_hi <= 1``."""
+    """Check a uniform threshold prior ``[tau_lo, tau_hi]`` with ``0 <= tau_lo < tau_hi <= 1``.
+
+    Parameters
+    ----------
+    tau_lo, tau_hi : the prior's ends.
+
+    Returns
+    -------
+    (tau_lo, tau_hi) as floats.
+    """
     lo = check_real("tau_lo", tau_lo, low=0.0, high=1.0)
     hi = check_real("tau_hi", tau_hi, low=0.0, high=1.0)
     if not lo < hi:
@@ -76,21 +116,52 @@ def check_prior(tau_lo: Any, tau_hi: Any) -> tuple[float, float]:
 
 
 def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
-    """Return ``value`` if it is one of ``choices`` (strings)."""
+    """Return ``value`` if it is one of ``choices`` (strings).
+
+    Parameters
+    ----------
+    name : the parameter's name, used in the error message.
+    value : the value to check.
+    choices : the allowed strings.
+
+    Returns
+    -------
+    str
+    """
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {list(choices)}; got {value!r}")
     return value
 
 
 def check_bool(name: str, value: Any) -> bool:
-    """Return ``value`` if it is ``True`` or ``False`` (not a number, not a string)."""
+    """Return ``value`` if it is ``True`` or ``False`` (not a number, not a string).
+
+    Parameters
+    ----------
+    name : the parameter's name, used in the error message.
+    value : the value to check.
+
+    Returns
+    -------
+    bool
+    """
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False; got {value!r}")
     return bool(value)
 
 
 def check_tensor_finite(name: str, value: torch.Tensor) -> torch.Tensor:
-    """Raise if a tensor holds NaN or infinite entries."""
+    """Raise if a tensor holds NaN or infinite entries.
+
+    Parameters
+    ----------
+    name : the parameter's name, used in the error message.
+    value : the value to check.
+
+    Returns
+    -------
+    torch.Tensor: ``value`` itself.
+    """
     if not torch.is_tensor(value):
         raise ValueError(f"{name} must be a torch tensor; got {type(value).__name__}")
     if value.is_floating_point() and not bool(torch.isfinite(value).all()):
@@ -104,6 +175,17 @@ def as_real_tensor(name: str, value: Any, *, dtype: torch.dtype | None = None,
 
     ``None``, strings, booleans, complex or non-numeric values, and NaN / inf entries raise
     :class:`ValueError`.
+
+    Parameters
+    ----------
+    name : the parameter's name, used in the error message.
+    value : the value to check.
+    dtype : floating dtype (``None``: the default dtype).
+    device : target device (``None``: the tensor's own, or the CPU).
+
+    Returns
+    -------
+    torch.Tensor
     """
     if value is None or isinstance(value, (str, bytes, bool, np.bool_, complex)):
         raise ValueError(f"{name} must be a finite real number or a tensor of them; got {value!r}")
@@ -123,6 +205,17 @@ def check_grid(name: str, values: Iterable[Any], *, kind: str = "int", minimum: 
 
     Each entry is checked like :func:`check_int` / :func:`check_real` and the error names the
     entry, e.g. ``m_grid[2]``.
+
+    Parameters
+    ----------
+    name : the grid's name, used in the error message.
+    values : the grid (an iterable).
+    kind : ``"int"`` or ``"real"``.
+    minimum, maximum : the allowed range of every entry.
+
+    Returns
+    -------
+    list of the checked entries.
     """
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise ValueError(f"{name} must be a non-empty list of {'integers' if kind == 'int' else 'numbers'}"

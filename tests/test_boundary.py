@@ -7,7 +7,7 @@ import torch
 
 from stumplib.boundary import (ESTIMATORS, boundary_excess, combine, estimate_all, exact_mse,
                                interior_ratio, mse_profile, profile_errors, reflected_estimate,
-                               side_empty_probability)
+                               side_empty_probability, threshold_grid)
 from stumplib.stats import Estimate, ratio_of_means
 from stumplib.baselines import max_negative, midpoint
 from stumplib.model import estimate
@@ -227,3 +227,38 @@ def test_bad_inputs():
         interior_ratio(err, err[:, :3], tau)
     with pytest.raises(ValueError, match="tau_lo"):
         interior_ratio(err, err, tau, interior=(0.8, 0.2))
+
+
+def test_boundary_excess_interval_is_a_bootstrap_over_contexts():
+    """The interval brackets the value and narrows like 1/sqrt(C) (4x contexts: about half)."""
+    N = 32
+    tau = threshold_grid(41, N)
+    widths = []
+    for C in (500, 2000):
+        x = torch.rand(C, N, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+        err = profile_errors(x, tau, 1e4 * N, 1.1e4 * N, ("one-head",))
+        r = boundary_excess(err["one-head"], tau, N, n_boot=400, seed=1)
+        assert r.lo <= r.value <= r.hi
+        widths.append(r.hi - r.lo)
+    assert 0.3 < widths[1] / widths[0] < 0.8
+
+
+def test_chapter5_verdicts_branches():
+    from stumplib.boundary import (onehead_boundary_verdict, sym_bayes_verdict,
+                                   sym_interior_verdict, sym_trained_verdict)
+    from stumplib.stats import Estimate
+
+    E = lambda v, lo, hi: Estimate(v, lo, hi, "bootstrap")  # noqa: E731
+    assert onehead_boundary_verdict(E(300, 250, 350), 320).status == "holds"
+    assert onehead_boundary_verdict(E(2, 1.5, 2.5), 320).status == "fails"
+    assert onehead_boundary_verdict(E(9, 5, 20), 320).status == "undecided"
+    four, lim4, lim5 = E(4.1, 4.05, 4.15), E(4.0, 3.95, 4.05), E(5.0, 4.9, 5.1)
+    assert sym_interior_verdict(four, lim4, beta_per_N=20).status == "holds"
+    assert sym_interior_verdict(four, lim5, beta_per_N=20).status == "partly"
+    assert sym_interior_verdict(lim5, lim5, beta_per_N=20).status == "fails"
+    assert "20N" in sym_interior_verdict(four, lim4, beta_per_N=20).sentence
+    one, lim1 = E(1.01, 1.005, 1.015), E(1.0, 0.999, 1.001)
+    assert sym_bayes_verdict(one, lim1, beta_per_N=20).status == "holds"
+    assert sym_bayes_verdict(E(2, 1.9, 2.1), E(2, 1.9, 2.1), beta_per_N=20).status == "fails"
+    assert sym_trained_verdict(E(9, 8, 10), one, beta_over_N=0.5).status == "holds"
+    assert sym_trained_verdict(E(2, 1.5, 2.5), one, beta_over_N=0.5).status == "fails"

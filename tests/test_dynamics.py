@@ -240,3 +240,49 @@ def test_gd_on_cuda_matches_cpu():
     a = D.population_gd(5.0, 0.0, 1.0, 30, n_records=5, device="cpu")
     b = D.population_gd(5.0, 0.0, 1.0, 30, n_records=5, device="cuda")
     np.testing.assert_allclose(a.beta, b.beta, rtol=1e-10)
+
+
+# ------------------------------------------------------------------------------------ verdicts
+def _synthetic_flow(beta_rows):
+    t = np.concatenate([[0.0], np.logspace(-2, 8, 61)])
+    beta = np.array([f(t) for f in beta_rows])
+    z = np.zeros_like(beta)
+    return D.FlowResult(t=t, beta=beta, b=beta * 0.9, loss=1 / beta ** 2, dbeta_dt=z, db_dt=z,
+                        beta0=beta[:, 0], b0=beta[:, 0] * 0.9, tau_lo=0.2, tau_hi=0.8)
+
+
+def test_growth_share_is_the_fraction_of_log_growth_before_t_cal():
+    # beta = 2 (1 + t)^(1/4): log growth from log 2 to log 2 + log(1 + 1e8)/4
+    flow = _synthetic_flow([lambda t: 2 * (1 + t) ** 0.25, lambda t: 2 * (1 + t) ** 0.25])
+    share = D.growth_share_at_calibration(flow, [0.0, 1e4])
+    assert share[0] == pytest.approx(0.0, abs=1e-12)
+    # interpolation is linear in log(1 + t): exact for log beta here
+    assert share[1] == pytest.approx(np.log(1 + 1e4) / np.log(1 + 1e8), rel=1e-6)
+    assert np.isnan(D.growth_share_at_calibration(flow, [np.nan, 1.0])[0])
+    with pytest.raises(ValueError, match="t_cal"):
+        D.growth_share_at_calibration(flow, [1.0])
+
+
+def test_calibration_verdict_branches():
+    assert D.calibration_verdict([0.0, 0.05], 3.0).status == "holds"
+    assert D.calibration_verdict([0.0, 0.5], 3.0).status == "fails"
+    assert D.calibration_verdict([0.0, np.nan], 3.0).status == "undecided"
+    assert D.calibration_verdict([np.nan], np.nan).status == "undecided"
+    assert "5%" in D.calibration_verdict([0.0, 0.05], 3.0).sentence
+    with pytest.raises(ValueError, match="max_share"):
+        D.calibration_verdict([0.0], 1.0, max_share=1.5)
+
+
+def test_exponent_verdict_branches():
+    from stumplib.stats import Estimate
+
+    good = Estimate(0.251, 0.2505, 0.252, "windows")
+    far = Estimate(0.35, 0.34, 0.36, "windows")
+    inf_good = Estimate(0.2500, 0.2499, 0.2501, "windows")
+    inf_bad = Estimate(0.27, 0.269, 0.271, "windows")
+    kw = dict(symbol="p", tol=0.03, decades=8.0)
+    assert D.exponent_verdict(good, 0.25, extrapolated=inf_good, spread=0.01, **kw).status == "holds"
+    assert D.exponent_verdict(far, 0.25, extrapolated=inf_bad, spread=0.1, **kw).status == "fails"
+    assert D.exponent_verdict(good, 0.25, extrapolated=inf_bad, **kw).status == "partly"
+    assert D.exponent_verdict(good, 0.25, symbol="p", tol=0.03, decades=3.0).status == "undecided"
+    assert "1/4" in D.exponent_verdict(good, 0.25, **kw).sentence

@@ -14,14 +14,18 @@ only works from ``file://`` or at a server's root fails here. For every HTML pag
 - no script error, and the page does not overflow horizontally;
 - every same-origin request of the page (style sheets, scripts, images) answers HTTP 200 and stays
   under the sub-path;
-- every figure fits the text column and is legible: not narrower than about 300 px per panel
-  (panels counted from the image's size in inches at its stored dpi, 6.4 in per panel, the book's
-  style) and its tick labels render at >= 6 px;
+- every figure fits the text column and is legible: not narrower than about 280 px per panel
+  (panels counted from the image's size in inches at its stored dpi, 3.5 in per panel: two
+  panels share the 7-inch column) and its 9 pt text renders at >= 11 CSS px;
+- no visible code box scrolls sideways, and no cache log or set-up status line is on any page;
 - every table fits its container, or sits in the theme's horizontal scroll wrapper
   (pydata-sphinx-theme's ``.pst-scrollable-table-container``, ``overflow-x: auto``) that itself
   fits the text column: the page never scrolls sideways and a wide table scrolls inside the column;
 
-then, over the whole site: every internal URL (links, images, download links such as the
+then, over the whole site: the landing page's two dashboards fit one 1280 x 900 screen with a
+status badge, a key number and a short reason in every row; every chapter links its executed
+notebook, which loads and holds outputs; the reference page lists every public function of
+``stumplib``'s modules; every internal URL (links, images, download links such as the
 ``.ipynb`` source downloads) answers HTTP 200 under the sub-path, and the search page
 (``search.html?q=...``) loads its index and lists results whose links load. It saves a full-page screenshot to ``_build/screenshots/<page>.png``.
 
@@ -287,11 +291,19 @@ async () => {
         .filter(e => e.getBoundingClientRect().top < top)
         .reduce((a, e) => a + e.getBoundingClientRect().height, 0);
     })(),
-    claimsTable: (() => {
-      const h = Array.from(document.querySelectorAll('h2')).find(e => e.textContent.trim().startsWith('Claims and verdicts'));
-      const t = h && h.closest('section') && h.closest('section').querySelector('table');
-      return t ? Array.from(t.querySelectorAll('tr')).map(tr => Array.from(tr.children).map(td => td.innerText.trim())) : [];
-    })(),
+    dashboards: Array.from(document.querySelectorAll('table.dashboard')).map(t => {
+      const r = t.getBoundingClientRect();
+      return {id: t.id || (t.closest('[id]') || {}).id || '', height: r.height, width: r.width,
+              parentWidth: t.parentElement.clientWidth,
+              rows: Array.from(t.querySelectorAll('tr')).map(tr => Array.from(tr.children).map(td => td.innerText.trim())),
+              badges: Array.from(t.querySelectorAll('.status-badge')).map(b => b.textContent.trim())};
+    }),
+    codeOverflow: Array.from(document.querySelectorAll('div.highlight pre'))
+        .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
+        .map(e => e.innerText.split('\n').reduce((a, l) => l.length > a.length ? l : a, '').slice(0, 100)),
+    executedLinks: Array.from(document.querySelectorAll('p.executed-notebook a[href]')).map(a => a.href),
+    verdictBadges: Array.from(document.querySelectorAll('.admonition.verdict .status-badge')).map(b => b.textContent.trim()),
+    apiEntries: Array.from(document.querySelectorAll('dl.py dt[id]')).map(dt => dt.id),
   };
 }
 """
@@ -349,7 +361,11 @@ def facts(server, browser):
             if "Timeout" not in type(exc).__name__:
                 raise
         page.evaluate(_JS_WAIT_MATH)
-        page.screenshot(path=str(SHOTS / f"{_page_id(rel)}.png"), full_page=True)
+        try:
+            page.screenshot(path=str(SHOTS / f"{_page_id(rel)}.png"), full_page=True)
+        except Exception:  # noqa: BLE001 - a page taller than Chromium's largest image (the
+            # reference page): the first screen only
+            page.screenshot(path=str(SHOTS / f"{_page_id(rel)}.png"), full_page=False)
         f = page.evaluate(_JS_PAGE_FACTS)
         f["pageErrors"] = [e for e in errors if not any(k in e for k in errors_ignored)]
         f["badHttp"] = bad_http
@@ -369,7 +385,8 @@ def _params():
 def test_site_has_the_book_pages():
     if not PAGES:
         pytest.skip(f"no built site at {SITE}")
-    for name in ("intro.html", "notation.html", "bibliography.html", "chapters/01_setup.html",
+    for name in ("intro.html", "notation.html", "bibliography.html", "reference.html",
+                 "build_record.html", "chapters/01_setup.html",
                  "chapters/02_population_dynamics.html", "chapters/03_finite_corpus.html",
                  "chapters/04_error_bound.html", "chapters/05_boundary_symmetrization.html",
                  "chapters/06_positional_semantic.html"):
@@ -462,21 +479,111 @@ def test_no_horizontal_overflow(rel, facts):
         f"{rel}: the page scrolls sideways ({f['scrollWidth']} > {f['clientWidth']} px); wide: {f['wide']}")
 
 
-def test_landing_page_claims_table_is_filled(facts):
-    """Every row of the claims table shows a glued measurement (a number) and a verdict: a glue key
-    a chapter does not publish leaves its cell empty (Sphinx only warns), and this fails."""
+#: the landing page's two dashboards: the papers' claims and our own findings
+DASHBOARD_HEADER = ["claim", "status", "key number", "why", "ch."]
+STATUSES = {"holds", "fails", "undecided", "partly"}
+#: a reason cell is one line of prose: about 15 words (a little slack for symbols)
+MAX_REASON_WORDS = 22
+MAX_DASHBOARD_ROWS = 12
+
+
+def test_landing_page_dashboards_fit_one_screen(facts):
+    """Two dashboards (claims, findings): at most 12 rows each, every cell filled from the
+    chapters (a glue key a chapter does not publish leaves its cell empty: Sphinx only warns), a
+    status word rendered as a badge, a key number, a short reason, a chapter link; each table as
+    tall as one 1280 x 900 screen at most and as wide as its container."""
     if "intro.html" not in PAGES:
         pytest.skip("no intro.html in the built site")
-    rows = facts("intro.html")["claimsTable"]
-    assert rows, "no claims table under the 'Claims and verdicts' heading of the landing page"
-    header, body = rows[0], rows[1:]
-    assert [h.lower().split(" [")[0] for h in header] == ["claim", "measured", "value", "verdict"], header
-    assert len(body) >= 10, f"claims table has only {len(body)} rows"
-    for cells in body:
-        claim, measured, value, verdict = cells
-        assert re.search(r"\d", value), f"row without a glued value: {cells}"
-        assert re.search(r"ch\. \d", measured), f"row without a chapter link: {cells}"
-        assert len(verdict) >= 3, f"row without a verdict: {cells}"
+    boards = facts("intro.html")["dashboards"]
+    assert len(boards) == 2, f"expected two dashboards on the landing page, found {len(boards)}"
+    for t in boards:
+        header, body = t["rows"][0], t["rows"][1:]
+        assert [h.lower() for h in header] == DASHBOARD_HEADER, header
+        assert 3 <= len(body) <= MAX_DASHBOARD_ROWS, f"{t['id']}: {len(body)} rows"
+        for claim, status, key, why, ch in body:
+            assert status in STATUSES, f"{t['id']}: status {status!r} in row {claim!r}"
+            assert re.search(r"\d", key), f"{t['id']}: no key number in row {claim!r}: {key!r}"
+            assert 3 <= len(why.split()) <= MAX_REASON_WORDS, (
+                f"{t['id']}: reason of {len(why.split())} words in row {claim!r}: {why!r}")
+            assert re.fullmatch(r"\d", ch), f"{t['id']}: chapter cell {ch!r} in row {claim!r}"
+        assert len(t["badges"]) == len(body), f"{t['id']}: status words not rendered as badges"
+        assert t["height"] <= VIEWPORT["height"], (
+            f"{t['id']}: {t['height']:.0f} px tall, more than one screen ({VIEWPORT['height']} px)")
+        assert t["width"] <= t["parentWidth"] + 1, f"{t['id']}: needs sideways scrolling"
+
+
+#: plumbing a reader must not see: cache logs of stumplib.book.cached and set-up status lines
+PLUMBING = [
+    (re.compile(r"\w+: (reloaded|computed in [\d.]+ s, stored as) \S+\.npz"), "a cache log"),
+    (re.compile(r"profile=\w+\s+device=\S+"), "a set-up status line"),
+]
+
+
+@pytest.mark.parametrize("rel", _params())
+def test_no_plumbing_on_the_page(rel, facts):
+    f = facts(rel)
+    bad = [(why, m.group(0)) for rx, why in PLUMBING for m in [rx.search(f["outputText"] + "\n"
+                                                                          + f["text"])] if m]
+    assert not bad, f"{rel}: plumbing on the page: {bad}"
+
+
+@pytest.mark.parametrize("rel", _params())
+def test_no_code_box_overflows(rel, facts):
+    """Every visible code box shows its longest line without a horizontal scroll bar."""
+    f = facts(rel)
+    assert not f["codeOverflow"], f"{rel}: code boxes scroll sideways; longest lines: {f['codeOverflow']}"
+
+
+def _is_chapter(rel: str) -> bool:
+    return rel.startswith("chapters/") and rel.endswith(".html")
+
+
+def test_chapters_link_their_executed_notebooks_with_outputs(facts, server):
+    """Each chapter page links its executed notebook, which loads and holds outputs (the theme's
+    own download button serves the committed notebook, without outputs)."""
+    import json
+
+    chapters = [p for p in PAGES if _is_chapter(p)]
+    if not chapters:
+        pytest.skip("no chapter pages in the built site")
+    for rel in chapters:
+        links = facts(rel)["executedLinks"]
+        assert len(links) == 1, f"{rel}: expected one executed-notebook link, found {links}"
+        url = links[0]
+        assert url.startswith(server) and url.endswith(".ipynb"), url
+        with urllib.request.urlopen(url, timeout=30) as r:
+            nb = json.loads(r.read().decode())
+        outs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+        assert outs, f"{rel}: the executed notebook {url} has no outputs"
+
+
+def test_verdict_boxes_show_badges(facts):
+    """The chapters that state a verdict show it with a status badge in their verdict box."""
+    for rel in ("chapters/02_population_dynamics.html", "chapters/05_boundary_symmetrization.html"):
+        if rel not in PAGES:
+            continue
+        badges = facts(rel)["verdictBadges"]
+        assert badges and set(badges) <= STATUSES, f"{rel}: verdict box badges {badges}"
+
+
+def test_reference_page_lists_the_public_functions(facts):
+    """reference.html documents every public function and class of the library's modules."""
+    import importlib
+    import inspect
+
+    if "reference.html" not in PAGES:
+        pytest.skip("no reference.html in the built site")
+    entries = set(facts("reference.html")["apiEntries"])
+    missing = []
+    for mod in ("model", "tasks", "baselines", "population", "dynamics", "boundary", "stats",
+                "verdicts", "book", "style", "validation", "device", "results_io"):
+        m = importlib.import_module(f"stumplib.{mod}")
+        for name in getattr(m, "__all__", []):
+            obj = getattr(m, name)
+            if (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == m.__name__:
+                if f"stumplib.{mod}.{name}" not in entries:
+                    missing.append(f"stumplib.{mod}.{name}")
+    assert not missing, f"reference.html lacks {len(missing)} public names: {missing[:20]}"
 
 
 # ------------------------------------------------------------------ served under a sub-path
@@ -543,13 +650,14 @@ def test_search_page_finds_pages(server, browser):
 
 
 # ------------------------------------------------------------------ figures and tables
-#: the book's panel width (stumplib.style.figure: 6.4 in per panel) and its smallest font (the
-#: legend, 9 pt; tick labels 9.5 pt)
-PANEL_INCHES = 6.4
+#: the book's panel width (stumplib.style: two panels share the 7-inch column) and its smallest
+#: font (the legend, 9 pt; tick labels 9.5 pt)
+PANEL_INCHES = 3.5
 SMALLEST_FONT_PT = 9.0
-#: a figure is legible when each panel gets about this many CSS px and its smallest text this many
-MIN_PX_PER_PANEL = 300
-MIN_FONT_PX = 6.0
+#: a figure is legible when each panel gets about this many CSS px and its smallest text renders
+#: at about its point size (9 pt = 12 CSS px; a little shrinking is tolerated)
+MIN_PX_PER_PANEL = 280
+MIN_FONT_PX = 11.0
 
 
 @functools.lru_cache(maxsize=None)
@@ -630,10 +738,8 @@ def test_tables_do_not_overflow(rel, facts):
             bad.append(f"{t['label']!r}: {t['width']:.0f} px in a {t['parentWidth']} px container "
                        f"(scroll wrapper: {t['wrapper']})")
     assert not bad, f"{rel}: tables overflow: {bad}"
-    if rel in ("intro.html", "index.html"):
-        # the landing page's claims table is the book's summary: all four columns in view
-        claims = [t for t in f["tables"] if t["label"].startswith("claims-and-verdicts")]
-        for t in claims:
-            assert t["width"] <= t["parentWidth"] + 1, (
-                f"{rel}: the claims table needs sideways scrolling ({t['width']:.0f} px in "
-                f"{t['parentWidth']} px)")
+    for t in f["dashboards"]:
+        # the landing page's dashboards are the book's summary: every column in view
+        assert t["width"] <= t["parentWidth"] + 1, (
+            f"{rel}: the dashboard {t['id']} needs sideways scrolling ({t['width']:.0f} px in "
+            f"{t['parentWidth']} px)")

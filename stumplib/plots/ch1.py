@@ -10,7 +10,7 @@ from ..model import attention_weights, estimate
 def weights(x, y, betas, c, tau=0.5):
     """Attention weights over one context (``x``, ``y`` of shape ``(1, N)``) for each scale in
     ``betas`` (four panels, 2 x 2) at the fixed ratio ``c = b / beta``."""
-    fig, axes = style.figure(ncols=2, nrows=2, width=3.7, height=2.7, sharey=True, sharex=True)
+    fig, axes = style.figure(ncols=2, nrows=2, height=2.5, sharey=True, sharex=True)
     xs, ys = x[0].cpu().numpy(), y[0].cpu().numpy()
     for ax, beta in zip(axes.ravel(), betas):
         w = attention_weights(x, y, beta, c * beta)[0].cpu().numpy()
@@ -27,7 +27,7 @@ def weights(x, y, betas, c, tau=0.5):
         ax.set_xlabel(r"feature $x_i$")
     for ax in axes[:, 0]:
         ax.set_ylabel(r"attention weight $w_i$")
-    axes[0, 0].legend(loc="upper left", fontsize=8)
+    axes[0, 0].legend(loc="upper left")
     plt.close(fig)
     return fig
 
@@ -36,7 +36,7 @@ def estimator(taus, R, betas, c, N, tau_lo, tau_hi):
     """The estimate against the threshold: mean, 10-90% band and exact population curve per scale
     (``R`` from chapter 1's cached computation), three single contexts at the largest scale."""
     cols = [style.COLORS[k] for k in ("beta small", "beta mid", "beta large")]
-    fig, ax = style.figure(width=7.0, height=4.4)
+    fig, ax = style.figure(height=3.9)
     ax.plot([0, 1], [0, 1], color="0.6", lw=1, label=r"$f = \tau$")
     for i, (beta, col) in enumerate(zip(betas, cols)):
         ax.fill_between(taus, R["q10"][i], R["q90"][i], color=col, alpha=0.18, lw=0)

@@ -16,7 +16,7 @@ def trajectory(flow, starts, t_cal, field, tau_lo, tau_hi, lb_top):
     """Trajectories in the ``(c, log10 beta)`` plane over the streamlines of the gradient field."""
     u = field["dc_dt"] / field["speed"]
     v = field["dlnbeta_dt"] / np.log(10) / field["speed"]
-    fig, ax = style.figure(width=7.2, height=5.0)
+    fig, ax = style.figure(height=4.6)
     strm = ax.streamplot(field["c"][0], np.log10(field["beta"][:, 0]), u, v,
                          color=np.log10(field["speed"]), cmap="Greys", density=1.1, linewidth=0.7,
                          arrowsize=0.8)
@@ -44,7 +44,7 @@ def trajectory(flow, starts, t_cal, field, tau_lo, tau_hi, lb_top):
     ax.set_ylim(-0.35, lb_top)
     ax.set_xlabel(r"relative label score $c = b/\beta$")
     ax.set_ylabel(r"attention scale $\log_{10}\beta$")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper left")
     plt.close(fig)
     return fig
 
@@ -101,7 +101,7 @@ def gd(flow, gd_res, lrs, fracs):
     axes[0].set_yticks(yt); axes[0].set_yticklabels([f"{v:g}" for v in yt])
     axes[0].yaxis.set_minor_formatter(plt.NullFormatter())
     axes[1].axhline(flow.tau_hi, color="k", lw=0.8); axes[1].set_ylabel(r"relative label score $c$")
-    axes[1].legend(fontsize=8)
+    axes[1].legend()
     style.label_panels(axes)
     plt.close(fig)
     return fig
@@ -121,10 +121,10 @@ def constants(prior_flows):
         axes[2].loglog(fl.t[late], D.valley_c(fl.beta[0][late], hi) - hi, color="k", ls=":", lw=1.3,
                        label=r"$\log(\tau_{hi}\beta(t)/2)/\beta(t)$" if j == 0 else None)
     axes[0].set_ylim(0, 8.5); axes[0].axhline(8, color="k", lw=0.8, ls="--", label="naive 8")
-    axes[0].set_ylabel(r"$\beta^4 / t$"); axes[0].legend(fontsize=8)
+    axes[0].set_ylabel(r"$\beta^4 / t$"); axes[0].legend()
     axes[1].axhline(1, color="k", lw=0.8); axes[1].set_ylim(0, 1.8)
     axes[1].set_ylabel(r"$\beta\cdot\mathrm{RMSE}$")
-    axes[2].set_ylabel(r"calibration margin $c(t) - \tau_{hi}$"); axes[2].legend(fontsize=8)
+    axes[2].set_ylabel(r"calibration margin $c(t) - \tau_{hi}$"); axes[2].legend()
     for a in axes:
         a.set_xlabel("flow time $t$")
     style.label_panels(axes)

@@ -15,7 +15,7 @@ def profiles(PROF, head, N_grid, N_ref):
     ``N`` (2 + 1 panels). ``PROF[head, N]`` holds ``tau``, ``beta``, ``b`` and per estimator
     ``(mse, se)`` (chapter 5's profile records)."""
     C = style.COLORS
-    fig, axes = style.panels(3, width=3.9, height=3.1)
+    fig, axes = style.panels(3, height=3.0)
     pair = [N_grid[0], N_ref] if N_ref != N_grid[0] else [N_grid[0], N_grid[-1]]
     for ax, N in zip(axes[:2], pair):
         rec = PROF[head, N]
@@ -31,12 +31,12 @@ def profiles(PROF, head, N_grid, N_ref):
         ax.axhline(2.0, color="0.5", lw=0.8, ls="-.")
         ax.axhline(0.5, color="0.5", lw=0.8, ls="-.")
         ax.set_yscale("log")
-        ax.set_ylim(1e-2, 2 * N ** 2)
+        ax.set_ylim(1e-3, 2 * N ** 2)  # room for the legend below the Bayes level
         ax.set_xlabel(r"threshold $\tau$")
         ax.set_title(rf"$N = {N}$, $\beta = {rec['beta']:.0f}$, $c = {rec['b'] / rec['beta']:.3f}$",
                      fontsize=10)
     axes[0].set_ylabel(r"MSE $\times N^2$")
-    axes[0].legend(loc="upper center", fontsize=7.5, ncol=2)
+    axes[0].legend(loc="lower center", ncol=2)
     axes[1].sharey(axes[0])
     ax = axes[2]  # the upper boundary layer for every N, against the expected number of positives
     cmap = plt.get_cmap("viridis")
@@ -54,7 +54,7 @@ def profiles(PROF, head, N_grid, N_ref):
     ax.set_xlabel(r"expected positives $N(1-\tau)$")
     ax.set_ylabel("MSE (not rescaled)")
     ax.set_title("upper end: one-head (solid), boundary-aware (dashed)", fontsize=9)
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(loc="upper right")
     style.label_panels(axes)
     plt.close(fig)
     return fig
@@ -64,7 +64,7 @@ def mechanism(PROF, tau_r, err_r, k, N_grid, N_ref):
     """(a) P(no positive) against N(1 - tau), (b) errors at ``tau_r[k]`` (about 1 - 1/N), (c) the
     one-head MSE split by whether the positive side is empty (2 + 1 panels)."""
     C = style.COLORS
-    fig, axes = style.panels(3, width=3.9, height=3.1)
+    fig, axes = style.panels(3, height=3.0)
     ax = axes[0]
     for N in N_grid:
         rec = PROF["sharp", N]
@@ -78,7 +78,7 @@ def mechanism(PROF, tau_r, err_r, k, N_grid, N_ref):
     ax.set_yscale("log"); ax.set_ylim(1e-4, 1.5)
     ax.set_xlabel(r"expected positives $N(1-\tau)$")
     ax.set_ylabel("P(no positive example)")
-    ax.legend(fontsize=8)
+    ax.legend()
 
     ax = axes[1]
     bins = np.concatenate([-np.geomspace(1.05 * N_ref, 2.0, 40)[:-1], np.linspace(-2.0, 2.0, 41)])
@@ -91,7 +91,7 @@ def mechanism(PROF, tau_r, err_r, k, N_grid, N_ref):
     ax.set_xlabel(r"error $\times N$ (symlog)")
     ax.set_ylabel("density")
     ax.set_title(rf"$N = {N_ref}$, $\tau = 1 - 1/N$", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(loc="upper left")
 
     ax = axes[2]
     e2 = err_r["one-head"] ** 2
@@ -109,7 +109,7 @@ def mechanism(PROF, tau_r, err_r, k, N_grid, N_ref):
     ax.set_yscale("log")
     ax.set_xlabel(r"expected positives $N(1-\tau)$")
     ax.set_ylabel(r"one-head MSE $\times N^2$, by part")
-    ax.legend(fontsize=8)
+    ax.legend()
     style.label_panels(axes)
     plt.close(fig)
     return fig
@@ -126,7 +126,7 @@ def ratios(sweep, PROF, N_grid, N_ref, c_sharp):
     """Interior MSE ratios (a) against the sharpness beta/N at ``N_ref`` (``sweep``: rows
     ``(beta/N, one-head/sym, sym/Bayes)``), (b) against N for the sharp and trained heads."""
     C = style.COLORS
-    fig, axes = style.panels(2, width=3.9, height=3.2)
+    fig, axes = style.panels(2, height=3.2)
     ax = axes[0]
     rs = np.array([s[0] for s in sweep])
     for j, (lab, col, ref) in enumerate([("one-head / symmetrized", C["one-head"], 4.0),
@@ -138,7 +138,7 @@ def ratios(sweep, PROF, N_grid, N_ref, c_sharp):
     ax.set_xlabel(r"sharpness $\beta / N$")
     ax.set_ylabel("interior MSE ratio")
     ax.set_title(rf"$N = {N_ref}$, $c = {c_sharp}$", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend()
     ax = axes[1]
     for head, mk in (("sharp", "o"), ("trained", "s")):
         for key, col, lab in [("ratio_sym", C["one-head"], "one-head / symmetrized"),
@@ -150,7 +150,7 @@ def ratios(sweep, PROF, N_grid, N_ref, c_sharp):
     ax.set_xscale("log", base=2); ax.set_yscale("log")
     ax.set_xlabel(r"context size $N$")
     ax.set_ylabel("interior MSE ratio")
-    ax.legend(fontsize=7.5)
+    ax.legend()
     style.label_panels(axes)
     plt.close(fig)
     return fig

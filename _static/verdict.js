@@ -1,0 +1,42 @@
+// Render the book's status words as coloured badges (styles in verdict.css):
+//  - a table cell whose whole text is holds / fails / undecided / partly (the landing page's
+//    dashboards glue the plain word, <claim>_status);
+//  - a glued verdict, "Holds: sentence" (<claim>_verdict), wherever a page shows it: the status
+//    word becomes a badge in front of the sentence.
+(function () {
+  const WORDS = ["holds", "fails", "undecided", "partly"];
+  const OPEN = /^(\s*)(Holds|Fails|Undecided|Partly):\s*/;
+  function badge(word) {
+    const s = document.createElement("span");
+    s.className = "status-badge status-" + word.toLowerCase();
+    s.textContent = word.toLowerCase();
+    return s;
+  }
+  function cells() {
+    document.querySelectorAll("table td").forEach(function (td) {
+      const t = td.textContent.trim().toLowerCase();
+      if (WORDS.includes(t) && !td.querySelector(".status-badge")) {
+        td.textContent = "";
+        td.appendChild(badge(t));
+      }
+    });
+  }
+  function verdicts() {
+    document.querySelectorAll(".pasted-text").forEach(function (el) {
+      if (el.querySelector(".status-badge")) return;
+      const node = el.firstChild;
+      if (!node || node.nodeType !== Node.TEXT_NODE) return;
+      const m = node.nodeValue.match(OPEN);
+      if (!m) return;
+      node.nodeValue = " " + node.nodeValue.slice(m[0].length);
+      el.insertBefore(badge(m[2]), node);
+    });
+  }
+  function run() {
+    if (document.querySelector("table.dashboard")) document.body.classList.add("dashboard-page");
+    cells();
+    verdicts();
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", run);
+  else run();
+})();
