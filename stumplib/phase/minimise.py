@@ -199,7 +199,7 @@ def _newton_step(pb: Problem, x: np.ndarray, g: np.ndarray, mask: torch.Tensor, 
         return torch.autograd.grad(grad, Q, vt, retain_graph=True)[0].detach().cpu().numpy()
 
     H = LinearOperator((x.size, x.size), matvec=hv, dtype=np.float64)
-    p, _ = cg(H, -g, rtol=1e-10, atol=0.0, maxiter=500)
+    p, _ = cg(H, -g, rtol=1e-5, atol=0.0, maxiter=300)
     return p
 
 
