@@ -76,3 +76,21 @@ def test_crossing_against_dense_grid():
     assert math.isnan(stats.crossing(x, y, 10.0))
     assert stats.crossing(x, -y, 0.0, direction="down") == pytest.approx(0.537)
     assert stats.interp_crossing(1.0, 4.0, 1.0, 16.0, 4.0, log_x=True, log_y=True) == pytest.approx(2.0)
+
+
+def test_extrapolate_linear_recovers_a_line_and_its_error_by_monte_carlo():
+    rng = np.random.default_rng(0)
+    x = np.array([0.004, 0.002, 0.001])
+    se = np.array([3e-5, 2e-5, 1e-5])
+    vals, errs = [], []
+    for _ in range(2000):
+        y = 0.002 + 0.1 * x + se * rng.standard_normal(3)
+        e, s = stats.extrapolate_linear(x, y, se)
+        vals.append(e.value)
+        errs.append(s)
+    assert np.mean(vals) == pytest.approx(0.002, abs=3 * np.std(vals) / np.sqrt(2000))
+    assert np.std(vals) == pytest.approx(np.mean(errs), rel=0.05)  # the stated error is the spread
+    one, s1 = stats.extrapolate_linear([0.001], [0.5], [0.1])
+    assert one.value == 0.5 and s1 == 0.1
+    with pytest.raises(ValueError, match="se"):
+        stats.extrapolate_linear(x, x, -se)

@@ -23,7 +23,8 @@ from ..stats import Estimate
 from ..validation import check_int, check_real
 from .transition import crossing_estimate
 
-__all__ = ["CROSSING_OUTCOMES", "bracket_crossing", "BranchPoints", "phase_diagram", "diagram_key"]
+__all__ = ["CROSSING_OUTCOMES", "bracket_crossing", "BranchPoints", "phase_diagram", "diagram_key", "crossing",
+           "crossing_rows", "diagram_verdict", "omega_curves", "absent_reason", "Estimate"]
 
 #: named outcomes of a crossing: found; the curve stays above 0 (the crossing lies above the grid);
 #: stays below 0 (below the grid or the branch's end); fewer than two points with both branches
@@ -46,7 +47,8 @@ def bracket_crossing(fn: Callable[[float], tuple[float, float]], grid: Sequence[
     Parameters
     ----------
     fn : ``x -> (y, err)``; NaN ``y`` where the curve is not available (a branch not converged).
-        Called on ``grid`` from the largest ``x`` down, then inside the bracket.
+        Called on ``grid`` from the largest ``x`` down until the first point at or above 0 (which,
+        with the point above it, brackets the last crossing), then inside the bracket.
     grid : at least two distinct values. xtol : stop refining when the bracket is narrower.
     max_refine : at most this many refinement evaluations. nsig : interval from ``y -+ nsig err``.
 
@@ -58,11 +60,14 @@ def bracket_crossing(fn: Callable[[float], tuple[float, float]], grid: Sequence[
     """
     xtol = check_real("xtol", xtol, low=0.0, low_open=True)
     max_refine = check_int("max_refine", max_refine, minimum=0)
-    pts: dict[float, tuple[float, float]] = {}
-    for x in sorted({float(v) for v in grid}, reverse=True):
-        pts[x] = tuple(float(v) for v in fn(x))
-    if len(pts) < 2:
+    grid_ = sorted({float(v) for v in grid}, reverse=True)
+    if len(grid_) < 2:
         raise ValueError("grid must hold at least two distinct values")
+    pts: dict[float, tuple[float, float]] = {}
+    for x in grid_:  # scanning down, the first point at or above 0 closes the last crossing
+        pts[x] = tuple(float(v) for v in fn(x))
+        if np.isfinite(pts[x][0]) and pts[x][0] >= 0:
+            break
 
     def arrays():
         xs = np.array(sorted(pts))
@@ -86,12 +91,13 @@ def bracket_crossing(fn: Callable[[float], tuple[float, float]], grid: Sequence[
         pts[x] = tuple(float(v) for v in fn(x))
         side = 1 if np.isfinite(pts[x][0]) and pts[x][0] >= 0 else -1
     xs, ys, es = arrays()
-    if xs.size < 2:
-        return Estimate.nan("quadrature"), "no_points", xs, ys, es
-    if np.all(ys >= 0):
-        return Estimate.nan("quadrature"), "above_range", xs, ys, es
-    if ys[-1] >= 0 or np.all(ys < 0):
-        return Estimate.nan("quadrature"), "below_range", xs, ys, es
+    nan = Estimate.nan("quadrature")
+    if xs.size == 0:
+        return nan, "no_points", xs, ys, es
+    if ys[-1] >= 0:
+        return nan, "above_range", xs, ys, es
+    if np.all(ys < 0):
+        return nan, "below_range", xs, ys, es
     return crossing_estimate(xs, ys, es, direction="down", nsig=nsig), "found", xs, ys, es
 
 
@@ -142,15 +148,14 @@ class BranchPoints:
             return float("nan"), float("nan")
         return s["test_error"] - self.baseline, float(s["test_error_err"])
 
-    def table(self, branch: str) -> dict[str, np.ndarray]:
-        """The solved points of ``branch``, by increasing ``alpha``, as arrays."""
-        al = sorted(self.points[branch])
-        P = [self.points[branch][a] for a in al]
-        out = {"alpha": np.asarray(al, dtype=float)}
-        for k in POINT_KEYS:
-            out[k] = np.array([p[k] for p in P], dtype=float)
-            out[f"{k}_err"] = np.array([p[f"{k}_err"] for p in P], dtype=float)
-        for k in ("suppressed_derivative", "seconds"):
+    def table(self, branch: str, alphas: Sequence[float]) -> dict[str, np.ndarray]:
+        """The points of ``branch`` at ``alphas`` as arrays (NaN and outcome ``"not_solved"``
+        where it was not solved)."""
+        nan = {k: np.nan for k in (*POINT_KEYS, *(f"{k}_err" for k in POINT_KEYS),
+                                   "suppressed_derivative", "seconds")}
+        P = [self.points[branch].get(a, dict(nan, unstable=False, outcome="not_solved")) for a in alphas]
+        out = {}
+        for k in (*POINT_KEYS, *(f"{k}_err" for k in POINT_KEYS), "suppressed_derivative", "seconds"):
             out[k] = np.array([p[k] for p in P], dtype=float)
         out["unstable"] = np.array([bool(p["unstable"]) for p in P])
         out["outcome"] = np.array([str(p["outcome"]) for p in P])
@@ -201,31 +206,93 @@ def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *, rtol: float
 
 
 def _diagram(om, grid, rt, ex, *, xtol, max_refine, sigma, lam, A, seed, **solver) -> dict[str, np.ndarray]:
-    rows: dict[str, list] = {k: [] for k in ("omega", "baseline", "seconds")}
+    rows: dict[str, list] = {}
     pts: dict[str, list] = {}
     for i, w in enumerate(om):
         t0 = time.time()
         bp = BranchPoints(w, rtol=rt[w], sigma=sigma, lam=lam, A=A, seed=seed, **solver)
-        for a in sorted(set(grid) | set(ex[w]), reverse=True):
-            bp.get("semantic", a)
         for name, fn in (("alpha_c", bp.loss_gap), ("alpha_l", bp.test_gap)):
             est, outcome, *_ = bracket_crossing(fn, grid, xtol=xtol, max_refine=max_refine)
             for k, v in ((name, est.value), (f"{name}_lo", est.lo), (f"{name}_hi", est.hi),
                          (f"{name}_outcome", outcome)):
                 rows.setdefault(k, []).append(v)
-        rows["omega"].append(w)
-        rows["baseline"].append(bp.baseline)
-        rows["seconds"].append(time.time() - t0)
-        for a in sorted(bp.points["semantic"]):  # the positional branch where the semantic one is
+        for a in sorted(ex[w], reverse=True):  # comparison points: both branches
+            bp.get("semantic", a)
             bp.get("positional", a)
+        for k, v in (("omega", w), ("baseline", bp.baseline), ("seconds", time.time() - t0)):
+            rows.setdefault(k, []).append(v)
+        al = sorted(set(bp.points["semantic"]) | set(bp.points["positional"]))
         for key, br in (("sem", "semantic"), ("pos", "positional")):
-            tab = bp.table(br)
-            for k, v in tab.items():
-                if k != "alpha":
-                    pts.setdefault(f"{key}_{k}", []).append(v)
-        tab = bp.table("semantic")
-        pts.setdefault("pt_alpha", []).append(tab["alpha"])
-        pts.setdefault("pt_w", []).append(np.full(tab["alpha"].size, i))
+            for k, v in bp.table(br, al).items():
+                pts.setdefault(f"{key}_{k}", []).append(v)
+        pts.setdefault("pt_alpha", []).append(np.asarray(al, dtype=float))
+        pts.setdefault("pt_w", []).append(np.full(len(al), i))
     out = {k: np.asarray(v) for k, v in rows.items()}
     out.update({k: np.concatenate(v) for k, v in pts.items()})
+    return out
+
+
+def crossing(diag: Mapping[str, np.ndarray], name: str, i: int) -> Estimate:
+    """The crossing ``name`` (``"alpha_c"`` or ``"alpha_l"``) at the ``i``-th omega as an Estimate."""
+    return Estimate(float(diag[name][i]), float(diag[f"{name}_lo"][i]), float(diag[f"{name}_hi"][i]),
+                    "quadrature", float("nan"))
+
+
+#: what a missing crossing means, per quantity and outcome
+_ABSENT = {("alpha_c", "above_range"): "the semantic training loss stays above the positional one",
+           ("alpha_c", "below_range"): "the semantic training loss is lower everywhere on the grid",
+           ("alpha_l", "above_range"): "the semantic test error stays above the linear baseline's",
+           ("alpha_l", "below_range"): "the semantic test error is below the baseline's everywhere",
+           ("alpha_c", "no_points"): "fewer than two points with both branches converged",
+           ("alpha_l", "no_points"): "fewer than two converged semantic points"}
+
+
+def absent_reason(diag: Mapping[str, np.ndarray], name: str, i: int) -> str | None:
+    """Why the crossing ``name`` at the ``i``-th omega is NaN when the search showed it absent from
+    the grid's range (``None`` when found or when no points were available)."""
+    out = str(diag[f"{name}_outcome"][i])
+    if out in ("found", "no_points"):
+        return None
+    return _ABSENT[(name, out)] + " on the grid"
+
+
+def crossing_rows(diag: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+    """One table row per omega: both crossings with their intervals, or the reason they are NaN."""
+    rows = []
+    for i, w in enumerate(diag["omega"]):
+        row: dict[str, Any] = {"omega": float(w)}
+        for name in ("alpha_c", "alpha_l"):
+            est, out = crossing(diag, name, i), str(diag[f"{name}_outcome"][i])
+            row[name] = f"{est:.3f}" if out == "found" else f"NaN: {_ABSENT[(name, out)]}"
+        row["points solved"] = int(np.sum(diag["pt_w"] == i))
+        rows.append(row)
+    return rows
+
+
+def diagram_verdict(diag: Mapping[str, np.ndarray]):
+    """``phase_diagram``: at every omega both crossings found and ``alpha_l >= alpha_c``
+    (:func:`stumplib.verdicts.combine` of one :func:`stumplib.verdicts.ordering` per omega)."""
+    from .. import verdicts
+
+    parts, good = [], []
+    for i, w in enumerate(diag["omega"]):
+        v = verdicts.ordering(crossing(diag, "alpha_l", i), crossing(diag, "alpha_c", i),
+                              symbols=("alpha_l", "alpha_c"))
+        parts.append(v)
+        good += [f"{w:g}"] if v.status == "holds" else []
+    om = diag["omega"]
+    return verdicts.combine(parts, f"alpha_c and alpha_l found with alpha_l >= alpha_c at omega = "
+                                   f"{', '.join(good) or 'none'} of {om.min():g} to {om.max():g}")
+
+
+def omega_curves(diag: Mapping[str, np.ndarray], omega: float) -> dict[str, np.ndarray]:
+    """The solved points at one omega in the layout of :func:`.transition.accurate_curves`
+    (``sem_alpha``, ``sem_test_error``, ``pos_outcome``, ..., ``baseline``)."""
+    i = int(np.argmin(np.abs(np.asarray(diag["omega"]) - omega)))
+    sel = np.asarray(diag["pt_w"]) == i
+    out = {f"{b}_alpha": np.asarray(diag["pt_alpha"])[sel] for b in ("sem", "pos")}
+    for k, v in diag.items():
+        if k.startswith(("sem_", "pos_")):
+            out[k] = np.asarray(v)[sel]
+    out["baseline"] = np.asarray(diag["baseline"][i])
     return out

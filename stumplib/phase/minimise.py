@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -33,7 +33,7 @@ from .data import (positional_encodings, sample_teacher, sample_tokens, softmax_
 from .se import check_A
 
 __all__ = ["Problem", "make_problem", "initial_points", "gradient_descent", "minimise",
-           "exact_test_error", "summaries", "minimiser_runs"]
+           "exact_test_error", "summaries", "minimiser_runs", "decide", "study", "read_runs", "gd_gap"]
 
 INITS = ("semantic", "positional", "random")
 
@@ -176,7 +176,7 @@ def minimise(pb: Problem, s: int, n: int, Q0: torch.Tensor, *, gtol: float = 1e-
                  options=dict(maxiter=max_iter, maxcor=20, ftol=0.0, gtol=1e-300, maxls=50))
     x, n_iter, n_newton = r.x, int(r.nit), 0
     L, g = fg(x)
-    while rel(x, g) > gtol and n_newton < 8:  # the objective's rounding stalls the line search:
+    while rel(x, g) > gtol and n_newton < min(8, max_iter):  # the objective's rounding stalls the line search:
         x = x + _newton_step(pb, x, g, mask, sl)  # finish with Newton-CG (exact Hessian products)
         L, g = fg(x)
         n_newton += 1
@@ -274,7 +274,7 @@ def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, 
                    init: str = "semantic", omega: float = 0.3, sigma: float = 0.5, lam: float = 0.01,
                    A: Any = ((0.6, 0.4), (0.4, 0.6)), gtol: float = 1e-8, gd_steps: int = 0,
                    gd_seeds: int | None = None, lr: float = 0.15, seed: int = 0, n_nodes: int = 16,
-                   device: Any = "cpu") -> dict[str, np.ndarray]:
+                   max_iter: int = 20000, device: Any = "cpu") -> dict[str, np.ndarray]:
     """Converged minimisers (and, with ``gd_steps``, the paper's plain GD from the same start) for
     every (seed, alpha) at one ``d``.
 
@@ -284,7 +284,7 @@ def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, 
     init : the start (:func:`initial_points`). omega, sigma, lam, A : the model.
     gtol : relative-gradient tolerance of :func:`minimise`. gd_steps, lr : plain GD's steps (0: no
     GD) and step size. gd_seeds : GD on the first ``gd_seeds`` seeds only (``None``: all; NaN for
-    the others). seed : the chapter's seed. n_nodes : rule of :func:`exact_test_error`.
+    the others). max_iter : L-BFGS iteration cap (a run that stops there is not converged). seed : the chapter's seed. n_nodes : rule of :func:`exact_test_error`.
 
     Returns
     -------
@@ -304,7 +304,7 @@ def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, 
             "converged")
     out = {k: np.zeros((len(seeds), len(alphas))) for k in keys}
     for j, n in enumerate(ns):
-        runs = [minimise(pb, s, n, Q0[s], gtol=gtol) for s in range(len(seeds))]
+        runs = [minimise(pb, s, n, Q0[s], gtol=gtol, max_iter=max_iter) for s in range(len(seeds))]
         Q = torch.stack([r["Q"] for r in runs])
         out["test_error"][:, j] = exact_test_error(Q, pb.q_star, omega=omega, sigma=sigma, A=A,
                                                    n_nodes=n_nodes)
@@ -334,3 +334,116 @@ def _gd_runs(pb: Problem, Q0: torch.Tensor, ns: list[int], *, lr: float, steps: 
     qs = pb.q_star[:, None, :].expand(S_, R, d).reshape(S_ * R, d)
     te = exact_test_error(Qf, qs, omega=pb.omega, sigma=pb.sigma, A=pb.A, n_nodes=n_nodes)
     return dict(gd_test_error=te.reshape(S_, R), gd_rel_grad=rg)
+
+
+def decide(runs: Mapping[int, Mapping[str, np.ndarray]], accurate: Any, accurate_err: Any, published: Any,
+           *, follow: float = 2.0, separate: float = 4.0, level: float = 0.95) -> dict[str, Any]:
+    """The minimisers' test error extrapolated to ``d -> infinity`` against two theories.
+
+    Per ``alpha``: the mean exact test error over the converged runs at each ``d`` and its
+    standard error over seeds, a weighted straight line in ``1/d`` through them
+    (:func:`stumplib.stats.extrapolate_linear`), and the distances ``z`` of its value at ``1/d = 0``
+    from each theory in combined standard errors (the accurate theory's quadrature error included;
+    the published curve carries none).
+
+    Parameters
+    ----------
+    runs : ``{d: minimiser_runs(...)}`` with the same alphas. accurate, accurate_err, published :
+        (A,) the theories at those alphas. follow, separate : the rule of
+        :func:`stumplib.verdicts.choose_theory`, used to size the seeds that would decide.
+
+    Returns
+    -------
+    dict: ``ds``; ``mean``, ``se``, ``spread`` (standard deviation over seeds), ``n`` (D, A);
+    ``limit`` (A Estimates), ``limit_se`` (A,); ``z_accurate``, ``z_published`` (A,);
+    ``converged_fraction`` (all runs); ``spread_slope`` (log-log slope of the spread in ``d``, NaN
+    with one ``d``); ``seeds_to_decide`` (seeds per ``d`` at which the theories would be
+    ``follow + separate`` standard errors apart at the best-separated alpha; -1 if unknown).
+    """
+    from ..stats import Estimate, extrapolate_linear, ols
+
+    ds = sorted(int(d) for d in runs)
+    acc, acc_e, pub = (np.asarray(v, dtype=float).ravel() for v in (accurate, accurate_err, published))
+    mean, se, sd, n = (np.zeros((len(ds), acc.size)) for _ in range(4))
+    for i, d in enumerate(ds):
+        te, ok = np.asarray(runs[d]["test_error"]), np.asarray(runs[d]["converged"], dtype=bool)
+        for j in range(acc.size):
+            v = te[ok[:, j], j]
+            n[i, j], mean[i, j] = v.size, v.mean() if v.size else np.nan
+            sd[i, j] = v.std(ddof=1) if v.size > 1 else np.nan
+    se = sd / np.sqrt(np.maximum(n, 1))
+    fits = []
+    for j in range(acc.size):
+        ok = np.isfinite(mean[:, j]) & np.isfinite(se[:, j]) & (se[:, j] > 0)
+        fits.append(extrapolate_linear(1.0 / np.asarray(ds)[ok], mean[ok, j], se[ok, j], level=level)
+                    if ok.any() else (Estimate.nan("seeds"), float("nan")))
+    lim = np.array([f[0].value for f in fits])
+    lim_se = np.array([f[1] for f in fits])
+    z_acc = (lim - acc) / np.hypot(lim_se, acc_e)
+    z_pub = (lim - pub) / lim_se
+    gap = np.abs(acc - pub) / np.hypot(lim_se, acc_e)
+    need_j = n[-1] * ((follow + separate) / gap) ** 2
+    need = int(np.ceil(np.nanmin(need_j))) if np.any(np.isfinite(need_j)) else -1
+    sd_m = sd.mean(1)
+    fin = np.isfinite(sd_m) & (sd_m > 0)
+    slope = ols(np.log(np.asarray(ds)[fin]), np.log(sd_m[fin]))[0] if fin.sum() > 1 else float("nan")
+    conv = np.concatenate([np.asarray(runs[d]["converged"], dtype=bool).ravel() for d in ds])
+    return dict(ds=np.asarray(ds), mean=mean, se=se, spread=sd, n=n, limit=[f[0] for f in fits],
+                limit_se=lim_se, z_accurate=z_acc, z_published=z_pub, converged_fraction=float(conv.mean()),
+                spread_slope=float(slope), seeds_to_decide=need)
+
+
+def study(alphas: Sequence[float], ds: Sequence[int], seeds: int, *, gd_steps: int = 5000,
+          gd_seeds: int = 4, gd_max_d: int = 1000, cache: bool = True, **kw: Any) -> dict[int, dict]:
+    """:func:`minimiser_runs` at every ``d`` of ``ds`` (the same seeds), kept with
+    :func:`stumplib.book.cached` (no log) when ``cache``.
+
+    Parameters
+    ----------
+    alphas, seeds : as in :func:`minimiser_runs`. ds : dimensions. gd_steps, gd_seeds, gd_max_d :
+    the paper's plain GD on the first ``gd_seeds`` seeds at ``d <= gd_max_d``. cache : keep it.
+    **kw : passed to :func:`minimiser_runs` (``omega``, ``lam``, ``seed``, ``device``, ...).
+
+    Returns
+    -------
+    ``{d: minimiser_runs output}`` (the layout :func:`read_runs` reads).
+    """
+    def compute():
+        out = {}
+        for d in ds:
+            g = gd_steps if d <= gd_max_d else 0
+            r = minimiser_runs(alphas, d, seeds, gd_steps=g, gd_seeds=min(gd_seeds, seeds), **kw)
+            out.update({f"d{d}_{k}": v for k, v in r.items()})
+        return dict(out, ds=np.asarray(list(ds)))
+
+    if not cache:
+        return read_runs(compute())
+    from .. import book
+
+    cfg = dict(alphas=list(alphas), ds=list(ds), seeds=seeds, gd_steps=gd_steps, gd_seeds=gd_seeds,
+               gd_max_d=gd_max_d, **{k: (str(v) if k == "device" else v) for k, v in kw.items()})
+    return read_runs(book.cached("ch6_minimisers", cfg, compute, verbose=False))
+
+
+def read_runs(flat: Mapping[str, Any]) -> dict[int, dict[str, np.ndarray]]:
+    """``{d: {key: array}}`` from the flat layout ``d<d>_<key>`` of :func:`study` and of
+    ``scripts/phase_minimisers.py``'s output file."""
+    ds = [int(d) for d in np.atleast_1d(flat["ds"])]
+    return {d: {k[len(f"d{d}_"):]: np.asarray(flat[k]) for k in flat if k.startswith(f"d{d}_")} for d in ds}
+
+
+def gd_gap(runs: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """How far the paper's plain GD stops from the minimiser: per ``d`` (with GD) and alpha, the
+    mean relative difference of the test errors over the seeds that ran both, and its largest
+    relative gradient. Returns ``ds``, ``rel_diff`` (D, A), ``rel_diff_se``, ``gd_rel_grad_max``."""
+    ds = [d for d in sorted(runs) if "gd_test_error" in runs[d]]
+    diff, se, gmax = [], [], []
+    for d in ds:
+        r = runs[d]
+        x = r["gd_test_error"] / r["test_error"] - 1
+        ok = np.isfinite(x).all(1)
+        diff.append(x[ok].mean(0))
+        se.append(x[ok].std(0, ddof=1) / np.sqrt(max(1, ok.sum())) if ok.sum() > 1 else np.full(x.shape[1], np.nan))
+        gmax.append(float(np.nanmax(r["gd_rel_grad"])))
+    return dict(ds=np.asarray(ds), rel_diff=np.asarray(diff), rel_diff_se=np.asarray(se),
+                gd_rel_grad_max=np.asarray(gmax))
