@@ -8,15 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
-from stumplib.phase import data
-from stumplib.phase.attention import attention_test_error, objective_and_grad, train_attention_gd
-from stumplib.phase.baseline import baseline_test_error_of, linear_baseline_test_error, teacher_moments
 from stumplib.phase import AccuracyNotReached, Outcome, state_evolution
 from stumplib.phase.se import (StateEvolutionError, prox_objective_and_derivatives, proximal, quadrature_4d,
                                se_update, solve_fixed_rule, stroud_secrest_4d, theta_profile)
-from stumplib.phase.transition import first_crossing
 
 ROOT = Path(__file__).resolve().parents[1]
 #: ``../shared`` next to the repository (``STUMPBOOK_SHARED`` may point elsewhere, e.g. from a worktree)
@@ -143,22 +138,6 @@ def test_theory_matches_published_fixed_points_at_large_alpha():
         np.testing.assert_allclose(r["train_loss"], -ref["Phi"][sel], rtol=0.03)
 
 
-@pytest.mark.slow
-@needs_shared
-def test_transition_matches_published_free_energies():
-    """alpha_c from our training losses against alpha_c from the published Phi (larger Phi wins)."""
-    sem = _read("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv")
-    pos = _read("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv")
-    assert np.allclose(sem["alpha"], pos["alpha"])
-    order = np.argsort(sem["alpha"])
-    a = sem["alpha"][order]
-    ref_c = first_crossing(a, sem["Phi"][order], pos["Phi"][order])
-    sel = (a > 0.9) & (a < 1.8)
-    from stumplib.phase.transition import theory_curves
-    th = theory_curves(a[sel], omega=0.3, n_nodes=6)
-    assert abs(float(th["alpha_c"]) - ref_c) < 0.1, (float(th["alpha_c"]), ref_c)
-
-
 #: the semantic branch's ill-conditioned window (see the next two tests and chapter 6)
 WINDOW = (0.6, 0.95)
 
@@ -242,172 +221,6 @@ def test_sobol_rule_is_a_normal_rule():
     np.testing.assert_allclose(w @ nodes ** 4, 3, rtol=3e-2)
     again, _ = quadrature_4d("sobol", 14)
     assert again is nodes or np.array_equal(again, nodes)
-
-
-@needs_shared
-def test_linear_baseline_matches_published_empirics():
-    emp = []
-    with open(REF / "empirics_mean_sigma0.5_omega0.3.csv") as fh:
-        emp = [float(r["linear_gen_error_mean"]) for r in csv.DictReader(fh)]
-    ours = linear_baseline_test_error(omega=0.3)
-    assert abs(ours - np.mean(emp)) / np.mean(emp) < 0.02
-
-
-def test_baseline_by_monte_carlo():
-    rng = np.random.default_rng(0)
-    u = rng.normal(0, 0.5, (400_000, 2))
-    d = u[:, 0] - u[:, 1]
-    s = 1 / (1 + np.exp(-u * d[:, None]))
-    t = 0.7 * s + 0.3 * A0[:, 0]
-    mc = 0.25 * t.var(0).sum()  # sigma^2/2 sum_lk Var T_lk = sigma^2 sum_l Var t_l (Var T_l2 = Var T_l1)
-    assert abs(linear_baseline_test_error(omega=0.3) - mc) / mc < 0.01
-    mean, _ = teacher_moments(omega=0.3)
-    assert baseline_test_error_of(mean, omega=0.3) == pytest.approx(linear_baseline_test_error(omega=0.3))
-    assert baseline_test_error_of(np.eye(2), omega=0.3) > linear_baseline_test_error(omega=0.3)
-
-
-# ---------------------------------------------------------------- gradient descent
-def test_objective_gradient_against_autograd():
-    g = torch.Generator().manual_seed(0)
-    d, n = 16, 12
-    Z = data.sample_tokens(n, d, generator=g)
-    qs = data.sample_teacher(d, generator=g)
-    T = data.teacher_matrix(Z, qs, omega=0.3)
-    X = Z + data.positional_encodings(d)
-    Q = torch.randn(1, d, 3, generator=g)
-    mask = (torch.arange(n)[:, None] < torch.tensor([4, 8, 12])[None]).double()[None]
-    L, grad = objective_and_grad(Q, X[None], Z[None], T[None], mask, 0.01)
-    for r, nr in enumerate((4, 8, 12)):
-        q = Q[0, :, r].clone().requires_grad_(True)
-        h = X[:nr] @ q / math.sqrt(d)
-        yh = torch.softmax(h[:, :, None] * h[:, None, :], -1) @ X[:nr]
-        Lb = ((yh - T[:nr] @ Z[:nr]) ** 2).sum() / (2 * d) + 0.005 * (q * q).sum()
-        Lb.backward()
-        assert float(L[0, r]) == pytest.approx(float(Lb.detach()), rel=1e-12)
-        torch.testing.assert_close(grad[0, :, r], q.grad, rtol=1e-10, atol=1e-12)
-
-
-def test_rao_blackwellised_test_error_matches_brute_force():
-    g = torch.Generator().manual_seed(1)
-    d = 30
-    qs = data.sample_teacher(d, generator=g)
-    Q = (0.7 * qs + torch.randn(d, generator=g) + 2 * data.positional_encodings(d)[0])[None, :, None]
-    mean, se = attention_test_error(Q, qs[None], omega=0.3, sigma=0.5, A=A0, n_test=40000, generator=g)
-    Z = data.sample_tokens(100_000, d, generator=g)
-    X = Z + data.positional_encodings(d)
-    h = X @ Q[0, :, 0] / math.sqrt(d)
-    err = ((torch.softmax(h[:, :, None] * h[:, None, :], -1) @ X - data.teacher_matrix(Z, qs, omega=0.3) @ Z) ** 2
-           ).sum((-1, -2)) / (2 * d)
-    bf, bf_se = float(err.mean()), float(err.std() / math.sqrt(err.numel()))
-    assert abs(float(mean) - bf) < 4 * math.hypot(float(se), bf_se)
-
-
-@pytest.fixture(scope="module")
-def gd_small():
-    torch.set_num_threads(1)
-    return train_attention_gd([2.0], 80, seeds=3, steps=3000, n_test=4000, progress=False)
-
-
-def test_gd_is_deterministic_and_stays_on_its_branch(gd_small):
-    r = gd_small
-    assert np.all(r["theta_emp"][:, 0, 0] > 0.4) and np.all(np.abs(r["m"][:, 0, 0]) < 0.1)
-    assert np.all(r["m"][:, 0, 1] > 0.15) and np.all(np.abs(r["theta_emp"][:, 0, 1]) < 0.3)
-    again = train_attention_gd([2.0], 80, seeds=[0], steps=3000, n_test=4000, progress=False)
-    np.testing.assert_allclose(again["test_error"][0], r["test_error"][0], rtol=1e-12)
-
-
-def test_gd_small_d_against_theory_within_finite_size_error(gd_small):
-    """d = 80, alpha = 2: GD test error against the state evolution of its branch. The finite-size
-    error is estimated from the seed spread plus an O(1/sqrt(d)) allowance of 3/sqrt(d) (about 34%
-    here): a loose but falsifiable check (the two branches differ by a factor of about 3)."""
-    th = {br: solve_fixed_rule(2.0, omega=0.3, branch=br, n_nodes=6) for br in ("semantic", "positional")}
-    for ii, br in enumerate(("semantic", "positional")):
-        te = gd_small["test_error"][:, 0, ii]
-        tol = 3 / math.sqrt(80) + 2 * te.std(ddof=1) / math.sqrt(te.size) / th[br]["test_error"]
-        assert abs(te.mean() - th[br]["test_error"]) / th[br]["test_error"] < tol, br
-    # and the branch ordering matches: semantic generalises better at alpha = 2
-    assert gd_small["test_error"][:, 0, 0].mean() < gd_small["test_error"][:, 0, 1].mean()
-
-
-def test_gd_checkpoints_record_the_run_on_its_way():
-    """The checkpoint at the last step is the final test error (same test draws); an earlier one is
-    the final value of a run stopped there; the gradient norm falls along the run."""
-    kw = dict(seeds=2, inits=("semantic",), n_test=500, progress=False)
-    r = train_attention_gd([1.0, 2.0], 20, steps=60, checkpoints=[20, 60], **kw)
-    short = train_attention_gd([1.0, 2.0], 20, steps=20, **kw)
-    assert r["test_error_at"].shape == (2, 2, 2, 1) and list(r["checkpoints"]) == [20, 60]
-    np.testing.assert_array_equal(r["test_error_at"][-1], r["test_error"])
-    np.testing.assert_allclose(r["test_error_at"][0], short["test_error"], rtol=1e-12)
-    np.testing.assert_allclose(r["grad_norm_at"][0], short["grad_norm"], rtol=1e-12)
-    assert np.all(r["grad_norm_at"][1] < r["grad_norm_at"][0])
-    with pytest.raises(ValueError, match="checkpoints"):
-        train_attention_gd([1.0], 20, steps=10, checkpoints=[11], **kw)
-
-
-def _gd_rows(means, spread, moved, grad):
-    """Synthetic GD results (16 seeds, two alphas) against theories 0.0028 (accurate) / 0.00266
-    (published) at alpha 1.0 and 0.0023 / 0.00225 at 1.25."""
-    from stumplib.phase.transition import gd_comparison
-    rng = np.random.default_rng(3)
-    e = rng.standard_normal((16, 2))
-    e = (e - e.mean(0)) / e.std(0, ddof=1)  # exactly mean 0, sd 1 per alpha
-    te = (np.asarray(means) + spread * e)[..., None]
-    mv = np.broadcast_to(np.asarray(moved, dtype=float), (2,))[None, :, None]
-    gd = {500: dict(test_error=te, test_error_at=(te - mv)[None], grad_norm=np.full((16, 2, 1), grad))}
-    th = dict(sem_alpha=np.array([1.0, 1.25, 2.0]), sem_test_error=np.array([0.0028, 0.0023, 0.0014]),
-              sem_test_error_err=np.array([2e-6, 1e-6, 1e-6]), sem_outcome=np.array(["converged"] * 3))
-    pub = dict(sem_alpha=np.array([1.0, 1.25]), sem_test_error=np.array([0.00266, 0.00225]))
-    return gd_comparison(gd, th, pub, alphas=[1.01, 1.24], grad_tol=1e-4)
-
-
-def test_gd_comparison_and_verdict():
-    """z-scores, drift and the verdict's branches on synthetic results with known moments."""
-    from stumplib.phase.transition import gd_verdict
-    # tight seeds at the accurate theory: separated, in its favour; converged and not moving
-    rows = _gd_rows([0.0028, 0.0023], 4e-5, 0.0, 1e-5)
-    r = rows[0]
-    assert r["gd"] == pytest.approx(0.0028) and r["gd_se"] == pytest.approx(1e-5)
-    assert r["z_accurate"] == pytest.approx(0.0, abs=1e-9) and r["z_published"] == pytest.approx(14.0)
-    assert r["moved_last_half"] == 0.0 and r["grad_ok"] == 1.0
-    assert gd_verdict(rows, grad_tol=1e-4).startswith("separates them at d = 500: it agrees with the accurate")
-    # at the published theory
-    v = gd_verdict(_gd_rows([0.00266, 0.00225], 4e-5, 0.0, 1e-5), grad_tol=1e-4)
-    assert v == "separates them at d = 500, in favour of the published theory"
-    # wide seeds: not separated (the theories are 14 and 5 standard errors apart at spread 4e-5;
-    # at 2e-4, 2.8 and 1.0)
-    v = gd_verdict(_gd_rows([0.0028, 0.0023], 2e-4, 0.0, 1e-5), grad_tol=1e-4)
-    assert v.startswith("does not separate the two theories at d = 500: the two differ by only 1.0")
-    # still moving (+2% over the second half, every seed) and unconverged: both clauses
-    v = gd_verdict(_gd_rows([0.0028, 0.0023], 4e-5, 0.02 * np.array([0.0028, 0.0023]), 1e-3), grad_tol=1e-4)
-    assert "the runs still move" in v and "+2.0%" in v and "only 0% of the runs" in v
-    # between the two: neither
-    v = gd_verdict(_gd_rows([0.00273, 0.002275], 4e-5, 0.0, 1e-5), grad_tol=1e-4)
-    assert v.startswith("resolves the difference at d = 500 but agrees with neither")
-
-
-@pytest.mark.parametrize("kw, name", [(dict(alphas=[]), "alphas"), (dict(d=0), "d"), (dict(lr=-1.0), "lr"),
-                                      (dict(inits=["bogus"]), "inits"), (dict(steps=0), "steps"),
-                                      (dict(omega=float("nan")), "omega"), (dict(alphas=[0.001]), "alphas")])
-def test_gd_rejects_bad_input(kw, name):
-    args = dict(alphas=[1.0], d=20, steps=2, progress=False)
-    args.update(kw)
-    with pytest.raises(ValueError, match=name):
-        train_attention_gd(args.pop("alphas"), args.pop("d"), **args)
-
-
-def test_first_crossing():
-    x = np.array([0.0, 1.0, 2.0, 3.0])
-    assert first_crossing(x, [0, 0, 1, 2], [1, 1, 0, 0]) == pytest.approx(1.5)
-    assert math.isnan(first_crossing(x, [0, 0, 0, 0], [1, 1, 1, 1]))
-    with pytest.raises(ValueError, match="increasing"):
-        first_crossing(x[::-1], x, x)
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available")
-def test_gd_cuda_matches_cpu():
-    a = train_attention_gd([1.0], 20, seeds=1, steps=50, n_test=100, progress=False, device="cpu")
-    b = train_attention_gd([1.0], 20, seeds=1, steps=50, n_test=100, progress=False, device="cuda")
-    np.testing.assert_allclose(a["m"], b["m"], rtol=1e-6)
 
 
 # ---------------------------------------------------------------- the accuracy-controlled solver
@@ -502,34 +315,6 @@ def stroud_replay():
     return out
 
 
-#: largest relative deviation from the published files allowed for the authors' procedure stopped by
-#: their rule (:func:`replay_authors`), per branch, at every published alpha >= 0.3: the issue's
-#: 1e-3 on the semantic branch (measured 6.1e-4); on the positional branch the measured 1.8e-3 (q,
-#: m, V), because there the published points are not where an exact-minimiser iteration stops (see
-#: ``test_published_positional_points_fail_the_stopping_rule_with_exact_minimisers``)
-STOPPED_TOL = {"semantic": 1e-3, "positional": 2.5e-3}
-
-
-@needs_shared
-def test_stroud_rule_reproduces_the_published_fixed_points(stroud_replay):
-    """The authors' procedure (144-node rule, global proximal minimisers, damping 0.8, stop at
-    undamped changes below 1e-4 in q, m, theta, same start for every alpha) reproduces the published
-    q, V, theta (semantic) and q, m, V (positional) within ``STOPPED_TOL`` at every published alpha
-    >= 0.3. The exact fixed points of the same rule stay within 3.5e-3 for alpha >= 1 and differ by
-    up to 0.9% (semantic) and 2.6% (positional) below."""
-    from stumplib.phase.transition import replay_authors
-    for br, (ref, sel, r) in stroud_replay.items():
-        keys = ("q", "V", "theta") if br == "semantic" else ("q", "m", "V")
-        a = ref["alpha"][sel]
-        st = replay_authors(a, br)
-        assert np.all(st["n_iter"] < 300), (br, st["n_iter"])
-        for k in keys:
-            rel = np.abs(r[k] / ref[k][sel] - 1)
-            assert rel[a >= 1.0].max() < 3.5e-3, (br, k, a[np.argmax(rel)], rel.max())
-            rs = np.abs(st[k] / ref[k][sel] - 1)
-            assert rs.max() < STOPPED_TOL[br], (br, k, a[np.argmax(rs)], rs.max())
-
-
 def test_bfgs_from_the_origin_finds_the_global_minimiser_where_newton_does_not():
     """Why :func:`replay_authors` uses global minimisers: at the 144 nodes, at overlaps on the
     authors' path (V = 50), BFGS with finite-difference gradients from the origin (scipy's default,
@@ -546,17 +331,6 @@ def test_bfgs_from_the_origin_finds_the_global_minimiser_where_newton_does_not()
     xb = proximal_bfgs(center[0], t[0], float(V[0]), 0.5)
     assert np.abs(xb - xg[0]).max() < 1e-3, np.abs(xb - xg[0]).max()
     assert (np.abs(xo[0] - xg[0]).max(1) > 1e-2).sum() >= 1
-
-
-@needs_shared
-def test_published_positional_points_fail_the_stopping_rule_with_exact_minimisers():
-    """At the published semantic points the 144-node rule's undamped change is below the authors'
-    1e-4 in q and theta (where they stopped); at some published positional points it is not (m or
-    q change by more): those points carry their minimiser's error, of the stopping rule's size."""
-    from stumplib.phase.transition import published_curves
-    out = published_curves(SHARED / "reference" / "cui2024")
-    assert max(np.abs(out[f"sem_resid_{k}"]).max() for k in ("q", "theta")) < 1e-4
-    assert max(np.abs(out[f"pos_resid_{k}"]).max() for k in ("q", "m")) > 1.5e-4
 
 
 @needs_shared
@@ -681,18 +455,6 @@ def test_solver_estimate_is_the_book_type(accurate_alpha2):
     assert e.lo < accurate_alpha2["test_error"] < e.hi
 
 
-def test_stability_verdict_counts_both_rules():
-    """The chapter's stability sentence: converged points only, +1 rule and magnitude rule apart."""
-    from stumplib.phase.transition import stability_verdict
-    v = stability_verdict([-2.5, 1.2, np.nan, 0.3, 5.0], ["converged", "converged", "converged", "converged",
-                                                          "undecided"])
-    assert "at the 3 converged points" in v and "between -2.5 and 1.2" in v
-    assert "every damping) at 1," in v and "along m) at 2" in v and "oscillations" not in v
-    v = stability_verdict([-2.5, -1.5], ["converged"] * 2, direction="theta")
-    assert "dF_theta/dtheta" in v and "at 0," in v and "oscillations" in v
-    assert "no converged point" in stability_verdict([np.nan], ["converged"])
-
-
 def test_proximal_threads_give_the_same_bits(monkeypatch):
     """A batch large enough to be split over threads gives the same minimisers, bit for bit, with
     one thread and with three (every problem is solved on its own)."""
@@ -710,30 +472,6 @@ def test_proximal_threads_give_the_same_bits(monkeypatch):
     monkeypatch.setenv("STUMPLIB_THREADS", "0")
     with pytest.raises(ValueError, match="STUMPLIB_THREADS"):
         se.num_threads()
-
-
-def test_replay_verdict_reads_the_residuals_and_deviations():
-    """The verdict counts published points whose undamped change exceeds the stopping threshold and
-    compares the stopped replay's deviation with the target, per branch."""
-    from stumplib.phase.transition import replay_verdict
-    one = np.ones(3)
-    pub = {}
-    for b in ("sem", "pos"):
-        for k in ("q", "m", "V", "theta"):
-            pub[f"{b}_{k}"] = one
-            pub[f"{b}_stopped_{k}"] = one * (1 + (5e-4 if b == "sem" else 2e-3))
-        for k in ("q", "m", "theta"):
-            pub[f"{b}_resid_{k}"] = one * 0.5e-4
-    pub["pos_resid_m"] = np.array([0.5e-4, 2e-4, 3e-4])
-    v = replay_verdict(pub)
-    assert "BFGS" not in v
-    for k in ("q", "m", "theta"):
-        pub[f"pos_bfgs_resid_{k}"] = pub[f"pos_resid_{k}"] + np.array([0, 0, 1e-4 if k == "m" else 0])
-    v = replay_verdict(pub)
-    assert "changes that update by up to 0.0001, of the threshold's size" in v
-    assert "at all 3 published semantic points" in v and "meets the 0.001 target (5.0e-04)" in v
-    assert "at 2 of 3 published positional points" in v and "up to 0.0003" in v
-    assert "misses the 0.001 target (2.0e-03)" in v
 
 
 def test_state_evolution_does_not_depend_on_the_number_of_threads(monkeypatch):
