@@ -163,7 +163,8 @@ class BranchPoints:
 
 
 def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *, rtol: float | Mapping[float, float] = 5e-3,
-                  extra: Mapping[float, Sequence[float]] | None = None, xtol: float = 0.01,
+                  extra: Mapping[float, Sequence[float]] | None = None,
+                  max_log2_points: int | Mapping[float, int] = 14, xtol: float = 0.01,
                   max_refine: int = 4, sigma: float = 0.5, lam: float = 0.01,
                   A: Any = ((0.6, 0.4), (0.4, 0.6)), seed: int = 0, cache: bool = True,
                   **solver: Any) -> dict[str, np.ndarray]:
@@ -173,6 +174,8 @@ def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *, rtol: float
     ----------
     omegas : positional shares, each in [0, 0.95]. grid : the coarse ``alpha`` grid (>= 2 values).
     rtol : the solver's accuracy target, or ``{omega: rtol}`` (missing omegas: 5e-3).
+    max_log2_points : the solver's largest rule (points per scrambling ``2**p``), or
+        ``{omega: p}`` (missing omegas: 14).
     extra : ``{omega: alphas}`` solved besides the grid (for example the points of a comparison).
     xtol, max_refine : refinement of each crossing (:func:`bracket_crossing`).
     sigma, lam, A, seed : the model and the solver's seed. cache : keep the result with
@@ -191,12 +194,15 @@ def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *, rtol: float
     grid_ = [check_real(f"grid[{i}]", a, low=0.05, high=20.0) for i, a in enumerate(grid)]
     rt = {w: (rtol.get(w, 5e-3) if isinstance(rtol, Mapping) else rtol) for w in om}
     ex = {w: list((extra or {}).get(w, ())) for w in om}
-    cfg = dict(omegas=om, grid=grid_, rtol=[rt[w] for w in om], extra=[ex[w] for w in om], xtol=xtol,
+    ml = {w: (max_log2_points.get(w, 14) if isinstance(max_log2_points, Mapping) else max_log2_points)
+          for w in om}
+    cfg = dict(omegas=om, grid=grid_, rtol=[rt[w] for w in om], extra=[ex[w] for w in om],
+               max_log2=[ml[w] for w in om], xtol=xtol,
                max_refine=max_refine, sigma=sigma, lam=lam, A=np.asarray(A).tolist(), seed=seed, **solver)
 
     def compute() -> dict[str, np.ndarray]:
-        return _diagram(om, grid_, rt, ex, xtol=xtol, max_refine=max_refine, sigma=sigma, lam=lam, A=A,
-                        seed=seed, **solver)
+        return _diagram(om, grid_, rt, ex, ml, xtol=xtol, max_refine=max_refine, sigma=sigma, lam=lam,
+                        A=A, seed=seed, **solver)
 
     if not cache:
         return compute()
@@ -205,12 +211,12 @@ def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *, rtol: float
     return book.cached("ch6_diagram", cfg, compute, verbose=False)
 
 
-def _diagram(om, grid, rt, ex, *, xtol, max_refine, sigma, lam, A, seed, **solver) -> dict[str, np.ndarray]:
+def _diagram(om, grid, rt, ex, ml, *, xtol, max_refine, sigma, lam, A, seed, **solver) -> dict[str, np.ndarray]:
     rows: dict[str, list] = {}
     pts: dict[str, list] = {}
     for i, w in enumerate(om):
         t0 = time.time()
-        bp = BranchPoints(w, rtol=rt[w], sigma=sigma, lam=lam, A=A, seed=seed, **solver)
+        bp = BranchPoints(w, rtol=rt[w], sigma=sigma, lam=lam, A=A, seed=seed, max_log2_points=ml[w], **solver)
         for name, fn in (("alpha_c", bp.loss_gap), ("alpha_l", bp.test_gap)):
             est, outcome, *_ = bracket_crossing(fn, grid, xtol=xtol, max_refine=max_refine)
             for k, v in ((name, est.value), (f"{name}_lo", est.lo), (f"{name}_hi", est.hi),

@@ -33,7 +33,8 @@ from .data import (positional_encodings, sample_teacher, sample_tokens, softmax_
 from .se import check_A
 
 __all__ = ["Problem", "make_problem", "initial_points", "gradient_descent", "minimise",
-           "exact_test_error", "summaries", "minimiser_runs", "decide", "study", "read_runs", "gd_gap"]
+           "exact_test_error", "summaries", "minimiser_runs", "decide", "study", "read_runs", "gd_gap",
+           "semantic_start", "classify_dynamics", "stability_by_dynamics"]
 
 INITS = ("semantic", "positional", "random")
 
@@ -447,3 +448,89 @@ def gd_gap(runs: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, np.ndarray
         gmax.append(float(np.nanmax(r["gd_rel_grad"])))
     return dict(ds=np.asarray(ds), rel_diff=np.asarray(diff), rel_diff_se=np.asarray(se),
                 gd_rel_grad_max=np.asarray(gmax))
+
+
+def semantic_start(pb: Problem, theta: float, q: float, m0: float, *, seed: int = 0) -> torch.Tensor:
+    """Starts ``Q`` (S, d) with the semantic fixed point's overlaps (``theta``, ``q``, in the theory's
+    normalisation) and a positional component ``m = m0``; the rest of ``|Q|`` along a random
+    direction orthogonal to ``Q*`` and ``p_1``."""
+    S_, d = pb.q_star.shape
+    qs = pb.q_star
+    p1 = positional_encodings(d, device=qs.device, dtype=qs.dtype)[0]
+    G = torch.stack([torch.stack([(qs * qs).sum(1), qs @ p1], -1),
+                     torch.stack([qs @ p1, torch.ones_like(qs[:, 0])], -1)], -2)  # Gram of (Q*, p_1)
+    rhs = torch.stack([torch.full_like(qs[:, 0], theta / pb.sigma ** 2 * d),
+                       torch.full_like(qs[:, 0], m0 * math.sqrt(d))], -1)
+    ac = torch.linalg.solve(G, rhs)  # Q = a Q* + c p_1 with Q* . Q = theta_emp d, p_1 . Q = m0 sqrt(d)
+    Q = ac[:, :1] * qs + ac[:, 1:] * p1
+    g = torch.Generator(device=qs.device).manual_seed(seed)
+    u = torch.randn(S_, d, generator=g, dtype=qs.dtype, device=qs.device)
+    B, _ = torch.linalg.qr(torch.stack([qs, p1.expand(S_, d)], -1))  # (S, d, 2) orthonormal
+    u = u - (B @ (B.transpose(-1, -2) @ u[..., None]))[..., 0]
+    u = u / u.norm(dim=1, keepdim=True)
+    rest = (q * d / pb.sigma ** 2 - (Q * Q).sum(1, keepdim=True)).clamp_min(0).sqrt()
+    return Q + rest * u
+
+
+def classify_dynamics(m0: float, m_final: Mapping[int, Any], *, factor: float = 2.0) -> str:
+    """What the positional overlap did from ``m0``: ``"decays"`` when at the largest ``d`` the median
+    ``|m|`` is below ``m0``; ``"grows"`` when it exceeds ``factor * m0`` there and does not fall
+    with ``d``; ``"unclear"`` otherwise.
+
+    Parameters
+    ----------
+    m0 : the starting positional overlap (> 0). m_final : ``{d: (seeds,) final m}``.
+    """
+    ds = sorted(m_final)
+    med = [float(np.median(np.abs(np.asarray(m_final[d])))) for d in ds]
+    if med[-1] < m0:
+        return "decays"
+    if med[-1] > factor * m0 and (len(med) == 1 or med[-1] >= med[0]):
+        return "grows"
+    return "unclear"
+
+
+def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[int], seeds: int, *,
+                          m0_sqrt_d: float = 3.0, sigma: float = 0.5, lam: float = 0.01,
+                          A: Any = ((0.6, 0.4), (0.4, 0.6)), seed: int = 0, cache: bool = True,
+                          device: Any = "cpu") -> list[dict[str, Any]]:
+    """The solver's stability flag along ``m`` checked by minimisation: at each semantic fixed point
+    (``omega, alpha, theta, q, derivative``), start at its overlaps with ``m = m0_sqrt_d / sqrt(d)``
+    and minimise (:func:`minimise`) at each ``d``.
+
+    Returns
+    -------
+    rows: ``omega, alpha, dF_m/dm, solver`` (``"unstable"`` when the derivative exceeds +1, else
+    ``"stable"``), ``median |m| sqrt(d)`` at each ``d``, ``dynamics`` (:func:`classify_dynamics`
+    on ``m sqrt(d)``) and ``agree``.
+    """
+    def compute():
+        out = {}
+        for i, p in enumerate(points):
+            for d in ds:
+                n = int(round(p["alpha"] * d))
+                pb = make_problem(d, list(range(seeds)), n, seed=seed, omega=p["omega"], sigma=sigma,
+                                  lam=lam, A=A, device=device)
+                Q0 = semantic_start(pb, p["theta"], p["q"], m0_sqrt_d / math.sqrt(d), seed=seed)
+                Q = torch.stack([minimise(pb, s, n, Q0[s])["Q"] for s in range(seeds)])
+                out[f"p{i}_d{d}"] = summaries(Q, pb.q_star, sigma)["m"] * math.sqrt(d)
+        return out
+
+    if cache:
+        from .. import book
+
+        cfg = dict(points=[dict(p) for p in points], ds=list(ds), seeds=seeds, m0=m0_sqrt_d, sigma=sigma,
+                   lam=lam, A=np.asarray(A).tolist(), seed=seed)
+        res = book.cached("ch6_stability", cfg, compute, verbose=False)
+    else:
+        res = compute()
+    rows = []
+    for i, p in enumerate(points):
+        mf = {d: res[f"p{i}_d{d}"] for d in ds}
+        dyn = classify_dynamics(m0_sqrt_d, mf)
+        solver = "unstable" if p["derivative"] > 1 else "stable"
+        row = {"omega": p["omega"], "alpha": p["alpha"], "dF_m/dm": p["derivative"], "solver": solver}
+        row.update({f"|m| sqrt(d), d = {d}": float(np.median(np.abs(mf[d]))) for d in ds})
+        row.update(dynamics=dyn, agree=(dyn == "decays") == (solver == "stable") if dyn != "unclear" else None)
+        rows.append(row)
+    return rows

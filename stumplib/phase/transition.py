@@ -19,7 +19,7 @@ __all__ = ["first_crossing", "theory_curves", "accurate_curves", "crossing_estim
            "stability_verdict", "gd_verdict", "replay_verdict", "read_published", "published_curves",
            "replay_authors", "AUTHORS_START", "semantic_end_verdict", "published_crossings", "branch_gaps",
            "theory_at", "published_at", "decision_rows", "replay_rows", "theta_deviation_at", "branch_tail",
-           "tail_rows", "window_profiles"]
+           "tail_rows", "window_profiles", "lowest_points", "dynamics_verdict"]
 
 
 def first_crossing(x: Any, above: Any, below: Any) -> float:
@@ -472,7 +472,7 @@ def branch_tail(th: Mapping[str, np.ndarray], alphas: Any, *, omega: float, rtol
     """The semantic branch followed below the solved points (at ``alphas``, looser ``rtol``),
     continuing from the lowest converged point of ``th``, joined with ``th``'s semantic points.
 
-    Returns ``alpha, theta, theta_err, outcome, suppressed_derivative`` (decreasing alpha)."""
+    Returns ``alpha, theta, theta_err, q, outcome, suppressed_derivative`` (decreasing alpha)."""
     ok = th["sem_outcome"] == "converged"
     j = int(np.argmin(np.where(ok, th["sem_alpha"], np.inf)))
     init = {k: float(th[f"sem_{k}"][j]) for k in ("q", "m", "V", "theta")} if ok.any() else None
@@ -489,7 +489,7 @@ def branch_tail(th: Mapping[str, np.ndarray], alphas: Any, *, omega: float, rtol
         t = book.cached("ch6_sem_end", cfg, compute, verbose=False)
     else:
         t = compute()
-    keys = ("alpha", "theta", "theta_err", "outcome", "suppressed_derivative")
+    keys = ("alpha", "theta", "theta_err", "q", "outcome", "suppressed_derivative")
     solved = np.asarray(th["sem_outcome"]) != "not_solved"
     out = {k: np.concatenate([np.asarray(th[f"sem_{k}"])[solved], np.asarray(t[f"sem_{k}"])]) for k in keys}
     o = np.argsort(-out["alpha"])
@@ -525,3 +525,36 @@ def window_profiles(alpha: float, thetas: Any, rules: Any, *, omega: float, sigm
     cfg = dict(alpha=alpha, thetas=list(map(float, thetas)), rules=[list(r[1:]) for r in rules],
                omega=omega, sigma=sigma, lam=lam, **extra)
     return book.cached("ch6_window", cfg, compute, verbose=False)
+
+
+def lowest_points(diag: Mapping[str, np.ndarray], tail: Mapping[str, np.ndarray] | None = None,
+                  omega: float | None = None) -> list[dict[str, float]]:
+    """At each omega of the diagram the converged semantic point of lowest alpha (``omega, alpha,
+    theta, q, derivative``); at ``omega`` the lowest converged point of ``tail`` instead."""
+    pts = []
+    for i, w in enumerate(np.asarray(diag["omega"], dtype=float)):
+        if tail is not None and omega is not None and np.isclose(w, omega):
+            src, sel = tail, np.asarray(tail["outcome"]) == "converged"
+            a = np.asarray(tail["alpha"])
+        else:
+            src = {k[4:]: np.asarray(v) for k, v in diag.items() if k.startswith("sem_")}
+            a = np.asarray(diag["pt_alpha"])
+            sel = (np.asarray(diag["pt_w"]) == i) & (src["outcome"] == "converged")
+        if not sel.any():
+            continue
+        j = np.flatnonzero(sel)[np.argmin(a[sel])]
+        pts.append(dict(omega=float(w), alpha=float(a[j]), theta=float(src["theta"][j]),
+                        q=float(src["q"][j]), derivative=float(src["suppressed_derivative"][j])))
+    return pts
+
+
+def dynamics_verdict(rows: list[dict]) -> Verdict:
+    """The solver's stability flag against what minimisation did (rows of
+    :func:`stumplib.phase.minimise.stability_by_dynamics`): holds where they agree at every point,
+    fails where they disagree at one, undecided where the dynamics were unclear."""
+    parts = [Verdict({True: "holds", False: "fails", None: "undecided"}[r["agree"]], "row.") for r in rows]
+    n_ok = sum(r["agree"] is True for r in rows)
+    if not parts:
+        return Verdict("undecided", "no semantic point to check by minimisation.")
+    return verdicts.combine(parts, f"minimisation from m of 3/sqrt(d) agrees with the solver's flag at "
+                                   f"{n_ok} of {len(rows)} points")
