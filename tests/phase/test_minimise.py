@@ -89,3 +89,61 @@ def test_initial_points_and_bad_input():
         minimise(pb, 0, 5, pb.q_star[0], gtol=0.5)
     with pytest.raises(ValueError, match="n_nodes"):
         exact_test_error(pb.q_star[0], pb.q_star[0], omega=0.3, n_nodes=2)
+
+
+def _synthetic_runs(limit, slope, spread, seeds=400, ds=(100, 200, 400), seed=0):
+    """Seed-by-seed test errors limit + slope / d + spread sqrt(100 / d) * N(0, 1), all converged."""
+    rng = np.random.default_rng(seed)
+    runs = {}
+    for d in ds:
+        e = rng.standard_normal((seeds, len(limit)))
+        te = np.asarray(limit) + np.asarray(slope) / d + np.asarray(spread) * np.sqrt(100 / d) * e
+        runs[d] = dict(test_error=te, converged=np.ones_like(te, dtype=bool))
+    return runs
+
+
+def test_decide_recovers_the_limit_and_sizes_the_seeds():
+    from stumplib.phase.minimise import decide
+    runs = _synthetic_runs([0.0028, 0.0023], [0.01, 0.02], [2e-4, 2e-4])
+    dec = decide(runs, [0.0028, 0.0023], [1e-6, 1e-6], [0.00268, 0.00227])
+    for j, lim in enumerate([0.0028, 0.0023]):
+        assert abs(dec["limit"][j].value - lim) < 4 * dec["limit_se"][j]
+    assert np.all(np.abs(dec["z_accurate"]) < 4) and np.max(np.abs(dec["z_published"])) > 4
+    assert dec["spread_slope"] == pytest.approx(-0.5, abs=0.1) and dec["converged_fraction"] == 1.0
+    assert dec["seeds_to_decide"] < 400  # already decided with 400 seeds
+    runs[400]["converged"][0, 0] = False  # a run that did not converge is left out and counted
+    dec2 = decide(runs, [0.0028, 0.0023], [1e-6, 1e-6], [0.00268, 0.00227])
+    assert dec2["n"][-1, 0] == 399 and dec2["converged_fraction"] < 1
+
+
+def test_dynamics_classification_on_a_constructed_map():
+    """A linear map with a known unstable direction (m multiplied by 1.5 a step) and a stable one
+    (0.5): iterated from m0, the classification finds growth and decay, and the table's agreement
+    with a solver flag follows."""
+    from stumplib.phase.minimise import classify_dynamics
+    rng = np.random.default_rng(0)
+    m0 = 3.0
+    for factor, expected in ((1.5, "grows"), (0.5, "decays")):
+        finals = {d: m0 * factor ** 8 * (1 + 0.1 * rng.standard_normal(4)) for d in (100, 400)}
+        assert classify_dynamics(m0, finals) == expected
+    assert classify_dynamics(m0, {100: np.full(4, 4.0), 400: np.full(4, 3.5)}) == "unclear"
+
+
+def test_stability_by_dynamics_at_a_stable_semantic_point():
+    from stumplib.phase.minimise import stability_by_dynamics
+    from stumplib.phase.se import solve_fixed_rule
+    fp = solve_fixed_rule(1.5, omega=0.3, branch="semantic", n_nodes=6)
+    pt = dict(omega=0.3, alpha=1.5, theta=float(fp["theta"]), q=float(fp["q"]), derivative=-1.6)
+    rows = stability_by_dynamics([pt], [40, 160], 3, cache=False)
+    assert rows[0]["solver"] == "stable" and rows[0]["dynamics"] == "decays" and rows[0]["agree"] is True
+    unstable = dict(pt, derivative=1.4)  # the same point with a flag saying otherwise: a disagreement
+    assert stability_by_dynamics([unstable], [40, 160], 3, cache=False)[0]["agree"] is False
+
+
+def test_semantic_start_has_the_requested_overlaps():
+    from stumplib.phase.minimise import semantic_start, summaries
+    pb = make_problem(200, [0, 1], 10)
+    s = summaries(semantic_start(pb, 0.1, 0.08, 0.05), pb.q_star, 0.5)
+    np.testing.assert_allclose(s["m"], 0.05, rtol=1e-10)
+    np.testing.assert_allclose(s["theta_emp"], 0.4, rtol=1e-10)
+    np.testing.assert_allclose(s["q_emp"], 0.08, rtol=1e-10)
