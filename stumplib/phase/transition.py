@@ -134,8 +134,8 @@ def stability_verdict(derivative: Any, outcome: Any, *, direction: str = "m") ->
     if not ok.any():
         return Verdict("undecided", f"no converged point carries dF_{direction}/d{direction}.")
     mx = float(d[ok].max())
-    return verdicts.at_most(Estimate(mx, mx, mx), 1.0, symbol=sym,
-                            qualifier=f"{int(ok.sum())} converged points")
+    v = verdicts.at_most(Estimate(mx, mx, mx), 1.0, symbol=sym)
+    return Verdict(v.status, f"{sym} = {mx:.2g} at {int(ok.sum())} converged points (stable up to +1).")
 
 
 def gd_verdict(decision: Mapping[str, Any], *, qualifier: str = "") -> Verdict:
@@ -415,7 +415,8 @@ def theory_at(th: Mapping[str, np.ndarray], alphas: Any, key: str) -> tuple[np.n
     """The converged semantic point's ``key`` and its error at each of ``alphas`` (NaN if absent)."""
     val, err = [], []
     for a in np.atleast_1d(alphas):
-        i = np.flatnonzero(np.isclose(th["sem_alpha"], a) & (th["sem_outcome"] == "converged"))
+        i = np.flatnonzero(np.isclose(th["sem_alpha"], a, rtol=0, atol=1e-4)
+                           & (th["sem_outcome"] == "converged"))
         val.append(th[f"sem_{key}"][i[0]] if i.size else np.nan)
         err.append(th[f"sem_{key}_err"][i[0]] if i.size else np.nan)
     return np.asarray(val, dtype=float), np.asarray(err, dtype=float)
@@ -556,5 +557,4 @@ def dynamics_verdict(rows: list[dict]) -> Verdict:
     n_ok = sum(r["agree"] is True for r in rows)
     if not parts:
         return Verdict("undecided", "no semantic point to check by minimisation.")
-    return verdicts.combine(parts, f"minimisation from m of 3/sqrt(d) agrees with the solver's flag at "
-                                   f"{n_ok} of {len(rows)} points")
+    return verdicts.combine(parts, f"minimisation agrees with that flag at {n_ok} of {len(rows)} points")

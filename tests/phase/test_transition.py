@@ -108,7 +108,7 @@ def test_stability_verdict_on_a_constructed_set_of_points():
     """Converged points only; holds when every derivative is at most +1, fails above."""
     from stumplib.phase.transition import stability_verdict
     v = stability_verdict([-2.5, 0.9, np.nan, 0.3, 5.0], ["converged"] * 4 + ["undecided"])
-    assert v.status == "holds" and "0.9" in v.sentence and "3 converged points" in v.sentence
+    assert v.status == "holds" and "= 0.9 at 3 converged points" in v.sentence
     v = stability_verdict([-2.5, 1.2], ["converged"] * 2, direction="theta")
     assert v.status == "fails" and "dF_theta/dtheta" in v.sentence
     assert stability_verdict([np.nan], ["converged"]).status == "undecided"
