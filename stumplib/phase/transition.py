@@ -155,12 +155,16 @@ def gd_verdict(decision: Mapping[str, Any], *, qualifier: str = "") -> Verdict:
     if not (np.all(np.isfinite(za)) and np.all(np.isfinite(zp))):
         return Verdict("undecided", "a theory value or the minimisers' limit is missing at one alpha"
                        + (f" ({qualifier})." if qualifier else "."))
-    v = verdicts.choose_theory(decision["z_accurate"], decision["z_published"],
-                               seeds_to_decide=int(decision["seeds_to_decide"]) or None,
+    need = int(decision["seeds_to_decide"])
+    n_now = int(np.min(decision["n"])) if "n" in decision else 0
+    v = verdicts.choose_theory(za, zp, seeds_to_decide=need if need > n_now else None,
                                what="the minimisers (d -> infinity)")
+    extra = ""
+    if v.status == "undecided" and 0 < need <= n_now:
+        extra = "; the seeds separate the theories, the limit lies between them"
     if qualifier:
-        return Verdict(v.status, v.sentence[:-1] + f" ({qualifier}).")
-    return v
+        extra += f" ({qualifier})"
+    return Verdict(v.status, v.sentence[:-1] + extra + ".") if extra else v
 
 
 def replay_verdict(pub: Mapping[str, Any], *, target: float = 1e-3) -> Verdict:

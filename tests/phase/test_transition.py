@@ -139,6 +139,9 @@ def test_gd_verdict_follows_the_choice_rule():
     v = gd_verdict(_decision([1.0, 1.5], [2.5, 3.0]), qualifier="scripted run")
     assert v.status == "undecided" and "40 seeds" in v.sentence and "(scripted run)" in v.sentence
     assert gd_verdict(_decision([np.nan, 1.0], [1.0, 1.0])).status == "undecided"
+    between = dict(_decision([3.0, 1.0], [3.4, 3.4], need=100), n=np.full((3, 2), 128))
+    v = gd_verdict(between)
+    assert v.status == "undecided" and "between them" in v.sentence and "seeds would" not in v.sentence
 
 
 def test_branch_end_and_its_verdict():
