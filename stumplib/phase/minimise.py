@@ -446,8 +446,12 @@ def gd_gap(runs: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, np.ndarray
         diff.append(x[ok].mean(0))
         se.append(x[ok].std(0, ddof=1) / np.sqrt(max(1, ok.sum())) if ok.sum() > 1 else np.full(x.shape[1], np.nan))
         gmax.append(float(np.nanmax(r["gd_rel_grad"])))
-    return dict(ds=np.asarray(ds), rel_diff=np.asarray(diff), rel_diff_se=np.asarray(se),
-                gd_rel_grad_max=np.asarray(gmax))
+    rd = np.asarray(diff, dtype=float)
+    fin = rd[np.isfinite(rd)]
+    return dict(ds=np.asarray(ds), rel_diff=rd, rel_diff_se=np.asarray(se), gd_rel_grad_max=np.asarray(gmax),
+                max_abs=float(np.abs(fin).max()) if fin.size else float("nan"),
+                mean=float(fin.mean()) if fin.size else float("nan"),
+                rel_grad_max=float(np.nanmax(gmax)) if gmax else float("nan"))
 
 
 def semantic_start(pb: Problem, theta: float, q: float, m0: float, *, seed: int = 0) -> torch.Tensor:
