@@ -102,7 +102,7 @@ def window_figure(prof: Mapping[str, Any], thetas, rules, alpha_window):
 def diagram_figure(diag: Mapping[str, Any], published: tuple[float, float] | None = None):
     """The (alpha, omega) plane: alpha_c(omega) and alpha_l(omega) with their intervals, the
     three regions they bound, and the published curves' crossings at omega = 0.3."""
-    fig, ax = style.figure(width=style.COLUMN_WIDTH, height=3.4)
+    fig, ax = style.figure(width=style.COLUMN_WIDTH, height=3.8)
     om = np.asarray(diag["omega"], dtype=float)
     lines = {}
     for name, col, lab in (("alpha_c", style.COLORS["positional"], r"$\alpha_c$: global minimum turns semantic"),
@@ -125,7 +125,7 @@ def diagram_figure(diag: Mapping[str, Any], published: tuple[float, float] | Non
     ax.set_xlim(max(0.0, float(np.nanmin(np.asarray(diag["pt_alpha"]))) - 0.05), a_max)
     ax.set_xlabel(r"sample ratio $\alpha = n/d$")
     ax.set_ylabel(r"positional share $\omega$")
-    ax.legend(fontsize=LEGEND, loc="upper right")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=LEGEND)
     plt.close(fig)
     return fig
 
