@@ -20,7 +20,7 @@ import torch
 
 from stumplib.device import make_generator
 from stumplib.phase import attention as at
-from stumplib.phase.data import positional_encodings, sample_teacher, sample_tokens
+from stumplib.phase.data import positional_encodings, sample_teacher, sample_tokens, teacher_matrix
 from stumplib.phase.se import check_A
 
 
@@ -45,7 +45,7 @@ def main() -> None:
         qs.append(sample_teacher(a.d, generator=g, device=dev, dtype=dt))
         Zs.append(sample_tokens(n, a.d, sigma=0.5, generator=g, device=dev, dtype=dt))
     q_star, Z = torch.stack(qs), torch.stack(Zs)
-    T = at._teacher_batched(Z, q_star, 0.3, A_)
+    T = teacher_matrix(Z, q_star, omega=0.3, A=A_)
     X = Z + P
     Gxx, Gxz, Gzz = X @ X.transpose(-1, -2), X @ Z.transpose(-1, -2), Z @ Z.transpose(-1, -2)
     c0 = ((T @ Gzz) * T).sum((-1, -2))

@@ -25,7 +25,8 @@ import numpy as np
 
 __all__ = ["Estimate", "PowerLawFit", "mean_interval", "resample_indices", "resample", "interval",
            "bootstrap", "ratio_of_means", "fit_power_law",
-           "fit_replicates", "ols", "window_refits", "window_interval", "interp_crossing", "crossing"]
+           "fit_replicates", "ols", "window_refits", "window_interval", "interp_crossing", "crossing",
+           "wilson_interval", "extrapolate_linear"]
 
 KINDS = ("plain", "seeds", "bootstrap", "windows", "censored", "quadrature")
 
@@ -480,3 +481,38 @@ def wilson_interval(successes: Any, trials: Any, level: float = 0.95) -> tuple[n
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     lo, hi = np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
     return np.minimum(lo, p), np.maximum(hi, p)  # contain p despite rounding
+
+
+def extrapolate_linear(x: Any, y: Any, se: Any, *, x0: float = 0.0, level: float = 0.95
+                       ) -> tuple[Estimate, float]:
+    """Weighted least-squares line through ``(x, y)`` with known standard errors ``se``, evaluated
+    at ``x0`` (for example ``y`` against ``1/d`` extrapolated to ``1/d = 0``).
+
+    Parameters
+    ----------
+    x, y, se : (K,) points and the standard errors of ``y`` (positive). With one point the value
+        at ``x0`` is that point (no extrapolation).
+    x0 : where to evaluate the line. level : the interval's coverage (normal quantile: the errors
+        are known, not fitted).
+
+    Returns
+    -------
+    (estimate, standard error) of the line's value at ``x0`` (kind ``"seeds"``).
+    """
+    from scipy.stats import norm
+
+    x, y, se = (np.asarray(v, dtype=float).ravel() for v in (x, y, se))
+    if not (x.size == y.size == se.size >= 1) or not np.all(np.isfinite(np.r_[x, y, se])) or np.any(se <= 0):
+        raise ValueError("x, y and se must be finite arrays of one length >= 1, se > 0")
+    if x.size == 1:
+        v, s = float(y[0]), float(se[0])
+    else:
+        if np.ptp(x) == 0:
+            raise ValueError("x must hold at least two distinct values to extrapolate")
+        X = np.stack([np.ones_like(x), x - x0], 1)
+        W = 1.0 / se ** 2
+        cov = np.linalg.inv(X.T @ (X * W[:, None]))
+        beta = cov @ (X.T @ (W * y))
+        v, s = float(beta[0]), float(np.sqrt(cov[0, 0]))
+    q = float(norm.ppf(0.5 + level / 2))
+    return Estimate(v, v - q * s, v + q * s, "seeds", level, None, int(x.size)), s

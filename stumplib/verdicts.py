@@ -8,7 +8,8 @@ Every claim a chapter judges goes through one function of this module, one per k
   (an :math:`\\tilde O(x^{a})` claim), judged as such rather than as an exact exponent;
 - :func:`choose_theory`: measurements against two competing predictions (z-scores);
 - :func:`ordering`: an ordering between two estimated quantities (``alpha_l >= alpha_c``);
-- :func:`combine`: several verdicts on the parts of one claim (``partly`` when they differ).
+- :func:`combine`: several verdicts on the parts of one claim (``partly`` when they differ);
+- :func:`located`: a quantity claimed to exist (a threshold) found and located, or shown absent.
 
 Each returns a :class:`Verdict`: ``status`` is one of :data:`STATUSES` and ``sentence`` a short
 sentence in the book's symbols, with numbers and their intervals, that a reader can quote. Chapters
@@ -35,7 +36,7 @@ import numpy as np
 from .stats import Estimate
 
 __all__ = ["STATUSES", "Verdict", "against_target", "at_least", "at_most", "rate_up_to_logs",
-           "log_slopes", "choose_theory", "ordering", "combine"]
+           "log_slopes", "choose_theory", "ordering", "combine", "located"]
 
 STATUSES = ("holds", "fails", "undecided", "partly")
 
@@ -264,3 +265,32 @@ def combine(parts: Sequence[Verdict], sentence: str) -> Verdict:
     statuses = {p.status for p in parts}
     status = statuses.pop() if len(statuses) == 1 else "partly"
     return Verdict(status, _sentence(sentence))
+
+
+def located(est: Estimate, *, symbol: str, absent: str | None = None, fmt: str = ".3g",
+            max_width: float | None = None, qualifier: str = "") -> Verdict:
+    """Whether a quantity claimed to exist (a threshold, a crossing) was found and located.
+
+    Parameters
+    ----------
+    est : the located value with its interval (NaN when not found).
+    symbol : its symbol (``"alpha_c"``). absent : when the search established that it does not
+        exist where the claim puts it (a reason such as ``"the losses do not cross for alpha in
+        [0.8, 2.6]"``), the verdict fails with that reason; ``None`` when it was not found for
+        another reason (then undecided).
+    max_width : an interval wider than this does not locate it (undecided).
+    qualifier : what differs from the paper's object.
+
+    Returns
+    -------
+    ``holds`` when the interval is finite (and no wider than ``max_width``); ``fails`` with
+    ``absent``; ``undecided`` otherwise.
+    """
+    if _finite(est) and (max_width is None or est.width <= max_width):
+        return Verdict("holds", _sentence(f"{symbol} = {est:{fmt}}{_qual(qualifier)}"))
+    if absent:
+        return Verdict("fails", _sentence(f"no {symbol}: {absent}{_qual(qualifier)}"))
+    if _finite(est):
+        return Verdict("undecided", _sentence(f"{symbol} = {est:{fmt}}: wider than {max_width:{fmt}}"
+                                              f"{_qual(qualifier)}"))
+    return Verdict("undecided", _sentence(f"{symbol} not located{_qual(qualifier)}"))

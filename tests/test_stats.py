@@ -104,3 +104,21 @@ def test_fit_power_law_recovers_exponent_and_covers():
         covered += fit.contains(-0.25)
     assert abs(fit.slope + 0.25) < 0.02 and fit.prefactor == pytest.approx(3.0, rel=0.2)
     assert covered >= 32  # nominal 95% of 40 = 38; bootstrap intervals run a bit narrow
+
+
+def test_extrapolate_linear_recovers_a_line_and_its_error_by_monte_carlo():
+    rng = np.random.default_rng(0)
+    x = np.array([0.004, 0.002, 0.001])
+    se = np.array([3e-5, 2e-5, 1e-5])
+    vals, errs = [], []
+    for _ in range(2000):
+        y = 0.002 + 0.1 * x + se * rng.standard_normal(3)
+        e, s = stats.extrapolate_linear(x, y, se)
+        vals.append(e.value)
+        errs.append(s)
+    assert np.mean(vals) == pytest.approx(0.002, abs=3 * np.std(vals) / np.sqrt(2000))
+    assert np.std(vals) == pytest.approx(np.mean(errs), rel=0.05)  # the stated error is the spread
+    one, s1 = stats.extrapolate_linear([0.001], [0.5], [0.1])
+    assert one.value == 0.5 and s1 == 0.1
+    with pytest.raises(ValueError, match="se"):
+        stats.extrapolate_linear(x, x, -se)

@@ -125,3 +125,17 @@ def test_combine_gives_common_status_or_partly():
     assert V.combine([h, u], "one of two").sentence == "one of two."
     with pytest.raises(ValueError):
         V.combine([], "x")
+
+
+def test_located_branches():
+    from stumplib.stats import Estimate
+    from stumplib.verdicts import located
+
+    v = located(Estimate(1.25, 1.24, 1.26, "quadrature"), symbol="alpha_c")
+    assert v.status == "holds" and "1.25 [1.24, 1.26]" in v.sentence
+    assert located(Estimate.nan(), symbol="alpha_c").status == "undecided"
+    f = located(Estimate.nan(), symbol="alpha_c", absent="the losses do not cross for alpha in [0.8, 2.6]")
+    assert f.status == "fails" and "do not cross" in f.sentence
+    w = located(Estimate(1.25, 0.5, 2.0, "quadrature"), symbol="alpha_c", max_width=0.2)
+    assert w.status == "undecided" and "wider" in w.sentence
+    assert located(Estimate.lower_bound(0.9), symbol="alpha_c").status == "undecided"

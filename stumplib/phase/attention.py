@@ -9,10 +9,10 @@ minimised by plain gradient descent ``Q <- Q - lr grad L`` (the authors: ``lr = 
 ``d = 1000``). Many runs advance together: seeds (each its own teacher ``Q*`` and nested samples:
 the run at ``alpha`` uses the first ``round(alpha d)`` samples of its seed) x sample ratios ``alpha``
 x initialisations, as columns of one matrix ``Q`` of shape (seeds, d, runs), so each step is two
-batched matrix products. Per-sample losses use the 2x2 Gram matrices ``X X^T``, ``X Z^T``, ``Z Z^T``
-(precomputed), with analytic gradients (no autograd in the loop):
-
-    |S X - T Z|_F^2 = tr(S Gxx S^T) - 2 tr(S Gxz T^T) + tr(T Gzz T^T).
+batched matrix products. The loss and its analytic gradient (no autograd in the loop) are written
+entrywise in the rows of the 2x2 softmax with the precomputed Gram matrices ``X X^T``, ``X Z^T``,
+``Z Z^T`` (:func:`objective_and_grad`). The data and the GD loop are those of
+:mod:`.minimise`, which also finds converged minimisers.
 
 Initialisations: ``"semantic"`` (``Q = Q*``), ``"positional"`` (``Q = p_1``, the authors'
 ``(1, ..., 1) / sqrt(d)``), ``"random"`` (``Q ~ N(0, I_d / d)``, small).
@@ -32,23 +32,13 @@ from ..device import make_generator, resolve_device
 from ..trainer import TrainingDiverged
 from ..validation import check_choice, check_grid, check_int, check_real
 from .baseline import baseline_test_error_of
-from .data import positional_encodings, sample_teacher, sample_tokens, softmax_rows, teacher_matrix
+from .data import positional_encodings, softmax_rows, teacher_of_scores
+from .minimise import Problem, gradient_descent, initial_points, make_problem
 from .se import check_A
 
 __all__ = ["INITS", "objective_and_grad", "attention_test_error", "train_attention_gd", "TrainingDiverged"]
 
 INITS = ("semantic", "positional", "random")
-
-
-def _per_sample(h, Gxx, Gxz, c0, T, d):
-    """Per-sample loss and d loss / d h for pre-activations h (..., 2); Grams (..., 2, 2)."""
-    S = softmax_rows(h)
-    SG = S @ Gxx
-    loss = ((SG * S).sum((-1, -2)) - 2 * ((S @ Gxz) * T).sum((-1, -2)) + c0) / (2 * d)
-    g = (SG - T @ Gxz.transpose(-1, -2)) / d  # d loss / d S
-    Da = S * (g - (g * S).sum(-1, keepdim=True))  # d loss / d a, a = h h^T
-    dh = (Da @ h[..., None])[..., 0] + (Da.transpose(-1, -2) @ h[..., None])[..., 0]
-    return loss, dh
 
 
 def objective_and_grad(Q: torch.Tensor, X: torch.Tensor, Z: torch.Tensor, T: torch.Tensor,
@@ -125,7 +115,6 @@ def attention_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float,
     pc = (B * p1[:, None]).sum(-2)  # (S, R, 3)
     qsc = (B * q_star[:, None, :, None]).sum(-2)
     qc = (B * Q.permute(0, 2, 1)[..., None]).sum(-2)
-    A_ = torch.as_tensor(check_A(A), dtype=Q.dtype, device=Q.device)
     P = torch.stack([pc, -pc], -2)  # (S, R, 2, 3)
     tot = torch.zeros(S_, R, dtype=Q.dtype, device=Q.device)
     tot2 = torch.zeros_like(tot)
@@ -136,7 +125,7 @@ def attention_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float,
         h = ((P[:, :, None] + zeta) @ qc[:, :, None, :, None])[..., 0] / math.sqrt(d)  # (S, R, k, 2)
         hs = (zeta @ qsc[:, :, None, :, None])[..., 0] / math.sqrt(d)
         Sm = softmax_rows(h)
-        Tm = (1 - omega) * softmax_rows(hs) + omega * A_
+        Tm = teacher_of_scores(hs, omega=omega, A=A)
         res = Sm @ (P[:, :, None] + zeta) - Tm @ zeta
         err = ((res ** 2).sum((-1, -2)) + sigma ** 2 * (d - 3) * ((Sm - Tm) ** 2).sum((-1, -2))) / (2 * d)
         tot += err.sum(-1)
@@ -182,111 +171,112 @@ def train_attention_gd(alphas: Sequence[float], d: int, *, seeds: Sequence[int] 
     ------
     ValueError for bad arguments; TrainingDiverged if the objective becomes non-finite.
     """
+    ns, seeds, inits, dev = _check_gd(alphas, d, seeds, inits, omega=omega, sigma=sigma, lam=lam,
+                                      lam_linear=lam_linear, A=A, lr=lr, steps=steps, n_test=n_test,
+                                      seed=seed, check_every=check_every, dtype=dtype, device=device)
+    checkpoints = sorted({check_int(f"checkpoints[{i}]", c, minimum=1, maximum=steps)
+                          for i, c in enumerate(checkpoints)})
+    pb = make_problem(d, seeds, max(ns), seed=seed, omega=omega, sigma=sigma, lam=lam, A=A, device=dev,
+                      dtype=dtype)
+    Q, mask = _initial_runs(pb, ns, inits, seed)
+    shape = (len(seeds), len(ns), len(inits))
+    rec: dict[str, list] = {"te": [], "gn": []}
+
+    def test_error_now(Q_):
+        return attention_test_error(Q_, pb.q_star, omega=omega, sigma=sigma, A=A, n_test=n_test,
+                                    generator=make_generator(seed * 1000 + 777, dev))
+
+    bar = _progress(steps, d) if progress else None
+
+    def on_step(k, L, Q_):
+        if k in checkpoints:
+            _, g_ = pb.objective(Q_, mask)
+            rec["te"].append(test_error_now(Q_)[0].reshape(shape).cpu().numpy())
+            rec["gn"].append(g_.norm(dim=1).reshape(shape).cpu().numpy())
+        if (k % check_every == 0 or k == steps) and not bool(torch.isfinite(L).all()
+                                                            and torch.isfinite(Q_).all()):
+            raise TrainingDiverged(f"GD diverged (non-finite objective) at step {k} with lr={lr}, "
+                                   f"d={d}; lower lr")
+        if bar is not None:
+            bar.update(1)
+
+    Q = gradient_descent(pb, Q, mask, lr=lr, steps=steps, on_step=on_step)
+    if bar is not None:
+        bar.close()
+    out = _gd_outputs(pb, Q, mask, test_error_now(Q), ns, shape, lam_linear)
+    if checkpoints:
+        out.update(checkpoints=np.asarray(checkpoints), test_error_at=np.stack(rec["te"]),
+                   grad_norm_at=np.stack(rec["gn"]))
+    return dict(out, alphas=np.asarray(alphas, dtype=float), n=np.asarray(ns), d=np.asarray(d))
+
+
+def _progress(steps: int, d: int):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=steps, desc=f"GD d={d}", mininterval=2.0)
+
+
+def _check_gd(alphas, d, seeds, inits, *, omega, sigma, lam, lam_linear, A, lr, steps, n_test, seed,
+              check_every, dtype, device):
+    """Validate :func:`train_attention_gd`'s arguments; returns ``(ns, seeds, inits, device)``."""
     alphas = check_grid("alphas", alphas, kind="real", minimum=0.0, maximum=100.0)
     d = check_int("d", d, minimum=4, maximum=1_000_000)
     if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
         seeds = list(range(check_int("seeds", seeds, minimum=1, maximum=10_000)))
     seeds = check_grid("seeds", seeds, kind="int", minimum=0)
     inits = [check_choice(f"inits[{i}]", v, INITS) for i, v in enumerate(check_grid_str(inits))]
-    omega = check_real("omega", omega, low=0.0, high=1.0)
-    sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
-    lam = check_real("lam", lam, low=0.0, high=1e3)
-    lam_linear = check_real("lam_linear", lam_linear, low=0.0, high=1e3)
-    A_ = check_A(A)
-    lr = check_real("lr", lr, low=0.0, low_open=True, high=100.0)
-    steps = check_int("steps", steps, minimum=1, maximum=10_000_000)
-    n_test = check_int("n_test", n_test, minimum=10)
-    seed = check_int("seed", seed, minimum=0)
-    check_every = check_int("check_every", check_every, minimum=1)
-    checkpoints = sorted({check_int(f"checkpoints[{i}]", c, minimum=1, maximum=steps)
-                          for i, c in enumerate(checkpoints)})
+    check_real("omega", omega, low=0.0, high=1.0)
+    check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
+    check_real("lam", lam, low=0.0, high=1e3)
+    check_real("lam_linear", lam_linear, low=0.0, high=1e3)
+    check_A(A)
+    check_real("lr", lr, low=0.0, low_open=True, high=100.0)
+    check_int("steps", steps, minimum=1, maximum=10_000_000)
+    check_int("n_test", n_test, minimum=10)
+    check_int("seed", seed, minimum=0)
+    check_int("check_every", check_every, minimum=1)
     ns = [int(round(a * d)) for a in alphas]
     for a, n in zip(alphas, ns):
         if n < 1:
             raise ValueError(f"alphas: alpha={a} gives n = round(alpha d) = 0 samples at d={d}")
-    dev = resolve_device(device)
     if dtype not in (torch.float32, torch.float64):
         raise ValueError(f"dtype must be torch.float32 or torch.float64; got {dtype}")
+    return ns, seeds, inits, resolve_device(device)
 
-    n_max, nA, nI, nS = max(ns), len(alphas), len(inits), len(seeds)
-    P = positional_encodings(d, device=dev, dtype=dtype)
-    q_star, Z = [], []
-    for s in seeds:
-        gen = make_generator(seed * 1000 + s, dev)
-        q_star.append(sample_teacher(d, generator=gen, device=dev, dtype=dtype))
-        Z.append(sample_tokens(n_max, d, sigma=sigma, generator=gen, device=dev, dtype=dtype))
-    q_star, Z = torch.stack(q_star), torch.stack(Z)  # (S, d), (S, n, 2, d)
-    T = _teacher_batched(Z, q_star, omega, A_)
-    X = Z + P
-    Gxx = X @ X.transpose(-1, -2)
-    Gxz = X @ Z.transpose(-1, -2)
-    Gzz = Z @ Z.transpose(-1, -2)
-    c0 = ((T @ Gzz) * T).sum((-1, -2))
-    # runs: column r = alpha index * nI + init index
+
+def _initial_runs(pb: Problem, ns: list[int], inits: list[str], seed: int):
+    """Columns ``r = alpha index * len(inits) + init index`` of ``Q`` (S, d, R) and the sample mask
+    (1, n, R) of each run."""
+    dev, dtype = pb.X.device, pb.X.dtype
     n_run = torch.tensor([n for n in ns for _ in inits], device=dev)
-    mask = (torch.arange(n_max, device=dev)[:, None] < n_run[None, :]).to(dtype)[None]  # (1, n, R)
-    cols = []
+    mask = (torch.arange(pb.n, device=dev)[:, None] < n_run[None, :]).to(dtype)[None]
     gen0 = make_generator(seed * 1000 + 999, dev)
-    for ai in range(nA):
-        for init in inits:
-            if init == "semantic":
-                cols.append(q_star.clone())
-            elif init == "positional":
-                cols.append(P[0].expand(nS, d).clone())
-            else:
-                cols.append(torch.randn(nS, d, generator=gen0, device=dev, dtype=dtype) / math.sqrt(d))
-    Q = torch.stack(cols, -1)  # (S, d, R)
-    it = range(steps)
-    if progress:
-        from tqdm.auto import tqdm
-        it = tqdm(it, desc=f"GD d={d}", mininterval=2.0)
-    te_at, gn_at = [], []
+    cols = [initial_points(pb, init, generator=gen0) for _ in ns for init in inits]
+    return torch.stack(cols, -1), mask
 
-    def test_error_now(Q_):
-        return attention_test_error(Q_, q_star, omega=omega, sigma=sigma, A=A_, n_test=n_test,
-                                    generator=make_generator(seed * 1000 + 777, dev))
 
-    for k in it:
-        L, grad = _objective_and_grad(Q, X, Gxx, Gxz, c0, T, mask, lam)
-        Q = Q - lr * grad
-        if k + 1 in checkpoints:
-            _, g_ = _objective_and_grad(Q, X, Gxx, Gxz, c0, T, mask, lam)
-            te_at.append(test_error_now(Q)[0].reshape(nS, nA, nI).cpu().numpy())
-            gn_at.append(g_.norm(dim=1).reshape(nS, nA, nI).cpu().numpy())
-        if (k + 1) % check_every == 0 or k + 1 == steps:
-            if not bool(torch.isfinite(L).all() and torch.isfinite(Q).all()):
-                raise TrainingDiverged(f"GD diverged (non-finite objective) at step {k + 1} with lr={lr}, "
-                                       f"d={d}; lower lr")
-    L, grad = _objective_and_grad(Q, X, Gxx, Gxz, c0, T, mask, lam)
-    te, te_se = test_error_now(Q)
-    m = (Q * P[0][None, :, None]).sum(1) / math.sqrt(d)
-    theta_emp = (Q * q_star[:, :, None]).sum(1) / d
-    q_emp = sigma ** 2 * (Q * Q).sum(1) / d
+def _gd_outputs(pb: Problem, Q, mask, te, ns, shape, lam_linear) -> dict[str, np.ndarray]:
+    """Summaries, losses, test errors and the linear baseline fitted on each run's samples."""
+    L, grad = pb.objective(Q, mask)
+    d = pb.d
+    p1 = positional_encodings(d, device=Q.device, dtype=Q.dtype)[0]
+    m = (Q * p1[None, :, None]).sum(1) / math.sqrt(d)
+    theta_emp = (Q * pb.q_star[:, :, None]).sum(1) / d
+    q_emp = pb.sigma ** 2 * (Q * Q).sum(1) / d
     # linear baseline fitted on each run's samples: B = (sum T Gzz / d)(sum Gzz / d + lam I)^-1
-    eye = torch.eye(2, dtype=dtype, device=dev)
-    cTG = torch.cumsum(T @ Gzz, 1) / d
-    cG = torch.cumsum(Gzz, 1) / d
-    idx = torch.tensor([n - 1 for n in ns], device=dev)
+    eye = torch.eye(2, dtype=Q.dtype, device=Q.device)
+    cTG = torch.cumsum(pb.T @ pb.Gzz, 1) / d
+    cG = torch.cumsum(pb.Gzz, 1) / d
+    idx = torch.tensor([n - 1 for n in ns], device=Q.device)
     Bhat = cTG[:, idx] @ torch.linalg.inv(cG[:, idx] + lam_linear * eye)
-    base = baseline_test_error_of(Bhat.cpu().numpy(), omega=omega, sigma=sigma, A=A_)
+    base = baseline_test_error_of(Bhat.cpu().numpy(), omega=pb.omega, sigma=pb.sigma, A=pb.A)
 
     def rs(x):
-        return x.reshape(nS, nA, nI).cpu().numpy()
+        return x.reshape(shape).cpu().numpy()
 
-    out = dict(m=rs(m), theta_emp=rs(theta_emp), q_emp=rs(q_emp), test_error=rs(te),
-               test_error_se=rs(te_se), train_loss=rs(L) / d, grad_norm=rs(grad.norm(dim=1)),
-               baseline_test_error=base, alphas=np.asarray(alphas), n=np.asarray(ns), d=np.asarray(d))
-    if checkpoints:
-        out.update(checkpoints=np.asarray(checkpoints), test_error_at=np.stack(te_at),
-                   grad_norm_at=np.stack(gn_at))
-    return out
-
-
-def _teacher_batched(Z, q_star, omega, A_):
-    d = Z.shape[-1]
-    h = (Z @ q_star[:, None, :, None])[..., 0] / math.sqrt(d)  # (S, n, 2)
-    A_t = torch.as_tensor(A_, dtype=Z.dtype, device=Z.device)
-    return (1 - omega) * softmax_rows(h) + omega * A_t
+    return dict(m=rs(m), theta_emp=rs(theta_emp), q_emp=rs(q_emp), test_error=rs(te[0]),
+                test_error_se=rs(te[1]), train_loss=rs(L) / d, grad_norm=rs(grad.norm(dim=1)),
+                baseline_test_error=base)
 
 
 def check_grid_str(values: Any) -> list:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
 
 from ..validation import check_int, check_real
 from .se import check_A
@@ -30,14 +29,15 @@ def teacher_moments(*, omega: float, sigma: float = 0.5, A: Any = ((0.6, 0.4), (
     sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
     A_ = check_A(A)
     n_nodes = check_int("n_nodes", n_nodes, minimum=4, maximum=400)
+    import torch
+
+    from .data import teacher_of_scores
+
     x, w = np.polynomial.hermite_e.hermegauss(n_nodes)
     w = w / w.sum()
-    u1, u2 = np.meshgrid(sigma * x, sigma * x, indexing="ij")
+    u = torch.as_tensor(np.stack(np.meshgrid(sigma * x, sigma * x, indexing="ij"), -1))  # (n, n, 2)
     W = np.outer(w, w)
-    d = u1 - u2
-    s = np.stack([expit(u1 * d), expit(u2 * d)])  # first column of softmax(u u^T)
-    sem = np.stack([np.stack([s[0], 1 - s[0]]), np.stack([s[1], 1 - s[1]])])  # (2, 2, n, n)
-    T = (1 - omega) * sem + omega * A_[:, :, None, None]
+    T = np.moveaxis(teacher_of_scores(u, omega=omega, A=A_).numpy(), (0, 1), (-2, -1))  # (2, 2, n, n)
     mean = (T * W).sum((-1, -2))
     var = ((T - mean[:, :, None, None]) ** 2 * W).sum((-1, -2))
     return mean, var

@@ -13,7 +13,8 @@ import torch
 from ..validation import check_int, check_real
 from .se import check_A
 
-__all__ = ["positional_encodings", "sample_teacher", "sample_tokens", "teacher_matrix", "softmax_rows"]
+__all__ = ["positional_encodings", "sample_teacher", "sample_tokens", "teacher_matrix", "teacher_of_scores",
+           "softmax_rows"]
 
 
 def positional_encodings(d: int, *, device: Any = "cpu", dtype: torch.dtype = torch.float64) -> torch.Tensor:
@@ -44,14 +45,40 @@ def softmax_rows(h: torch.Tensor) -> torch.Tensor:
     return torch.softmax(h[..., :, None] * h[..., None, :], dim=-1)
 
 
+def teacher_of_scores(hs: torch.Tensor, *, omega: float, A: Any) -> torch.Tensor:
+    """The teacher formula, once: ``T = (1 - omega) softmax(h* h*^T) + omega A``.
+
+    Parameters
+    ----------
+    hs : (..., 2) teacher scores ``h*_l = z_l . Q* / sqrt(d)``.
+    omega : positional share, in [0, 1].
+    A : the fixed 2x2 positional matrix.
+
+    Returns
+    -------
+    (..., 2, 2) teacher matrices.
+    """
+    A_ = torch.as_tensor(check_A(A), dtype=hs.dtype, device=hs.device)
+    return (1 - omega) * softmax_rows(hs) + omega * A_
+
+
 def teacher_matrix(z: torch.Tensor, q_star: torch.Tensor, *, omega: float,
                    A: Any = ((0.6, 0.4), (0.4, 0.6))) -> torch.Tensor:
-    """Teacher matrices ``T = (1 - omega) softmax(h* h*^T) + omega A`` for tokens ``z`` (..., 2, d).
+    """Teacher matrices ``T`` for tokens ``z`` (..., n, 2, d) and teachers ``q_star`` (d,) or (..., d).
 
-    Returns (..., 2, 2).
+    Parameters
+    ----------
+    z : token noises; a batch of teachers ``q_star`` of shape (S, d) pairs with ``z`` of shape
+        (S, n, 2, d).
+    q_star : teacher direction(s).
+    omega : positional share, in [0, 1].
+    A : the fixed 2x2 positional matrix.
+
+    Returns
+    -------
+    (..., n, 2, 2) teacher matrices (:func:`teacher_of_scores` of ``h*_l = z_l . Q* / sqrt(d)``).
     """
     omega = check_real("omega", omega, low=0.0, high=1.0)
-    A_ = torch.as_tensor(check_A(A), dtype=z.dtype, device=z.device)
     d = z.shape[-1]
-    h = z @ q_star / d ** 0.5
-    return (1 - omega) * softmax_rows(h) + omega * A_
+    h = (z * q_star[..., None, None, :]).sum(-1) / d ** 0.5
+    return teacher_of_scores(h, omega=omega, A=A)

@@ -111,7 +111,6 @@ def check_alphas(alpha: Any) -> tuple[np.ndarray, bool]:
     return arr, scalar
 
 
-_check_alphas = check_alphas  # the former private name (used by phase.transition)
 
 #: the paper's positional mixing matrix (swap-symmetric)
 DEFAULT_A = ((0.6, 0.4), (0.4, 0.6))

@@ -11,11 +11,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .. import verdicts
 from ..stats import Estimate, crossing
+from ..verdicts import Verdict
 
 __all__ = ["first_crossing", "theory_curves", "accurate_curves", "crossing_estimate", "branch_end",
-           "stability_verdict",
-           "read_published", "published_curves", "replay_authors", "AUTHORS_START", "replay_verdict"]
+           "stability_verdict", "gd_verdict", "replay_verdict", "read_published", "published_curves",
+           "replay_authors", "AUTHORS_START", "semantic_end_verdict", "published_crossings", "branch_gaps",
+           "theory_at", "published_at", "decision_rows", "replay_rows", "theta_deviation_at", "branch_tail",
+           "tail_rows", "window_profiles", "lowest_points", "dynamics_verdict"]
 
 
 def first_crossing(x: Any, above: Any, below: Any) -> float:
@@ -51,7 +55,8 @@ def crossing_estimate(x: Any, y: Any, err: Any, *, direction: str = "up", nsig: 
     x, y, err = (np.asarray(v, dtype=np.float64) for v in (x, y, err))
     c = crossing(x, y, 0.0, direction=direction, which="last")
     ends = [crossing(x, y + s * nsig * err, 0.0, direction=direction, which="last") for s in (-1, 1)]
-    lo, hi = float(np.nanmin(ends)) if np.isfinite(ends).any() else np.nan, float(np.nanmax(ends)) if np.isfinite(ends).any() else np.nan
+    fin = np.isfinite(ends).any()
+    lo, hi = (float(np.nanmin(ends)), float(np.nanmax(ends))) if fin else (np.nan, np.nan)
     if not np.all(np.isfinite(ends)):  # one shifted curve does not cross inside the grid
         lo = min(lo, float(x[0])) if np.isfinite(lo) else float(x[0])
         hi = float(x[-1]) if not np.isfinite(hi) else hi
@@ -82,142 +87,107 @@ def branch_end(alphas: Any, outcomes: Any) -> Estimate:
     return Estimate(0.5 * (lo + hi), lo, hi, "plain", float("nan"), None, a.size)
 
 
-def stability_verdict(derivative: Any, outcome: Any, *, direction: str = "m") -> str:
-    """A sentence on the derivative of the update along the suppressed direction at the converged
-    points (:func:`stumplib.phase.state_evolution`'s ``suppressed_derivative``): its range, how many
-    points exceed +1 (the fixed point repels along ``direction`` for every damping: imposing the
-    symmetry holds the iteration on an unstable point) and how many exceed 1 in magnitude (the
-    undamped update is unstable there; below -1 it oscillates, which damping removes).
+def semantic_end_verdict(end: Estimate, alphas: Any, outcomes: Any) -> Verdict:
+    """Where the semantic branch ends, from :func:`branch_end` and the points' named outcomes.
 
     Parameters
     ----------
-    derivative : (A,) derivatives (NaN where not computed). outcome : (A,) named outcomes.
-    direction : the suppressed overlap's name, for the sentence.
-    """
-    d = np.asarray(derivative, dtype=np.float64)
-    ok = (np.asarray(outcome, dtype=object) == "converged") & np.isfinite(d)
-    if not ok.any():
-        return f"no converged point carries a derivative along {direction}"
-    d = d[ok]
-    up, mag = int(np.sum(d > 1)), int(np.sum(np.abs(d) > 1))
-    return (f"at the {d.size} converged points dF_{direction}/d{direction} lies between {d.min():.3g} and "
-            f"{d.max():.3g}: above +1 (unstable along {direction} for every damping) at {up}, of magnitude "
-            f"above 1 (the undamped update unstable along {direction}) at {mag}"
-            + ("; all of those are oscillations (below -1), which the damped iteration removes"
-               if mag and not up else ""))
-
-
-def gd_comparison(gd: Mapping[int, Mapping[str, np.ndarray]], theory: Mapping[str, np.ndarray],
-                  published: Mapping[str, np.ndarray] | None, *, alphas: Any, grad_tol: float) -> list[dict]:
-    """Gradient descent against the accurate and the published semantic theory, one row per (d, alpha).
-
-    Parameters
-    ----------
-    gd : {d: :func:`.attention.train_attention_gd` output} with one init (semantic) and a checkpoint
-        at mid-run (``test_error_at[0]``).
-    theory : :func:`accurate_curves` output (``sem_alpha``, ``sem_test_error``, its ``_err``,
-        ``sem_outcome``); the theory point nearest each alpha is used.
-    published : :func:`published_curves` output or None (then NaN).
-    alphas : the sample ratios of ``gd`` (its alpha axis). grad_tol : gradient-norm tolerance.
+    end : :func:`branch_end`'s estimate. alphas, outcomes : (A,) the points followed down.
 
     Returns
     -------
-    rows with ``d, alpha, theory_outcome``; ``gd, gd_se`` (mean test error over seeds and its
-    standard error); ``accurate, accurate_err, published``; ``z_accurate`` (distance in combined
-    standard errors) and ``z_published`` (in GD standard errors); ``grad_ok`` (fraction of runs below
-    ``grad_tol``); ``moved_last_half, moved_se`` (relative change of the mean test error from the
-    checkpoint to the end, and its standard error over seeds: the same test draws at both times).
+    ``holds`` when the end is bracketed by a converged point and a point without a fixed point
+    with nothing undecided between; ``undecided`` when undecided points lie in the bracket or the
+    grid does not reach the end (censored).
     """
-    def nearest(xs, a):
-        return int(np.argmin(np.abs(np.asarray(xs) - a)))
-
-    rows = []
-    for d, r in gd.items():
-        for j, a in enumerate(alphas):
-            runs = np.asarray(r["test_error"])[:, j, 0]
-            S_ = runs.size
-            mean, se = float(runs.mean()), float(runs.std(ddof=1) / np.sqrt(S_))
-            moved = runs - np.asarray(r["test_error_at"])[0][:, j, 0]
-            i = nearest(theory["sem_alpha"], a)
-            acc, acc_err = float(theory["sem_test_error"][i]), float(theory["sem_test_error_err"][i])
-            pv = float(published["sem_test_error"][nearest(published["sem_alpha"], a)]) if published else float("nan")
-            rows.append(dict(d=d, alpha=a, theory_outcome=theory["sem_outcome"][i], gd=mean, gd_se=se,
-                             accurate=acc, accurate_err=acc_err, published=pv,
-                             z_accurate=(mean - acc) / np.hypot(se, acc_err), z_published=(mean - pv) / se,
-                             grad_ok=float(np.mean(np.asarray(r["grad_norm"])[:, j, 0] < grad_tol)),
-                             moved_last_half=float(moved.mean() / mean),
-                             moved_se=float(moved.std(ddof=1) / np.sqrt(S_) / mean)))
-    return rows
+    a, o = np.asarray(alphas, dtype=float), np.asarray(outcomes, dtype=object)
+    if end.censored == "upper":
+        return Verdict("undecided", f"the semantic branch continues down to alpha = {end.value:.3g}, "
+                                    "the grid's end.")
+    if end.censored == "lower":
+        return Verdict("undecided", f"no semantic fixed point at alpha <= {end.value:.3g} on the grid.")
+    und = int(np.sum((a < end.hi) & (a >= end.lo) & (o == "undecided")))
+    if und:
+        return Verdict("undecided", f"semantic branch established down to alpha = {end.hi:.3g}; "
+                                    f"{und} undecided point(s) down to {end.lo:.3g}.")
+    return Verdict("holds", f"the semantic branch ends between alpha = {end.lo:.3g} and {end.hi:.3g}.")
 
 
-def gd_verdict(rows: list[dict], *, grad_tol: float, nsep: float = 4.0, nagree: float = 3.0) -> str:
-    """Chapter 6's verdict on gradient descent at the largest d of ``rows`` (:func:`gd_comparison`).
-
-    The theories are separated only where they differ by at least ``nsep`` GD standard errors at
-    every alpha; GD then sides with the one it is within ``nagree`` (combined) errors of while at
-    least ``nagree`` from the other. Clauses are added when the runs still move (the mean's change
-    over the second half of the steps exceeds twice its own error and the mean's standard error) and
-    when not every run reached ``grad_tol``."""
-    dmax = max(r["d"] for r in rows)
-    top = [r for r in rows if r["d"] == dmax]
-    sep = [abs(r["accurate"] - r["published"]) / r["gd_se"] for r in top]
-    if min(sep) < nsep:
-        v = (f"does not separate the two theories at d = {dmax}: the two differ by only "
-             f"{min(sep):.1f} standard errors of the gradient-descent mean")
-    elif all(abs(r["z_accurate"]) < nagree <= abs(r["z_published"]) for r in top):
-        v = f"separates them at d = {dmax}: it agrees with the accurate theory and not with the published one"
-    elif all(abs(r["z_published"]) < nagree <= abs(r["z_accurate"]) for r in top):
-        v = f"separates them at d = {dmax}, in favour of the published theory"
-    else:
-        v = (f"resolves the difference at d = {dmax} but agrees with neither theory at both alphas "
-             f"(largest |z| from the accurate theory {max(abs(r['z_accurate']) for r in top):.1f}): "
-             "finite-size or unconverged gradient descent")
-    drift = max(top, key=lambda r: abs(r["moved_last_half"]))
-    if abs(drift["moved_last_half"]) > 2 * drift["moved_se"] and abs(drift["moved_last_half"]) * drift["gd"] > drift["gd_se"]:
-        v += (f"; the runs still move: over the second half of the steps the mean test error changed by "
-              f"{drift['moved_last_half']:+.1%} (+- {drift['moved_se']:.1%}) at alpha = {drift['alpha']}, more than "
-              "its standard error, so the final values are not yet the minimiser's")
-    conv_frac = min(r["grad_ok"] for r in top)
-    if conv_frac < 1:
-        v += (f"; note that only {conv_frac:.0%} of the runs at d = {dmax} reached the gradient-norm "
-              f"tolerance {grad_tol:.0e}, so part of the difference may be unconverged descent")
-    return v
-
-
-def replay_verdict(pub: Mapping[str, Any], *, tol: float = 1e-4, target: float = 1e-3) -> str:
-    """A sentence, per branch, on whether the published points are where the authors' stopping rule
-    stops an iteration with exact minimisers, and whether the stopped replay meets ``target``.
+def stability_verdict(derivative: Any, outcome: Any, *, direction: str = "m") -> Verdict:
+    """Whether imposing the suppressed overlap's value is stable at the converged points.
 
     Parameters
     ----------
-    pub : :func:`published_curves`' output (uses ``{b}_resid_{k}``, the undamped change of ``q, m,
-        theta`` at the published points, ``{b}_bfgs_resid_{k}`` if present, the same with the
-        authors' minimiser, and ``{b}_stopped_{k}`` against ``{b}_{k}``).
-    tol : the authors' stopping threshold. target : the relative deviation asked of the replay.
+    derivative : (A,) derivatives of the update along the suppressed direction at the points
+        (:func:`stumplib.phase.state_evolution`'s ``suppressed_derivative``; NaN where not computed).
+    outcome : (A,) named outcomes (only ``"converged"`` points count).
+    direction : the suppressed overlap's symbol.
+
+    Returns
+    -------
+    :func:`stumplib.verdicts.at_most` of the largest derivative against +1 (above +1 the point
+    repels along ``direction`` for every damping); undecided when no point carries one.
     """
-    parts = []
+    d = np.asarray(derivative, dtype=np.float64)
+    ok = (np.asarray(outcome, dtype=object) == "converged") & np.isfinite(d)
+    sym = f"largest dF_{direction}/d{direction}"
+    if not ok.any():
+        return Verdict("undecided", f"no converged point carries dF_{direction}/d{direction}.")
+    mx = float(d[ok].max())
+    v = verdicts.at_most(Estimate(mx, mx, mx), 1.0, symbol=sym)
+    return Verdict(v.status, f"{sym} = {mx:.2g} at {int(ok.sum())} converged points (stable up to +1).")
+
+
+def gd_verdict(decision: Mapping[str, Any], *, qualifier: str = "") -> Verdict:
+    """The minimisers' extrapolated test error against the accurate and the published theory.
+
+    Parameters
+    ----------
+    decision : :func:`stumplib.phase.minimise.decide`'s output.
+    qualifier : what differs from the paper's protocol (``"d up to 2000"``).
+
+    Returns
+    -------
+    :func:`stumplib.verdicts.choose_theory` with the accurate theory as the claimed one, the
+    seeds that would decide shown when undecided.
+    """
+    za, zp = np.asarray(decision["z_accurate"], dtype=float), np.asarray(decision["z_published"], dtype=float)
+    if not (np.all(np.isfinite(za)) and np.all(np.isfinite(zp))):
+        return Verdict("undecided", "a theory value or the minimisers' limit is missing at one alpha"
+                       + (f" ({qualifier})." if qualifier else "."))
+    need = int(decision["seeds_to_decide"])
+    n_now = int(np.min(decision["n"])) if "n" in decision else 0
+    v = verdicts.choose_theory(za, zp, seeds_to_decide=need if need > n_now else None,
+                               what="the minimisers (d -> infinity)")
+    extra = ""
+    if v.status == "undecided" and 0 < need <= n_now:
+        extra = "; the seeds separate the theories, the limit lies between them"
+    if qualifier:
+        extra += f" ({qualifier})"
+    return Verdict(v.status, v.sentence[:-1] + extra + ".") if extra else v
+
+
+def replay_verdict(pub: Mapping[str, Any], *, target: float = 1e-3) -> Verdict:
+    """Whether the authors' procedure, replayed and stopped where their rule stops it, reproduces the
+    published overlaps to ``target`` (largest relative deviation over the overlaps), per branch.
+
+    Parameters
+    ----------
+    pub : :func:`published_curves`' output (``{b}_stopped_{k}`` against ``{b}_{k}``).
+    target : the relative deviation asked of the replay.
+
+    Returns
+    -------
+    :func:`stumplib.verdicts.combine` of one :func:`stumplib.verdicts.at_most` per branch.
+    """
+    parts, devs = [], []
     for b, name, ks in (("sem", "semantic", ("q", "V", "theta")), ("pos", "positional", ("q", "m", "V"))):
-        res = np.max([np.abs(np.asarray(pub[f"{b}_resid_{k}"], dtype=np.float64)) for k in ("q", "m", "theta")], 0)
         dev = max(float(np.max(np.abs(np.asarray(pub[f"{b}_stopped_{k}"]) / np.asarray(pub[f"{b}_{k}"]) - 1)))
                   for k in ks)
-        n_over = int(np.sum(res > tol))
-        where = (f"at all {res.size} published {name} points the rule's own update changes q, m and theta by "
-                 f"at most {res.max():.2g}, below the {tol:g} at which their rule stops"
-                 if n_over == 0 else
-                 f"at {n_over} of {res.size} published {name} points the rule's own update (exact "
-                 f"minimisers) changes q, m or theta by more than the {tol:g} at which their rule stops (up to "
-                 f"{res.max():.2g}): an iteration with exact minimisers would not stop there")
-        met = (f"the stopped replay meets the {target:g} target ({dev:.1e})" if dev <= target else
-               f"the stopped replay misses the {target:g} target ({dev:.1e})")
-        gap = ""
-        if n_over and f"{b}_bfgs_resid_q" in pub:
-            g = max(float(np.max(np.abs(np.asarray(pub[f"{b}_bfgs_resid_{k}"]) - np.asarray(pub[f"{b}_resid_{k}"]))))
-                    for k in ("q", "m", "theta"))
-            gap = (f"; the authors' minimiser (finite-difference BFGS) changes that update by up to {g:.2g}, "
-                   + ("of the threshold's size: the files carry their minimiser's error there"
-                      if g >= 0.3 * tol else "far below the threshold"))
-        parts.append(f"{where}{gap}; {met}")
-    return "; ".join(parts)
+        devs.append(f"{dev:.1e} ({name})")
+        parts.append(verdicts.at_most(Estimate(dev, dev, dev), target, symbol=f"{name} deviation"))
+    return verdicts.combine(parts, f"replay of the 144-node rule within {', '.join(devs)} of the "
+                                   f"published overlaps, target {target:g}")
 
 
 def accurate_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
@@ -328,18 +298,14 @@ def replay_authors(alphas: Any, branch: str, *, start: Mapping[str, float] | Non
     dict of (K,) arrays ``alpha, q, m, V, theta, n_iter`` and ``residual`` (the last ``max |F(z) - z|``
     over ``q, m, theta``).
     """
-    from ..validation import check_choice, check_int, check_real
-    from .se import BRANCHES, _check_alphas, check_A, se_update, stroud_secrest_4d
+    from ..validation import check_int, check_real
+    from .se import check_alphas, check_model, se_update, stroud_secrest_4d
 
-    a, _ = _check_alphas(alphas)
-    branch = check_choice("branch", branch, BRANCHES)
+    a, _ = check_alphas(alphas)
+    omega, sigma, lam, A_, branch = check_model(omega=omega, sigma=sigma, lam=lam, A=A, branch=branch)
     damping = check_real("damping", damping, low=0.0, high=1.0, high_open=True)
     tol = check_real("tol", tol, low=0.0, low_open=True, high=1.0)
     max_iter = check_int("max_iter", max_iter, minimum=1)
-    omega = check_real("omega", omega, low=0.0, high=1.0)
-    sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
-    lam = check_real("lam", lam, low=0.0, low_open=True, high=1e3)
-    A_ = check_A(A)
     start = AUTHORS_START[branch] if start is None else start
     if not isinstance(start, Mapping) or set(start) != {"q", "m", "V", "theta"}:
         raise ValueError(f"start must be a dict with keys q, m, V, theta; got {start!r}")
@@ -370,7 +336,7 @@ def replay_authors(alphas: Any, branch: str, *, start: Mapping[str, float] | Non
     return dict(alpha=a, **out, n_iter=n_iter, residual=resid)
 
 
-def published_curves(ref_dir: Path, *, alpha_min: float = 0.3) -> dict[str, np.ndarray]:
+def published_curves(ref_dir: Path, *, alpha_min: float = 0.3, cache: bool = False) -> dict[str, np.ndarray]:
     """The published omega = 0.3 curves (alpha >= alpha_min; test error = mse / 2, train loss =
     -Phi) and two replays of the authors' rule at the same alphas: ``{br}_replay_*``, the exact fixed
     points of the 144-node Stroud-Secrest product rule (:func:`.se.solve_fixed_rule` with
@@ -378,7 +344,13 @@ def published_curves(ref_dir: Path, *, alpha_min: float = 0.3) -> dict[str, np.n
     (:func:`replay_authors`); ``{br}_resid_{k}``, the undamped change ``F(z) - z`` of ``k`` in
     ``q, m, theta`` that the 144-node rule (global proximal minimisers) gives at the published point
     ``z``, which the authors' stopping rule compares with 1e-4, and ``{br}_bfgs_resid_{k}``, the same
-    with the authors' minimiser (:func:`.se.proximal_bfgs`; about 5 s a branch)."""
+    with the authors' minimiser (:func:`.se.proximal_bfgs`; about 5 s a branch). ``cache``: keep
+    the result with :func:`stumplib.book.cached` (no log)."""
+    if cache:
+        from .. import book
+
+        return book.cached("ch6_published", dict(alpha_min=alpha_min, ref=str(ref_dir)),
+                           lambda: published_curves(ref_dir, alpha_min=alpha_min), verbose=False)
     from .se import se_update, solve_fixed_rule, stroud_secrest_4d, test_error_from_overlaps
 
     out: dict[str, np.ndarray] = {}
@@ -413,3 +385,176 @@ def published_curves(ref_dir: Path, *, alpha_min: float = 0.3) -> dict[str, np.n
         out[f"{key}_replay_test_error"] = test_error_from_overlaps(r["q"], r["m"], r["theta"], omega=0.3,
                                                                    n_nodes=16)
     return out
+
+
+def published_crossings(pub: Mapping[str, np.ndarray] | None, baseline: float) -> tuple[float, float]:
+    """alpha_c and alpha_l of the published curves (training losses; semantic test error against
+    ``baseline``); NaN without files."""
+    if pub is None:
+        return float("nan"), float("nan")
+    pa = np.asarray(pub["sem_alpha"])
+    o = np.argsort(pa)
+    pc = crossing(pa[o], (pub["sem_train_loss"] - pub["pos_train_loss"])[o], 0.0, direction="down",
+                  which="last")
+    pl = crossing(pa[o], (pub["sem_test_error"] - baseline)[o], 0.0, direction="down", which="last")
+    return float(pc), float(pl)
+
+
+def branch_gaps(th: Mapping[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """Where both branches converged (increasing alpha): ``alpha``, the training-loss gap
+    (semantic - positional) and its error, the semantic test error and its error."""
+    ok = (th["sem_outcome"] == "converged") & (th["pos_outcome"] == "converged")
+    o = np.argsort(th["sem_alpha"][ok])
+    dl = (th["sem_train_loss"] - th["pos_train_loss"])[ok][o]
+    de = np.hypot(th["sem_train_loss_err"], th["pos_train_loss_err"])[ok][o]
+    return (th["sem_alpha"][ok][o], dl, de, th["sem_test_error"][ok][o],
+            th["sem_test_error_err"][ok][o])
+
+
+def theory_at(th: Mapping[str, np.ndarray], alphas: Any, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """The converged semantic point's ``key`` and its error at each of ``alphas`` (NaN if absent)."""
+    val, err = [], []
+    for a in np.atleast_1d(alphas):
+        i = np.flatnonzero(np.isclose(th["sem_alpha"], a, rtol=0, atol=1e-4)
+                           & (th["sem_outcome"] == "converged"))
+        val.append(th[f"sem_{key}"][i[0]] if i.size else np.nan)
+        err.append(th[f"sem_{key}_err"][i[0]] if i.size else np.nan)
+    return np.asarray(val, dtype=float), np.asarray(err, dtype=float)
+
+
+def published_at(pub: Mapping[str, np.ndarray] | None, alphas: Any, key: str) -> np.ndarray:
+    """The published semantic ``key`` at the published alpha nearest each of ``alphas`` (NaN
+    without files)."""
+    a = np.atleast_1d(np.asarray(alphas, dtype=float))
+    if pub is None:
+        return np.full(a.size, np.nan)
+    return np.array([pub[f"sem_{key}"][int(np.argmin(np.abs(pub["sem_alpha"] - x)))] for x in a])
+
+
+def decision_rows(dec: Mapping[str, Any], alphas: Any, accurate: Any, accurate_err: Any,
+                  published: Any) -> list[dict]:
+    """One table row per alpha of :func:`stumplib.phase.minimise.decide`'s output."""
+    rows = []
+    for j, a in enumerate(alphas):
+        lim = dec["limit"][j]
+        rows.append({"alpha": a, "d -> infinity": f"{lim.value:.5f} [{lim.lo:.5f}, {lim.hi:.5f}]",
+                     "accurate": f"{accurate[j]:.5f} +- {accurate_err[j]:.1g}",
+                     "published": published[j], "z accurate": dec["z_accurate"][j],
+                     "z published": dec["z_published"][j],
+                     "seeds per d": int(dec["n"][:, j].min()),
+                     "spread at largest d": dec["spread"][-1, j] / dec["mean"][-1, j]})
+    return rows
+
+
+def replay_rows(pub: Mapping[str, np.ndarray]) -> list[dict]:
+    """Largest relative difference from the published overlaps, per branch and overlap: the
+    144-node rule's exact fixed points (alpha >= 1 and the whole range) and the stopped replay."""
+    rows = []
+    for key, ks in (("sem", ("q", "V", "theta")), ("pos", ("q", "m", "V"))):
+        hi = pub[f"{key}_alpha"] >= 1.0
+        for k in ks:
+            fix, stop = (np.abs(pub[f"{key}_{r}_{k}"] / pub[f"{key}_{k}"] - 1) for r in ("replay", "stopped"))
+            rows.append({"branch": key, "overlap": k, "fixed point, alpha >= 1": float(fix[hi].max()),
+                         "fixed point, alpha >= 0.3": float(fix.max()),
+                         "stopped, alpha >= 0.3": float(stop.max())})
+    return rows
+
+
+def theta_deviation_at(th: Mapping[str, np.ndarray], pub: Mapping[str, np.ndarray], alpha: float) -> float:
+    """Relative difference of the accurate semantic theta from the published one at the published
+    alpha nearest ``alpha`` (NaN when the accurate point is not there)."""
+    i = int(np.argmin(np.abs(pub["sem_alpha"] - alpha)))
+    acc, _ = theory_at(th, [float(pub["sem_alpha"][i])], "theta")
+    return float(acc[0] / pub["sem_theta"][i] - 1)
+
+
+def branch_tail(th: Mapping[str, np.ndarray], alphas: Any, *, omega: float, rtol: float,
+                max_log2_points: int, cache: bool = True, **solver: Any) -> dict[str, np.ndarray]:
+    """The semantic branch followed below the solved points (at ``alphas``, looser ``rtol``),
+    continuing from the lowest converged point of ``th``, joined with ``th``'s semantic points.
+
+    Returns ``alpha, theta, theta_err, q, outcome, suppressed_derivative`` (decreasing alpha)."""
+    ok = th["sem_outcome"] == "converged"
+    j = int(np.argmin(np.where(ok, th["sem_alpha"], np.inf)))
+    init = {k: float(th[f"sem_{k}"][j]) for k in ("q", "m", "V", "theta")} if ok.any() else None
+    cfg = dict(alphas=list(map(float, alphas)), omega=omega, rtol=rtol, max_log2=max_log2_points,
+               init=init, **solver)
+
+    def compute():
+        return accurate_curves(alphas, omega=omega, rtol=rtol, max_log2_points=max_log2_points,
+                               branches=("semantic",), init=init, **solver)
+
+    if cache:
+        from .. import book
+
+        t = book.cached("ch6_sem_end", cfg, compute, verbose=False)
+    else:
+        t = compute()
+    keys = ("alpha", "theta", "theta_err", "q", "outcome", "suppressed_derivative")
+    solved = np.asarray(th["sem_outcome"]) != "not_solved"
+    out = {k: np.concatenate([np.asarray(th[f"sem_{k}"])[solved], np.asarray(t[f"sem_{k}"])]) for k in keys}
+    o = np.argsort(-out["alpha"])
+    return {k: v[o] for k, v in out.items()}
+
+
+def tail_rows(tail: Mapping[str, np.ndarray]) -> list[dict]:
+    """One table row per point of :func:`branch_tail`."""
+    return [{"alpha": tail["alpha"][i], "outcome": tail["outcome"][i], "theta": tail["theta"][i],
+             "error": tail["theta_err"][i], "dF_m/dm at m = 0": tail["suppressed_derivative"][i]}
+            for i in range(tail["alpha"].size)]
+
+
+def window_profiles(alpha: float, thetas: Any, rules: Any, *, omega: float, sigma: float, lam: float,
+                    tol: float | None = None, cache: bool = True) -> dict[str, np.ndarray]:
+    """:func:`.se.theta_profile` at ``alpha`` along ``thetas`` for each ``(label, rule, size)`` of
+    ``rules``: ``residual_k``, ``test_error_k``, ``root_k`` per rule ``k``."""
+    from .se import theta_profile
+
+    extra = {} if tol is None else dict(tol=tol)
+
+    def compute():
+        out = {}
+        for k, (_, rule, nn) in enumerate(rules):
+            r = theta_profile(alpha, thetas, omega=omega, sigma=sigma, lam=lam, rule=rule, n_nodes=nn, **extra)
+            out.update({f"{key}_{k}": np.asarray(v) for key, v in r.items()})
+        return out
+
+    if not cache:
+        return compute()
+    from .. import book
+
+    cfg = dict(alpha=alpha, thetas=list(map(float, thetas)), rules=[list(r[1:]) for r in rules],
+               omega=omega, sigma=sigma, lam=lam, **extra)
+    return book.cached("ch6_window", cfg, compute, verbose=False)
+
+
+def lowest_points(diag: Mapping[str, np.ndarray], tail: Mapping[str, np.ndarray] | None = None,
+                  omega: float | None = None) -> list[dict[str, float]]:
+    """At each omega of the diagram the converged semantic point of lowest alpha (``omega, alpha,
+    theta, q, derivative``); at ``omega`` the lowest converged point of ``tail`` instead."""
+    pts = []
+    for i, w in enumerate(np.asarray(diag["omega"], dtype=float)):
+        if tail is not None and omega is not None and np.isclose(w, omega):
+            src, sel = tail, np.asarray(tail["outcome"]) == "converged"
+            a = np.asarray(tail["alpha"])
+        else:
+            src = {k[4:]: np.asarray(v) for k, v in diag.items() if k.startswith("sem_")}
+            a = np.asarray(diag["pt_alpha"])
+            sel = (np.asarray(diag["pt_w"]) == i) & (src["outcome"] == "converged")
+        if not sel.any():
+            continue
+        j = np.flatnonzero(sel)[np.argmin(a[sel])]
+        pts.append(dict(omega=float(w), alpha=float(a[j]), theta=float(src["theta"][j]),
+                        q=float(src["q"][j]), derivative=float(src["suppressed_derivative"][j])))
+    return pts
+
+
+def dynamics_verdict(rows: list[dict]) -> Verdict:
+    """The solver's stability flag against what minimisation did (rows of
+    :func:`stumplib.phase.minimise.stability_by_dynamics`): holds where they agree at every point,
+    fails where they disagree at one, undecided where the dynamics were unclear."""
+    parts = [Verdict({True: "holds", False: "fails", None: "undecided"}[r["agree"]], "row.") for r in rows]
+    n_ok = sum(r["agree"] is True for r in rows)
+    if not parts:
+        return Verdict("undecided", "no semantic point to check by minimisation.")
+    return verdicts.combine(parts, f"minimisation agrees with that flag at {n_ok} of {len(rows)} points")

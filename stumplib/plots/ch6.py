@@ -8,10 +8,10 @@ import numpy as np
 
 from .. import style
 
-__all__ = ["theory_figure", "replay_figure", "gd_figure", "transition_figure", "window_figure"]
+__all__ = ["diagram_figure", "theory_figure", "minimiser_figure", "transition_figure", "window_figure"]
 
 #: panel size (inches) and legend font of every figure here: two panels fill the book's text width
-WIDTH, HEIGHT, LEGEND = 3.9, 3.1, 8
+WIDTH, HEIGHT, LEGEND = style.COLUMN_WIDTH / 2, 2.9, 9
 
 
 def _conv(th: Mapping[str, np.ndarray], key: str):
@@ -46,50 +46,6 @@ def theory_figure(th: Mapping[str, Any], pub: Mapping[str, Any], baseline: float
     for ax in axes:
         ax.set_xlabel(r"sample ratio $\alpha = n/d$")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=LEGEND)
-    style.label_panels(axes)
-    plt.close(fig)
-    return fig
-
-
-def replay_figure(pub: Mapping[str, Any], th: Mapping[str, Any]):
-    """Relative difference from the published semantic theta: our replay of the authors' rule (144
-    nodes) and the accurate rule (with 3 quadrature errors)."""
-    fig, ax = style.figure(width=6.0, height=3.4)
-    pa, pt = pub["sem_alpha"], pub["sem_theta"]
-    ax.plot(pa, pub["sem_replay_theta"] / pt - 1, "x-", color="k", label="144-node rule, exact fixed point")
-    ok = _conv(th, "sem")
-    a = th["sem_alpha"][ok]
-    ref = np.interp(a, pa[::-1] if pa[0] > pa[-1] else pa, pt[::-1] if pa[0] > pa[-1] else pt)
-    y, e = th["sem_theta"][ok] / ref - 1, th["sem_theta_err"][ok] / ref
-    ax.errorbar(a, y, yerr=3 * e, fmt="o-", color=style.COLORS["semantic"], ms=4, capsize=2,
-                label="accurate rule (bars: 3 errors)")
-    ax.axhline(0, color="0.5", lw=0.8)
-    ax.set_xlabel(r"sample ratio $\alpha = n/d$")
-    ax.set_ylabel(r"$\theta / \theta_{\rm published} - 1$")
-    ax.set_xlim(min(a.min(), 0.9) - 0.05, pa.max() + 0.05)
-    ax.legend(fontsize=LEGEND)
-    plt.close(fig)
-    return fig
-
-
-def gd_figure(rows: list[dict[str, Any]]):
-    """GD test error (mean, 2 standard errors over seeds) against both theories, per alpha and d."""
-    alphas = sorted({r["alpha"] for r in rows})
-    fig, axes = style.panels(len(alphas), width=WIDTH, height=HEIGHT)
-    for ax, a in zip(axes, alphas):
-        rr = [r for r in rows if r["alpha"] == a]
-        ds = np.array([r["d"] for r in rr], dtype=float)
-        ax.errorbar(1 / ds, [r["gd"] for r in rr], yerr=[2 * r["gd_se"] for r in rr], fmt="o",
-                    color=style.COLORS["semantic"], capsize=3, label="GD, semantic init")
-        acc, err = rr[0]["accurate"], rr[0]["accurate_err"]
-        ax.axhspan(acc - 3 * err, acc + 3 * err, color=style.COLORS["semantic"], alpha=0.25, lw=0)
-        ax.axhline(acc, color=style.COLORS["semantic"], label="accurate theory")
-        ax.axhline(rr[0]["published"], color="k", ls="--", label="published theory")
-        ax.set_xlim(0, 1.15 / ds.min())
-        ax.set_xlabel(r"$1/d$")
-        ax.set_title(rf"$\alpha$ = {a:.3g}", fontsize=10)
-        ax.set_ylabel("test error per sample")
-    axes[0].legend(fontsize=LEGEND)
     style.label_panels(axes)
     plt.close(fig)
     return fig
@@ -137,6 +93,68 @@ def window_figure(prof: Mapping[str, Any], thetas, rules, alpha_window):
     for ax in axes:
         ax.set_xlabel(r"semantic overlap $\theta$ (held fixed)")
     axes[0].set_title(rf"$\alpha$ = {alpha_window}", fontsize=10)
+    axes[0].legend(fontsize=LEGEND)
+    style.label_panels(axes)
+    plt.close(fig)
+    return fig
+
+
+def diagram_figure(diag: Mapping[str, Any], published: tuple[float, float] | None = None):
+    """The (alpha, omega) plane: alpha_c(omega) and alpha_l(omega) with their intervals, the
+    three regions they bound, and the published curves' crossings at omega = 0.3."""
+    fig, ax = style.figure(width=style.COLUMN_WIDTH, height=3.8)
+    om = np.asarray(diag["omega"], dtype=float)
+    lines = {}
+    for name, col, lab in (("alpha_c", style.COLORS["positional"], r"$\alpha_c$: global minimum turns semantic"),
+                           ("alpha_l", style.COLORS["semantic"], r"$\alpha_l$: semantic beats linear")):
+        v, lo, hi = (np.asarray(diag[k], dtype=float) for k in (name, f"{name}_lo", f"{name}_hi"))
+        ok = np.isfinite(v)
+        ax.errorbar(v[ok], om[ok], xerr=[v[ok] - lo[ok], hi[ok] - v[ok]], fmt="o-", color=col, ms=4,
+                    capsize=3, label=lab)
+        lines[name] = (v, ok)
+    a_max = float(np.nanmax(np.r_[diag["pt_alpha"], 0.0]))
+    (vc, okc), (vl, okl) = lines["alpha_c"], lines["alpha_l"]
+    if okc.sum() > 1 and okl.sum() > 1:
+        ax.fill_betweenx(om[okc], 0, vc[okc], color=style.COLORS["positional"], alpha=0.12, lw=0)
+        ax.fill_betweenx(om[okl], vl[okl], a_max, color=style.COLORS["semantic"], alpha=0.12, lw=0)
+    if published is not None and np.all(np.isfinite(published)):
+        ax.plot(published, [0.3, 0.3], "x", color="k", ms=8, mew=1.5, label="published curves, $\\omega$ = 0.3")
+    ax.text(0.02, 0.95, "positional", transform=ax.transAxes, va="top", fontsize=LEGEND)
+    ax.text(0.98, 0.05, "semantic, better than linear", transform=ax.transAxes, ha="right",
+            fontsize=LEGEND)
+    ax.set_xlim(max(0.0, float(np.nanmin(np.asarray(diag["pt_alpha"]))) - 0.05), a_max)
+    ax.set_xlabel(r"sample ratio $\alpha = n/d$")
+    ax.set_ylabel(r"positional share $\omega$")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=LEGEND)
+    plt.close(fig)
+    return fig
+
+
+def minimiser_figure(decision: Mapping[str, Any], alphas, accurate, accurate_err, published):
+    """Per alpha: the minimisers' mean exact test error (bars: two standard errors over seeds)
+    against 1/d, the weighted line extrapolating it to 1/d = 0 with its interval, the accurate
+    theory (band: three quadrature errors) and the published theory."""
+    fig, axes = style.panels(len(alphas), width=WIDTH, height=HEIGHT)
+    x = 1.0 / np.asarray(decision["ds"], dtype=float)
+    for j, (ax, a) in enumerate(zip(axes, alphas)):
+        m, se = decision["mean"][:, j], decision["se"][:, j]
+        ax.errorbar(x, m, yerr=2 * se, fmt="o", color=style.COLORS["semantic"], capsize=3,
+                    label="minimisers")
+        lim = decision["limit"][j]
+        if x.size > 1:
+            slope = np.polyfit(x, m, 1, w=1 / se)[0]
+            xx = np.linspace(0, x.max(), 20)
+            ax.plot(xx, lim.value + slope * xx, ":", color=style.COLORS["fit"], label="fit in 1/d")
+        ax.errorbar([0], [lim.value], yerr=[[lim.value - lim.lo], [lim.hi - lim.value]], fmt="s",
+                    color=style.COLORS["fit"], capsize=3)
+        acc, err = float(accurate[j]), float(accurate_err[j])
+        ax.axhspan(acc - 3 * err, acc + 3 * err, color=style.COLORS["semantic"], alpha=0.25, lw=0)
+        ax.axhline(acc, color=style.COLORS["semantic"], label="accurate theory")
+        ax.axhline(float(published[j]), color="k", ls="--", label="published theory")
+        ax.set_xlim(-0.05 * x.max(), 1.1 * x.max())
+        ax.set_xlabel(r"$1/d$")
+        ax.set_title(rf"$\alpha$ = {a:.4g}", fontsize=10)
+        ax.set_ylabel("test error per sample")
     axes[0].legend(fontsize=LEGEND)
     style.label_panels(axes)
     plt.close(fig)

@@ -1,0 +1,540 @@
+"""Converged minimisers of the attention student's regularised empirical risk, and their exact
+test error.
+
+The theory of Cui et al. describes *minimisers* of
+
+    L(Q) = sum_mu |y_hat_mu - y_mu|^2 / (2 d) + (lambda / 2) |Q|^2,
+
+not a fixed number of gradient steps. :func:`minimise` runs L-BFGS (scipy's L-BFGS-B without
+bounds: a Moré-Thuente line search that satisfies the strong Wolfe conditions) in float64 on the
+full-batch objective and gradient of :func:`.attention.objective_and_grad`, until the **relative
+gradient** ``|grad L| / (lambda |Q|)`` (the data term's gradient balances the ridge's ``lambda Q``
+at a minimiser, so this ratio is scale-free) is at most ``gtol``; a run that stops above it is
+reported as not converged, never averaged in silently.
+
+:func:`exact_test_error` is the test error of a learned ``Q`` as an expectation over fresh tokens,
+without test-sample noise: the integrand depends on the tokens only through their projections on
+``span(Q*, Q)`` (a four-dimensional Gaussian integral, done with a tensor Gauss-Hermite rule), on
+the third direction of ``span(Q*, Q, p_1)`` and on the orthogonal complement (both exact).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from ..device import make_generator
+from ..validation import check_choice, check_int, check_real
+from .data import (positional_encodings, sample_teacher, sample_tokens, softmax_rows, teacher_matrix,
+                   teacher_of_scores)
+from .se import check_A
+
+__all__ = ["Problem", "make_problem", "initial_points", "gradient_descent", "minimise",
+           "exact_test_error", "summaries", "minimiser_runs", "decide", "study", "read_runs", "gd_gap",
+           "semantic_start", "classify_dynamics", "stability_by_dynamics"]
+
+INITS = ("semantic", "positional", "random")
+
+
+@dataclass
+class Problem:
+    """The data of ``S`` seeds at one ``d`` (torch, float64): teachers, tokens, Gram matrices.
+
+    Attributes
+    ----------
+    q_star : (S, d) teachers. X : (S, n, 2, d) tokens with positions. T : (S, n, 2, 2) teachers'
+    matrices. Gxx, Gxz, Gzz : (S, n, 2, 2) Gram matrices ``X X^T``, ``X Z^T``, ``Z Z^T``.
+    c0 : (S, n) ``|T Z|_F^2``. d, n : sizes. omega, sigma, lam, A : the model.
+    """
+
+    q_star: torch.Tensor
+    X: torch.Tensor
+    T: torch.Tensor
+    Gxx: torch.Tensor
+    Gxz: torch.Tensor
+    Gzz: torch.Tensor
+    c0: torch.Tensor
+    d: int
+    n: int
+    omega: float
+    sigma: float
+    lam: float
+    A: np.ndarray
+
+    def first(self, k: int) -> "Problem":
+        """The problem of the first ``k`` seeds."""
+        return replace(self, q_star=self.q_star[:k], X=self.X[:k], T=self.T[:k], Gxx=self.Gxx[:k],
+                       Gxz=self.Gxz[:k], Gzz=self.Gzz[:k], c0=self.c0[:k])
+
+    def objective(self, Q: torch.Tensor, mask: torch.Tensor, sl: slice = slice(None)):
+        """Objective (S', R) and gradient (S', d, R) of the runs ``Q`` (S', d, R) of seeds ``sl``."""
+        from .attention import _objective_and_grad
+
+        return _objective_and_grad(Q, self.X[sl], self.Gxx[sl], self.Gxz[sl], self.c0[sl], self.T[sl],
+                                   mask, self.lam)
+
+
+def make_problem(d: int, seeds: Sequence[int], n: int, *, seed: int = 0, omega: float = 0.3,
+                 sigma: float = 0.5, lam: float = 0.01, A: Any = ((0.6, 0.4), (0.4, 0.6)),
+                 device: Any = "cpu", dtype: torch.dtype = torch.float64) -> Problem:
+    """Draw the teachers and ``n`` samples of each seed (seed ``s`` from generator
+    ``seed * 1000 + s``; a run at ``alpha`` uses the first ``round(alpha d)`` samples).
+
+    Parameters
+    ----------
+    d : token dimension (>= 4). seeds : seed offsets. n : samples per seed (>= 1).
+    seed : the chapter's seed. omega, sigma, lam, A : the model. device, dtype : torch placement.
+
+    Returns
+    -------
+    Problem
+    """
+    d = check_int("d", d, minimum=4, maximum=1_000_000)
+    n = check_int("n", n, minimum=1)
+    omega = check_real("omega", omega, low=0.0, high=1.0)
+    sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
+    lam = check_real("lam", lam, low=0.0, high=1e3)
+    A_ = check_A(A)
+    q_star, Z = [], []
+    for s in seeds:
+        gen = make_generator(seed * 1000 + int(s), torch.device(device))
+        q_star.append(sample_teacher(d, generator=gen, device=device, dtype=dtype))
+        Z.append(sample_tokens(n, d, sigma=sigma, generator=gen, device=device, dtype=dtype))
+    qs, Zt = torch.stack(q_star), torch.stack(Z)
+    T = teacher_matrix(Zt, qs, omega=omega, A=A_)
+    X = Zt + positional_encodings(d, device=device, dtype=dtype)
+    Gzz = Zt @ Zt.transpose(-1, -2)
+    return Problem(qs, X, T, X @ X.transpose(-1, -2), X @ Zt.transpose(-1, -2), Gzz,
+                   ((T @ Gzz) * T).sum((-1, -2)), d, n, omega, sigma, lam, A_)
+
+
+def initial_points(pb: Problem, init: str, *, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Initial ``Q`` (S, d) of every seed: ``"semantic"`` (``Q*``), ``"positional"`` (``p_1``) or
+    ``"random"`` (``N(0, I_d / d)``, needs ``generator``)."""
+    init = check_choice("init", init, INITS)
+    S_, d = pb.q_star.shape
+    if init == "semantic":
+        return pb.q_star.clone()
+    if init == "positional":
+        return positional_encodings(d, device=pb.X.device, dtype=pb.X.dtype)[0].expand(S_, d).clone()
+    if generator is None:
+        raise ValueError("init='random' needs a generator")
+    return torch.randn(S_, d, generator=generator, device=pb.X.device, dtype=pb.X.dtype) / math.sqrt(d)
+
+
+def gradient_descent(pb: Problem, Q: torch.Tensor, mask: torch.Tensor, *, lr: float, steps: int,
+                     on_step=None) -> torch.Tensor:
+    """Plain full-batch GD ``Q <- Q - lr grad L`` on the runs ``Q`` (S, d, R) with sample ``mask``
+    (1, n, R); ``on_step(k, L, Q)`` is called after step ``k`` (1-based) if given. Returns ``Q``."""
+    for k in range(steps):
+        L, grad = pb.objective(Q, mask)
+        Q = Q - lr * grad
+        if on_step is not None:
+            on_step(k + 1, L, Q)
+    return Q
+
+
+def minimise(pb: Problem, s: int, n: int, Q0: torch.Tensor, *, gtol: float = 1e-8,
+             max_iter: int = 20000) -> dict[str, Any]:
+    """L-BFGS (strong Wolfe line search, float64) on seed ``s``'s objective with its first ``n``
+    samples, from ``Q0`` (d,), to a relative gradient ``|grad L| / (lambda |Q|) <= gtol``; where the
+    line search stalls on the objective's rounding (about 1e-8), Newton-CG steps finish.
+
+    Parameters
+    ----------
+    pb : the problem. s : seed index into ``pb``. n : samples used (<= ``pb.n``).
+    Q0 : (d,) start. gtol : relative-gradient tolerance (1e-14 to 1e-2).
+    max_iter : iteration cap.
+
+    Returns
+    -------
+    dict: ``Q`` (d,) tensor, ``loss`` (objective / d), ``rel_grad``, ``n_iter`` (L-BFGS),
+    ``n_newton`` (Newton-CG steps that finish where the line search stalls on rounding),
+    ``converged`` (bool: ``rel_grad <= gtol``).
+    """
+    from scipy.optimize import minimize
+
+    gtol = check_real("gtol", gtol, low=1e-14, high=1e-2)
+    n = check_int("n", n, minimum=1, maximum=pb.n)
+    if pb.lam <= 0:
+        raise ValueError("minimise needs lam > 0 (the relative gradient is measured against lambda |Q|)")
+    mask = (torch.arange(pb.n, device=pb.X.device) < n).to(pb.X.dtype)[None, :, None]
+    sl = slice(s, s + 1)
+
+    def fg(x):
+        Q = torch.as_tensor(x, dtype=pb.X.dtype, device=pb.X.device)[None, :, None]
+        L, g = pb.objective(Q, mask, sl)
+        return float(L), g[0, :, 0].cpu().numpy()
+
+    def rel(x, g):
+        return float(np.linalg.norm(g) / (pb.lam * np.linalg.norm(x)))
+
+    x = Q0.detach().cpu().numpy().astype(np.float64)
+    r = minimize(fg, x, jac=True, method="L-BFGS-B",
+                 options=dict(maxiter=max_iter, maxcor=20, ftol=0.0, gtol=1e-300, maxls=50))
+    x, n_iter, n_newton = r.x, int(r.nit), 0
+    L, g = fg(x)
+    while rel(x, g) > gtol and n_newton < min(8, max_iter):  # the objective's rounding stalls the line search:
+        x = x + _newton_step(pb, x, g, mask, sl)  # finish with Newton-CG (exact Hessian products)
+        L, g = fg(x)
+        n_newton += 1
+    rg = rel(x, g)
+    return dict(Q=torch.as_tensor(x, dtype=pb.X.dtype, device=pb.X.device), loss=L / pb.d, rel_grad=rg,
+                n_iter=n_iter, n_newton=n_newton, converged=bool(rg <= gtol))
+
+
+def _newton_step(pb: Problem, x: np.ndarray, g: np.ndarray, mask: torch.Tensor, sl: slice) -> np.ndarray:
+    """The Newton step ``-H^-1 g`` by conjugate gradients with exact Hessian-vector products
+    (autograd through the analytic gradient)."""
+    from scipy.sparse.linalg import LinearOperator, cg
+
+    Q = torch.as_tensor(x, dtype=pb.X.dtype, device=pb.X.device).requires_grad_(True)
+    _, grad = pb.objective(Q[None, :, None], mask, sl)
+    grad = grad[0, :, 0]
+
+    def hv(v):
+        vt = torch.as_tensor(np.asarray(v).ravel(), dtype=Q.dtype, device=Q.device)
+        return torch.autograd.grad(grad, Q, vt, retain_graph=True)[0].detach().cpu().numpy()
+
+    H = LinearOperator((x.size, x.size), matvec=hv, dtype=np.float64)
+    p, _ = cg(H, -g, rtol=1e-5, atol=0.0, maxiter=300)
+    return p
+
+
+def _gauss_hermite_4(n_nodes: int, sigma: float, dtype, device):
+    x, w = np.polynomial.hermite_e.hermegauss(n_nodes)
+    w = w / w.sum()
+    g = np.stack(np.meshgrid(x, x, x, x, indexing="ij"), -1).reshape(-1, 4) * sigma
+    W = np.prod(np.stack(np.meshgrid(w, w, w, w, indexing="ij"), -1).reshape(-1, 4), -1)
+    return (torch.as_tensor(g, dtype=dtype, device=device).reshape(-1, 2, 2),
+            torch.as_tensor(W, dtype=dtype, device=device))
+
+
+def exact_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float, sigma: float = 0.5,
+                     A: Any = ((0.6, 0.4), (0.4, 0.6)), n_nodes: int = 16) -> np.ndarray:
+    """Per-sample test error ``E |y_hat - y|^2 / (2 d)`` over fresh tokens, without sampling noise.
+
+    With an orthonormal basis ``e_1, e_2, e_3`` of ``span(Q*, Q, p_1)`` (``Q*, Q`` in the first two),
+    a token's projections ``g_l`` on ``e_1, e_2`` set both score vectors; given them, the residual's
+    component along ``e_3`` and the orthogonal complement average exactly, and the expectation over
+    ``g`` (four Gaussians) is a tensor Gauss-Hermite rule of ``n_nodes`` per axis.
+
+    Parameters
+    ----------
+    Q, q_star : (R, d) students and their teachers (or (d,) each).
+    omega, sigma, A : the model. n_nodes : Gauss-Hermite nodes per axis (4 to 40).
+
+    Returns
+    -------
+    (R,) numpy array (a float for 1-D input).
+    """
+    omega = check_real("omega", omega, low=0.0, high=1.0)
+    sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
+    n_nodes = check_int("n_nodes", n_nodes, minimum=4, maximum=40)
+    one = Q.ndim == 1
+    Q, qs = (torch.atleast_2d(v).to(torch.float64) for v in (Q, q_star))
+    G, W = _gauss_hermite_4(n_nodes, sigma, Q.dtype, Q.device)  # (N, 2 tokens, 2 coords), (N,)
+    step = max(1, 2_000_000 // W.numel())
+    out = np.concatenate([_exact_chunk(Q[i:i + step], qs[i:i + step], G, W, omega, sigma, A)
+                          for i in range(0, Q.shape[0], step)])
+    return float(out[0]) if one else out
+
+
+def _exact_chunk(Q, qs, G, W, omega, sigma, A) -> np.ndarray:
+    R, d = Q.shape
+    p1 = positional_encodings(d, device=Q.device, dtype=Q.dtype)[0]
+    B, Rm = torch.linalg.qr(torch.stack([qs, Q, p1.expand(R, d)], -1))  # (R, d, 3), (R, 3, 3)
+    qsc, qc, pc = Rm[:, :2, 0], Rm[:, :2, 1], Rm[:, :, 2]  # coordinates on e_1, e_2 (p: also e_3)
+    sgn = torch.tensor([1.0, -1.0], dtype=Q.dtype, device=Q.device)
+    pq = (p1 * Q).sum(-1)  # p_1 . Q
+    h = (sgn[None, None] * pq[:, None, None] + (G[None] @ qc[:, None, :, None])[..., 0]) / math.sqrt(d)
+    hs = (G[None] @ qsc[:, None, :, None])[..., 0] / math.sqrt(d)  # (R, N, 2)
+    Sm, Tm = softmax_rows(h), teacher_of_scores(hs, omega=omega, A=A)
+    Ss = Sm @ sgn  # (R, N, 2): sum_k S_lk s_k
+    D = Sm - Tm
+    inplane = Ss[..., None] * pc[:, None, None, :2] + D @ G[None]  # (R, N, 2, 2)
+    err = ((inplane ** 2).sum((-1, -2)) + (Ss ** 2).sum(-1) * pc[:, None, 2] ** 2
+           + sigma ** 2 * (d - 2) * (D ** 2).sum((-1, -2))) / (2 * d)
+    return (err * W).sum(-1).cpu().numpy()
+
+
+def summaries(Q: torch.Tensor, q_star: torch.Tensor, sigma: float) -> dict[str, np.ndarray]:
+    """``m = p_1 . Q / sqrt(d)``, ``theta_emp = Q* . Q / d``, ``q_emp = sigma^2 |Q|^2 / d`` of
+    students ``Q`` (R, d)."""
+    d = Q.shape[-1]
+    p1 = positional_encodings(d, device=Q.device, dtype=Q.dtype)[0]
+    return dict(m=((Q * p1).sum(-1) / math.sqrt(d)).cpu().numpy(),
+                theta_emp=((Q * q_star).sum(-1) / d).cpu().numpy(),
+                q_emp=(sigma ** 2 * (Q * Q).sum(-1) / d).cpu().numpy())
+
+
+def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, *,
+                   init: str = "semantic", omega: float = 0.3, sigma: float = 0.5, lam: float = 0.01,
+                   A: Any = ((0.6, 0.4), (0.4, 0.6)), gtol: float = 1e-8, gd_steps: int = 0,
+                   gd_seeds: int | None = None, lr: float = 0.15, seed: int = 0, n_nodes: int = 16,
+                   max_iter: int = 20000, device: Any = "cpu") -> dict[str, np.ndarray]:
+    """Converged minimisers (and, with ``gd_steps``, the paper's plain GD from the same start) for
+    every (seed, alpha) at one ``d``.
+
+    Parameters
+    ----------
+    alphas : sample ratios. d : dimension. seeds : a count or a list of seed offsets.
+    init : the start (:func:`initial_points`). omega, sigma, lam, A : the model.
+    gtol : relative-gradient tolerance of :func:`minimise`. gd_steps, lr : plain GD's steps (0: no
+    GD) and step size. gd_seeds : GD on the first ``gd_seeds`` seeds only (``None``: all; NaN for
+    the others). max_iter : L-BFGS iteration cap (a run that stops there is not converged). seed : the chapter's seed. n_nodes : rule of :func:`exact_test_error`.
+
+    Returns
+    -------
+    dict of (seed, alpha) arrays: ``test_error`` (exact), ``m``, ``theta_emp``, ``q_emp``,
+    ``train_loss`` (objective / d), ``rel_grad``, ``n_iter``, ``n_newton``, ``converged``; with ``gd_steps``,
+    ``gd_test_error``, ``gd_rel_grad``; and ``alphas``, ``d``, ``seeds``.
+    """
+    seeds = list(range(check_int("seeds", seeds, minimum=1))) if isinstance(seeds, int) else list(seeds)
+    alphas = [check_real(f"alphas[{i}]", a, low=0.0, low_open=True, high=100.0) for i, a in enumerate(alphas)]
+    gd_steps = check_int("gd_steps", gd_steps, minimum=0)
+    ns = [int(round(a * d)) for a in alphas]
+    if min(ns) < 1:
+        raise ValueError(f"alphas: every alpha must give n = round(alpha d) >= 1 at d={d}")
+    pb = make_problem(d, seeds, max(ns), seed=seed, omega=omega, sigma=sigma, lam=lam, A=A, device=device)
+    Q0 = initial_points(pb, init, generator=make_generator(seed * 1000 + 999, torch.device(device)))
+    keys = ("test_error", "m", "theta_emp", "q_emp", "train_loss", "rel_grad", "n_iter", "n_newton",
+            "converged")
+    out = {k: np.zeros((len(seeds), len(alphas))) for k in keys}
+    for j, n in enumerate(ns):
+        runs = [minimise(pb, s, n, Q0[s], gtol=gtol, max_iter=max_iter) for s in range(len(seeds))]
+        Q = torch.stack([r["Q"] for r in runs])
+        out["test_error"][:, j] = exact_test_error(Q, pb.q_star, omega=omega, sigma=sigma, A=A,
+                                                   n_nodes=n_nodes)
+        for k, v in summaries(Q, pb.q_star, sigma).items():
+            out[k][:, j] = v
+        for k in ("loss", "rel_grad", "n_iter", "n_newton", "converged"):
+            out["train_loss" if k == "loss" else k][:, j] = [r[k] for r in runs]
+    if gd_steps:
+        k = len(seeds) if gd_seeds is None else check_int("gd_seeds", gd_seeds, minimum=1, maximum=len(seeds))
+        for key, v in _gd_runs(pb.first(k), Q0[:k], ns, lr=lr, steps=gd_steps, n_nodes=n_nodes).items():
+            out[key] = np.full((len(seeds), len(alphas)), np.nan)
+            out[key][:k] = v
+    out["converged"] = out["converged"].astype(bool)
+    return dict(out, alphas=np.asarray(alphas), d=np.asarray(d), seeds=np.asarray(seeds))
+
+
+def _gd_runs(pb: Problem, Q0: torch.Tensor, ns: list[int], *, lr: float, steps: int,
+             n_nodes: int) -> dict[str, np.ndarray]:
+    """Plain GD from ``Q0`` for every (seed, alpha) at once; exact test error and relative gradient."""
+    mask = (torch.arange(pb.n, device=pb.X.device)[:, None]
+            < torch.tensor(ns, device=pb.X.device)[None]).to(pb.X.dtype)[None]
+    Q = gradient_descent(pb, Q0[:, :, None].repeat(1, 1, len(ns)), mask, lr=lr, steps=steps)
+    _, g = pb.objective(Q, mask)
+    rg = (g.norm(dim=1) / (pb.lam * Q.norm(dim=1))).cpu().numpy()
+    S_, d, R = Q.shape
+    Qf = Q.permute(0, 2, 1).reshape(S_ * R, d)
+    qs = pb.q_star[:, None, :].expand(S_, R, d).reshape(S_ * R, d)
+    te = exact_test_error(Qf, qs, omega=pb.omega, sigma=pb.sigma, A=pb.A, n_nodes=n_nodes)
+    return dict(gd_test_error=te.reshape(S_, R), gd_rel_grad=rg)
+
+
+def decide(runs: Mapping[int, Mapping[str, np.ndarray]], accurate: Any, accurate_err: Any, published: Any,
+           *, follow: float = 2.0, separate: float = 4.0, level: float = 0.95) -> dict[str, Any]:
+    """The minimisers' test error extrapolated to ``d -> infinity`` against two theories.
+
+    Per ``alpha``: the mean exact test error over the converged runs at each ``d`` and its
+    standard error over seeds, a weighted straight line in ``1/d`` through them
+    (:func:`stumplib.stats.extrapolate_linear`), and the distances ``z`` of its value at ``1/d = 0``
+    from each theory in combined standard errors (the accurate theory's quadrature error included;
+    the published curve carries none).
+
+    Parameters
+    ----------
+    runs : ``{d: minimiser_runs(...)}`` with the same alphas. accurate, accurate_err, published :
+        (A,) the theories at those alphas. follow, separate : the rule of
+        :func:`stumplib.verdicts.choose_theory`, used to size the seeds that would decide.
+
+    Returns
+    -------
+    dict: ``ds``; ``mean``, ``se``, ``spread`` (standard deviation over seeds), ``n`` (D, A);
+    ``limit`` (A Estimates), ``limit_se`` (A,); ``z_accurate``, ``z_published`` (A,);
+    ``converged_fraction`` (all runs); ``spread_slope`` (log-log slope of the spread in ``d``, NaN
+    with one ``d``); ``seeds_to_decide`` (seeds per ``d`` at which the theories would be
+    ``follow + separate`` standard errors apart at the best-separated alpha; -1 if unknown).
+    """
+    from ..stats import Estimate, extrapolate_linear, ols
+
+    ds = sorted(int(d) for d in runs)
+    acc, acc_e, pub = (np.asarray(v, dtype=float).ravel() for v in (accurate, accurate_err, published))
+    mean, se, sd, n = (np.zeros((len(ds), acc.size)) for _ in range(4))
+    for i, d in enumerate(ds):
+        te, ok = np.asarray(runs[d]["test_error"]), np.asarray(runs[d]["converged"], dtype=bool)
+        for j in range(acc.size):
+            v = te[ok[:, j], j]
+            n[i, j], mean[i, j] = v.size, v.mean() if v.size else np.nan
+            sd[i, j] = v.std(ddof=1) if v.size > 1 else np.nan
+    se = sd / np.sqrt(np.maximum(n, 1))
+    fits = []
+    for j in range(acc.size):
+        ok = np.isfinite(mean[:, j]) & np.isfinite(se[:, j]) & (se[:, j] > 0)
+        fits.append(extrapolate_linear(1.0 / np.asarray(ds)[ok], mean[ok, j], se[ok, j], level=level)
+                    if ok.any() else (Estimate.nan("seeds"), float("nan")))
+    lim = np.array([f[0].value for f in fits])
+    lim_se = np.array([f[1] for f in fits])
+    z_acc = (lim - acc) / np.hypot(lim_se, acc_e)
+    z_pub = (lim - pub) / lim_se
+    gap = np.abs(acc - pub) / np.hypot(lim_se, acc_e)
+    need_j = n[-1] * ((follow + separate) / gap) ** 2
+    need = int(np.ceil(np.nanmin(need_j))) if np.any(np.isfinite(need_j)) else -1
+    sd_m = sd.mean(1)
+    fin = np.isfinite(sd_m) & (sd_m > 0)
+    slope = ols(np.log(np.asarray(ds)[fin]), np.log(sd_m[fin]))[0] if fin.sum() > 1 else float("nan")
+    conv = np.concatenate([np.asarray(runs[d]["converged"], dtype=bool).ravel() for d in ds])
+    return dict(ds=np.asarray(ds), mean=mean, se=se, spread=sd, n=n, limit=[f[0] for f in fits],
+                limit_se=lim_se, z_accurate=z_acc, z_published=z_pub, converged_fraction=float(conv.mean()),
+                spread_slope=float(slope), seeds_to_decide=need)
+
+
+def study(alphas: Sequence[float], ds: Sequence[int], seeds: int, *, gd_steps: int = 5000,
+          gd_seeds: int = 4, gd_max_d: int = 1000, cache: bool = True, **kw: Any) -> dict[int, dict]:
+    """:func:`minimiser_runs` at every ``d`` of ``ds`` (the same seeds), kept with
+    :func:`stumplib.book.cached` (no log) when ``cache``.
+
+    Parameters
+    ----------
+    alphas, seeds : as in :func:`minimiser_runs`. ds : dimensions. gd_steps, gd_seeds, gd_max_d :
+    the paper's plain GD on the first ``gd_seeds`` seeds at ``d <= gd_max_d``. cache : keep it.
+    **kw : passed to :func:`minimiser_runs` (``omega``, ``lam``, ``seed``, ``device``, ...).
+
+    Returns
+    -------
+    ``{d: minimiser_runs output}`` (the layout :func:`read_runs` reads).
+    """
+    def compute():
+        out = {}
+        for d in ds:
+            g = gd_steps if d <= gd_max_d else 0
+            r = minimiser_runs(alphas, d, seeds, gd_steps=g, gd_seeds=min(gd_seeds, seeds), **kw)
+            out.update({f"d{d}_{k}": v for k, v in r.items()})
+        return dict(out, ds=np.asarray(list(ds)))
+
+    if not cache:
+        return read_runs(compute())
+    from .. import book
+
+    cfg = dict(alphas=list(alphas), ds=list(ds), seeds=seeds, gd_steps=gd_steps, gd_seeds=gd_seeds,
+               gd_max_d=gd_max_d, **{k: (str(v) if k == "device" else v) for k, v in kw.items()})
+    return read_runs(book.cached("ch6_minimisers", cfg, compute, verbose=False))
+
+
+def read_runs(flat: Mapping[str, Any]) -> dict[int, dict[str, np.ndarray]]:
+    """``{d: {key: array}}`` from the flat layout ``d<d>_<key>`` of :func:`study` and of
+    ``scripts/phase_minimisers.py``'s output file."""
+    ds = [int(d) for d in np.atleast_1d(flat["ds"])]
+    return {d: {k[len(f"d{d}_"):]: np.asarray(flat[k]) for k in flat if k.startswith(f"d{d}_")} for d in ds}
+
+
+def gd_gap(runs: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """How far the paper's plain GD stops from the minimiser: per ``d`` (with GD) and alpha, the
+    mean relative difference of the test errors over the seeds that ran both, and its largest
+    relative gradient. Returns ``ds``, ``rel_diff`` (D, A), ``rel_diff_se``, ``gd_rel_grad_max``."""
+    ds = [d for d in sorted(runs) if "gd_test_error" in runs[d]]
+    diff, se, gmax = [], [], []
+    for d in ds:
+        r = runs[d]
+        x = r["gd_test_error"] / r["test_error"] - 1
+        ok = np.isfinite(x).all(1)
+        diff.append(x[ok].mean(0))
+        se.append(x[ok].std(0, ddof=1) / np.sqrt(max(1, ok.sum())) if ok.sum() > 1 else np.full(x.shape[1], np.nan))
+        gmax.append(float(np.nanmax(r["gd_rel_grad"])))
+    rd = np.asarray(diff, dtype=float)
+    fin = rd[np.isfinite(rd)]
+    return dict(ds=np.asarray(ds), rel_diff=rd, rel_diff_se=np.asarray(se), gd_rel_grad_max=np.asarray(gmax),
+                max_abs=float(np.abs(fin).max()) if fin.size else float("nan"),
+                mean=float(fin.mean()) if fin.size else float("nan"),
+                rel_grad_max=float(np.nanmax(gmax)) if gmax else float("nan"))
+
+
+def semantic_start(pb: Problem, theta: float, q: float, m0: float, *, seed: int = 0) -> torch.Tensor:
+    """Starts ``Q`` (S, d) with the semantic fixed point's overlaps (``theta``, ``q``, in the theory's
+    normalisation) and a positional component ``m = m0``; the rest of ``|Q|`` along a random
+    direction orthogonal to ``Q*`` and ``p_1``."""
+    S_, d = pb.q_star.shape
+    qs = pb.q_star
+    p1 = positional_encodings(d, device=qs.device, dtype=qs.dtype)[0]
+    G = torch.stack([torch.stack([(qs * qs).sum(1), qs @ p1], -1),
+                     torch.stack([qs @ p1, torch.ones_like(qs[:, 0])], -1)], -2)  # Gram of (Q*, p_1)
+    rhs = torch.stack([torch.full_like(qs[:, 0], theta / pb.sigma ** 2 * d),
+                       torch.full_like(qs[:, 0], m0 * math.sqrt(d))], -1)
+    ac = torch.linalg.solve(G, rhs)  # Q = a Q* + c p_1 with Q* . Q = theta_emp d, p_1 . Q = m0 sqrt(d)
+    Q = ac[:, :1] * qs + ac[:, 1:] * p1
+    g = torch.Generator(device=qs.device).manual_seed(seed)
+    u = torch.randn(S_, d, generator=g, dtype=qs.dtype, device=qs.device)
+    B, _ = torch.linalg.qr(torch.stack([qs, p1.expand(S_, d)], -1))  # (S, d, 2) orthonormal
+    u = u - (B @ (B.transpose(-1, -2) @ u[..., None]))[..., 0]
+    u = u / u.norm(dim=1, keepdim=True)
+    rest = (q * d / pb.sigma ** 2 - (Q * Q).sum(1, keepdim=True)).clamp_min(0).sqrt()
+    return Q + rest * u
+
+
+def classify_dynamics(m0: float, m_final: Mapping[int, Any], *, factor: float = 2.0) -> str:
+    """What the positional overlap did from ``m0``: ``"decays"`` when at the largest ``d`` the median
+    ``|m|`` is below ``m0``; ``"grows"`` when it exceeds ``factor * m0`` there and does not fall
+    with ``d``; ``"unclear"`` otherwise.
+
+    Parameters
+    ----------
+    m0 : the starting positional overlap (> 0). m_final : ``{d: (seeds,) final m}``.
+    """
+    ds = sorted(m_final)
+    med = [float(np.median(np.abs(np.asarray(m_final[d])))) for d in ds]
+    if med[-1] < m0:
+        return "decays"
+    if med[-1] > factor * m0 and (len(med) == 1 or med[-1] >= med[0]):
+        return "grows"
+    return "unclear"
+
+
+def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[int], seeds: int, *,
+                          m0_sqrt_d: float = 3.0, sigma: float = 0.5, lam: float = 0.01,
+                          A: Any = ((0.6, 0.4), (0.4, 0.6)), seed: int = 0, cache: bool = True,
+                          device: Any = "cpu") -> list[dict[str, Any]]:
+    """The solver's stability flag along ``m`` checked by minimisation: at each semantic fixed point
+    (``omega, alpha, theta, q, derivative``), start at its overlaps with ``m = m0_sqrt_d / sqrt(d)``
+    and minimise (:func:`minimise`) at each ``d``.
+
+    Returns
+    -------
+    rows: ``omega, alpha, dF_m/dm, solver`` (``"unstable"`` when the derivative exceeds +1, else
+    ``"stable"``), ``median |m| sqrt(d)`` at each ``d``, ``dynamics`` (:func:`classify_dynamics`
+    on ``m sqrt(d)``) and ``agree``.
+    """
+    def compute():
+        out = {}
+        for i, p in enumerate(points):
+            for d in ds:
+                n = int(round(p["alpha"] * d))
+                pb = make_problem(d, list(range(seeds)), n, seed=seed, omega=p["omega"], sigma=sigma,
+                                  lam=lam, A=A, device=device)
+                Q0 = semantic_start(pb, p["theta"], p["q"], m0_sqrt_d / math.sqrt(d), seed=seed)
+                Q = torch.stack([minimise(pb, s, n, Q0[s])["Q"] for s in range(seeds)])
+                out[f"p{i}_d{d}"] = summaries(Q, pb.q_star, sigma)["m"] * math.sqrt(d)
+        return out
+
+    if cache:
+        from .. import book
+
+        cfg = dict(points=[dict(p) for p in points], ds=list(ds), seeds=seeds, m0=m0_sqrt_d, sigma=sigma,
+                   lam=lam, A=np.asarray(A).tolist(), seed=seed)
+        res = book.cached("ch6_stability", cfg, compute, verbose=False)
+    else:
+        res = compute()
+    rows = []
+    for i, p in enumerate(points):
+        mf = {d: res[f"p{i}_d{d}"] for d in ds}
+        dyn = classify_dynamics(m0_sqrt_d, mf)
+        solver = "unstable" if p["derivative"] > 1 else "stable"
+        row = {"omega": p["omega"], "alpha": p["alpha"], "dF_m/dm": p["derivative"], "solver": solver}
+        row.update({f"|m| sqrt(d), d = {d}": float(np.median(np.abs(mf[d]))) for d in ds})
+        row.update(dynamics=dyn, agree=(dyn == "decays") == (solver == "stable") if dyn != "unclear" else None)
+        rows.append(row)
+    return rows

@@ -1,0 +1,40 @@
+"""Tests of stumplib.phase.data: encodings, teacher and samples."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from stumplib.phase import data
+
+
+def test_positional_encodings_are_unit_and_opposite():
+    P = data.positional_encodings(9)
+    assert torch.allclose(P.norm(dim=1), torch.ones(2, dtype=torch.float64))
+    assert torch.equal(P[0], -P[1])
+
+
+def test_teacher_matrix_is_the_formula_and_batches():
+    g = torch.Generator().manual_seed(0)
+    d, n = 12, 5
+    z = data.sample_tokens(n, d, generator=g)
+    qs = data.sample_teacher(d, generator=g)
+    T = data.teacher_matrix(z, qs, omega=0.3)
+    h = z @ qs / math.sqrt(d)  # (n, 2)
+    s = torch.sigmoid(h[:, 0] * (h[:, 0] - h[:, 1]))  # softmax of (h1^2, h1 h2) over the first row
+    assert torch.allclose(T[:, 0, 0], 0.7 * s + 0.3 * 0.6)
+    assert torch.allclose(T.sum(-1), torch.ones(n, 2, dtype=torch.float64))
+    qs2 = torch.stack([qs, -qs])
+    Tb = data.teacher_matrix(torch.stack([z, z]), qs2, omega=0.3)
+    assert torch.allclose(Tb[0], T) and torch.allclose(Tb[1], T)  # h* -> -h* leaves h* h*^T
+
+
+def test_bad_input_is_named():
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="omega"):
+        data.teacher_matrix(torch.zeros(1, 2, 4), torch.zeros(4), omega=1.5)
+    with pytest.raises(ValueError, match="sigma"):
+        data.sample_tokens(2, 4, sigma=-1.0, generator=g)
+    with pytest.raises(ValueError, match="d must"):
+        data.positional_encodings(1)

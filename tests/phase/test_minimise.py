@@ -1,0 +1,149 @@
+"""Tests of stumplib.phase.minimise: converged minimisers and the exact test error."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from stumplib.device import make_generator
+from stumplib.phase.minimise import (exact_test_error, gradient_descent, initial_points, make_problem,
+                                     minimise, minimiser_runs)
+
+A = ((0.6, 0.4), (0.4, 0.6))
+
+
+def _brute_force_test_error(Q, q_star, omega, sigma, n, seed):
+    """Fresh tokens in all d dimensions, no reduction: the definition itself."""
+    from stumplib.phase.data import positional_encodings, softmax_rows, teacher_matrix
+
+    d = Q.shape[0]
+    g = torch.Generator().manual_seed(seed)
+    z = sigma * torch.randn(n, 2, d, generator=g, dtype=torch.float64)
+    x = z + positional_encodings(d)
+    S = softmax_rows(x @ Q / d ** 0.5)
+    T = teacher_matrix(z, q_star, omega=omega, A=A)
+    err = ((S @ x - T @ z) ** 2).sum((-1, -2)) / (2 * d)
+    return float(err.mean()), float(err.std() / n ** 0.5)
+
+
+@pytest.mark.parametrize("omega", [0.0, 0.3, 0.8])
+def test_exact_test_error_matches_monte_carlo(omega):
+    pb = make_problem(60, [0], 10, omega=omega)
+    g = torch.Generator().manual_seed(3)
+    Q = 0.8 * pb.q_star[0] + 0.5 * torch.randn(60, generator=g, dtype=torch.float64) + 0.7
+    exact = exact_test_error(Q, pb.q_star[0], omega=omega, A=A)
+    mc, se = _brute_force_test_error(Q, pb.q_star[0], omega, 0.5, 100_000, 1)
+    assert abs(exact - mc) < 4 * se, (exact, mc, se)
+
+
+def test_exact_test_error_converges_in_the_rule_and_batches():
+    pb = make_problem(50, [0, 1, 2], 10)
+    Q = 0.9 * pb.q_star + 0.2
+    a = exact_test_error(Q, pb.q_star, omega=0.3, n_nodes=16)  # the default rule
+    b = exact_test_error(Q, pb.q_star, omega=0.3, n_nodes=24)
+    np.testing.assert_allclose(a, b, rtol=1e-6)  # far below any seed-to-seed spread
+    one = [exact_test_error(Q[i], pb.q_star[i], omega=0.3, n_nodes=12) for i in range(3)]
+    a = exact_test_error(Q, pb.q_star, omega=0.3, n_nodes=12)
+    np.testing.assert_allclose(a, one, rtol=1e-12)
+
+
+def test_minimiser_meets_the_relative_gradient_tolerance_and_is_a_minimum():
+    pb = make_problem(80, [0], 100)
+    r = minimise(pb, 0, 100, pb.q_star[0], gtol=1e-8)
+    assert r["converged"] and r["rel_grad"] <= 1e-8
+    mask = (torch.arange(100) < 100).to(torch.float64)[None, :, None]
+    L0, _ = pb.objective(r["Q"][None, :, None], mask, slice(0, 1))
+    g = torch.Generator().manual_seed(0)
+    for _ in range(5):  # no nearby point is lower: a minimum, not a saddle
+        dQ = 1e-3 * torch.randn(80, generator=g, dtype=torch.float64)
+        L1, _ = pb.objective((r["Q"] + dQ)[None, :, None], mask, slice(0, 1))
+        assert float(L1) > float(L0)
+
+
+def test_long_gradient_descent_approaches_the_minimiser():
+    pb = make_problem(40, [0], 60)
+    mask = torch.ones(1, 60, 1, dtype=torch.float64)
+    r = minimise(pb, 0, 60, pb.q_star[0])
+    Q_gd = gradient_descent(pb, pb.q_star[:, :, None].clone(), mask, lr=0.5, steps=20000)[0, :, 0]
+    assert torch.linalg.norm(Q_gd - r["Q"]) < 1e-4 * torch.linalg.norm(r["Q"])
+
+
+def test_minimiser_runs_same_seed_same_numbers_and_stay_semantic():
+    a = minimiser_runs([1.25], 60, 2, gd_steps=20, gd_seeds=1)
+    b = minimiser_runs([1.25], 60, 2, gd_steps=20, gd_seeds=1)
+    np.testing.assert_array_equal(a["test_error"], b["test_error"])
+    assert a["converged"].all() and np.all(a["theta_emp"] > 0.3)
+    assert np.isfinite(a["gd_test_error"][0]).all() and np.isnan(a["gd_test_error"][1]).all()
+
+
+def test_initial_points_and_bad_input():
+    pb = make_problem(20, [0, 1], 5)
+    assert torch.equal(initial_points(pb, "semantic"), pb.q_star)
+    assert torch.allclose(initial_points(pb, "positional").norm(dim=1), torch.ones(2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="init"):
+        initial_points(pb, "bogus")
+    with pytest.raises(ValueError, match="generator"):
+        initial_points(pb, "random")
+    initial_points(pb, "random", generator=make_generator(0, torch.device("cpu")))
+    with pytest.raises(ValueError, match="gtol"):
+        minimise(pb, 0, 5, pb.q_star[0], gtol=0.5)
+    with pytest.raises(ValueError, match="n_nodes"):
+        exact_test_error(pb.q_star[0], pb.q_star[0], omega=0.3, n_nodes=2)
+
+
+def _synthetic_runs(limit, slope, spread, seeds=400, ds=(100, 200, 400), seed=0):
+    """Seed-by-seed test errors limit + slope / d + spread sqrt(100 / d) * N(0, 1), all converged."""
+    rng = np.random.default_rng(seed)
+    runs = {}
+    for d in ds:
+        e = rng.standard_normal((seeds, len(limit)))
+        te = np.asarray(limit) + np.asarray(slope) / d + np.asarray(spread) * np.sqrt(100 / d) * e
+        runs[d] = dict(test_error=te, converged=np.ones_like(te, dtype=bool))
+    return runs
+
+
+def test_decide_recovers_the_limit_and_sizes_the_seeds():
+    from stumplib.phase.minimise import decide
+    runs = _synthetic_runs([0.0028, 0.0023], [0.01, 0.02], [2e-4, 2e-4])
+    dec = decide(runs, [0.0028, 0.0023], [1e-6, 1e-6], [0.00268, 0.00227])
+    for j, lim in enumerate([0.0028, 0.0023]):
+        assert abs(dec["limit"][j].value - lim) < 4 * dec["limit_se"][j]
+    assert np.all(np.abs(dec["z_accurate"]) < 4) and np.max(np.abs(dec["z_published"])) > 4
+    assert dec["spread_slope"] == pytest.approx(-0.5, abs=0.1) and dec["converged_fraction"] == 1.0
+    assert dec["seeds_to_decide"] < 400  # already decided with 400 seeds
+    runs[400]["converged"][0, 0] = False  # a run that did not converge is left out and counted
+    dec2 = decide(runs, [0.0028, 0.0023], [1e-6, 1e-6], [0.00268, 0.00227])
+    assert dec2["n"][-1, 0] == 399 and dec2["converged_fraction"] < 1
+
+
+def test_dynamics_classification_on_a_constructed_map():
+    """A linear map with a known unstable direction (m multiplied by 1.5 a step) and a stable one
+    (0.5): iterated from m0, the classification finds growth and decay, and the table's agreement
+    with a solver flag follows."""
+    from stumplib.phase.minimise import classify_dynamics
+    rng = np.random.default_rng(0)
+    m0 = 3.0
+    for factor, expected in ((1.5, "grows"), (0.5, "decays")):
+        finals = {d: m0 * factor ** 8 * (1 + 0.1 * rng.standard_normal(4)) for d in (100, 400)}
+        assert classify_dynamics(m0, finals) == expected
+    assert classify_dynamics(m0, {100: np.full(4, 4.0), 400: np.full(4, 3.5)}) == "unclear"
+
+
+def test_stability_by_dynamics_at_a_stable_semantic_point():
+    from stumplib.phase.minimise import stability_by_dynamics
+    from stumplib.phase.se import solve_fixed_rule
+    fp = solve_fixed_rule(1.5, omega=0.3, branch="semantic", n_nodes=6)
+    pt = dict(omega=0.3, alpha=1.5, theta=float(fp["theta"]), q=float(fp["q"]), derivative=-1.6)
+    rows = stability_by_dynamics([pt], [40, 160], 3, cache=False)
+    assert rows[0]["solver"] == "stable" and rows[0]["dynamics"] == "decays" and rows[0]["agree"] is True
+    unstable = dict(pt, derivative=1.4)  # the same point with a flag saying otherwise: a disagreement
+    assert stability_by_dynamics([unstable], [40, 160], 3, cache=False)[0]["agree"] is False
+
+
+def test_semantic_start_has_the_requested_overlaps():
+    from stumplib.phase.minimise import semantic_start, summaries
+    pb = make_problem(200, [0, 1], 10)
+    s = summaries(semantic_start(pb, 0.1, 0.08, 0.05), pb.q_star, 0.5)
+    np.testing.assert_allclose(s["m"], 0.05, rtol=1e-10)
+    np.testing.assert_allclose(s["theta_emp"], 0.4, rtol=1e-10)
+    np.testing.assert_allclose(s["q_emp"], 0.08, rtol=1e-10)

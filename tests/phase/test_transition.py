@@ -1,0 +1,181 @@
+"""Tests of stumplib.phase.transition: crossings, published curves and their replay, verdicts."""
+from __future__ import annotations
+
+import csv
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stumplib.phase import Outcome, state_evolution
+from stumplib.phase.se import solve_fixed_rule
+from stumplib.phase.transition import first_crossing
+
+ROOT = Path(__file__).resolve().parents[2]
+#: ``../shared`` next to the repository (``STUMPBOOK_SHARED`` may point elsewhere, e.g. from a worktree)
+SHARED = Path(os.environ.get("STUMPBOOK_SHARED", ROOT.parent / "shared"))
+REF = SHARED / "reference" / "cui2024"
+A0 = np.array([[0.6, 0.4], [0.4, 0.6]])
+SEM_FILE = "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv"
+POS_FILE = "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv"
+needs_shared = pytest.mark.skipif(not SHARED.exists(), reason=f"{SHARED} absent (not a developer checkout)")
+
+
+def _read(name):
+    if not (REF / name).exists():
+        pytest.fail(f"published reference file missing: {REF / name} (../shared exists)")
+    with open(REF / name) as fh:
+        rows = list(csv.DictReader(fh))
+    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0] if k}
+
+
+def test_first_crossing():
+    x = np.array([0.0, 1.0, 2.0, 3.0])
+    assert first_crossing(x, [0, 0, 1, 2], [1, 1, 0, 0]) == pytest.approx(1.5)
+    assert math.isnan(first_crossing(x, [0, 0, 0, 0], [1, 1, 1, 1]))
+    with pytest.raises(ValueError, match="increasing"):
+        first_crossing(x[::-1], x, x)
+
+
+@pytest.mark.slow
+@needs_shared
+def test_transition_matches_published_free_energies():
+    """alpha_c from our training losses against alpha_c from the published Phi (larger Phi wins)."""
+    sem = _read("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv")
+    pos = _read("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv")
+    assert np.allclose(sem["alpha"], pos["alpha"])
+    order = np.argsort(sem["alpha"])
+    a = sem["alpha"][order]
+    ref_c = first_crossing(a, sem["Phi"][order], pos["Phi"][order])
+    sel = (a > 0.9) & (a < 1.8)
+    from stumplib.phase.transition import theory_curves
+    th = theory_curves(a[sel], omega=0.3, n_nodes=6)
+    assert abs(float(th["alpha_c"]) - ref_c) < 0.1, (float(th["alpha_c"]), ref_c)
+
+
+@pytest.fixture(scope="module")
+def stroud_fixed_points():
+    out = {}
+    for name, br in ((SEM_FILE, "semantic"), (POS_FILE, "positional")):
+        ref = _read(name)
+        sel = ref["alpha"] >= 0.3
+        r = solve_fixed_rule(ref["alpha"][sel], omega=0.3, branch=br, rule="stroud", tol=1e-8, max_iter=3000)
+        out[br] = (ref, sel, r)
+    return out
+
+
+#: largest relative deviation from the published files allowed for the authors' procedure stopped by
+#: their rule (:func:`replay_authors`), per branch, at every published alpha >= 0.3: the issue's
+#: 1e-3 on the semantic branch (measured 6.1e-4); on the positional branch the measured 1.8e-3 (q,
+#: m, V), because there the published points are not where an exact-minimiser iteration stops (see
+#: ``test_published_positional_points_fail_the_stopping_rule_with_exact_minimisers``)
+STOPPED_TOL = {"semantic": 1e-3, "positional": 2.5e-3}
+
+
+@needs_shared
+def test_stroud_rule_reproduces_the_published_fixed_points(stroud_fixed_points):
+    """The authors' procedure (144-node rule, global proximal minimisers, damping 0.8, stop at
+    undamped changes below 1e-4 in q, m, theta, same start for every alpha) reproduces the published
+    q, V, theta (semantic) and q, m, V (positional) within ``STOPPED_TOL`` at every published alpha
+    >= 0.3. The exact fixed points of the same rule stay within 3.5e-3 for alpha >= 1 and differ by
+    up to 0.9% (semantic) and 2.6% (positional) below."""
+    from stumplib.phase.transition import replay_authors
+    for br, (ref, sel, r) in stroud_fixed_points.items():
+        keys = ("q", "V", "theta") if br == "semantic" else ("q", "m", "V")
+        a = ref["alpha"][sel]
+        st = replay_authors(a, br)
+        assert np.all(st["n_iter"] < 300), (br, st["n_iter"])
+        for k in keys:
+            rel = np.abs(r[k] / ref[k][sel] - 1)
+            assert rel[a >= 1.0].max() < 3.5e-3, (br, k, a[np.argmax(rel)], rel.max())
+            rs = np.abs(st[k] / ref[k][sel] - 1)
+            assert rs.max() < STOPPED_TOL[br], (br, k, a[np.argmax(rs)], rs.max())
+
+
+@needs_shared
+def test_published_positional_points_fail_the_stopping_rule_with_exact_minimisers():
+    """At the published semantic points the 144-node rule's undamped change is below the authors'
+    1e-4 in q and theta (where they stopped); at some published positional points it is not (m or
+    q change by more): those points carry their minimiser's error, of the stopping rule's size."""
+    from stumplib.phase.transition import published_curves
+    out = published_curves(SHARED / "reference" / "cui2024")
+    assert max(np.abs(out[f"sem_resid_{k}"]).max() for k in ("q", "theta")) < 1e-4
+    assert max(np.abs(out[f"pos_resid_{k}"]).max() for k in ("q", "m")) > 1.5e-4
+
+
+def test_stability_verdict_on_a_constructed_set_of_points():
+    """Converged points only; holds when every derivative is at most +1, fails above."""
+    from stumplib.phase.transition import stability_verdict
+    v = stability_verdict([-2.5, 0.9, np.nan, 0.3, 5.0], ["converged"] * 4 + ["undecided"])
+    assert v.status == "holds" and "= 0.9 at 3 converged points" in v.sentence
+    v = stability_verdict([-2.5, 1.2], ["converged"] * 2, direction="theta")
+    assert v.status == "fails" and "dF_theta/dtheta" in v.sentence
+    assert stability_verdict([np.nan], ["converged"]).status == "undecided"
+
+
+def test_replay_verdict_per_branch():
+    from stumplib.phase.transition import replay_verdict
+    one = np.ones(3)
+    pub = {}
+    for b, dev in (("sem", 5e-4), ("pos", 2e-3)):
+        for k in ("q", "m", "V", "theta"):
+            pub[f"{b}_{k}"] = one
+            pub[f"{b}_stopped_{k}"] = one * (1 + dev)
+    v = replay_verdict(pub)
+    assert v.status == "partly" and "5.0e-04 (semantic)" in v.sentence and "2.0e-03 (positional)" in v.sentence
+    assert replay_verdict(pub, target=3e-3).status == "holds"
+    assert replay_verdict(pub, target=1e-4).status == "fails"
+
+
+def _decision(z_acc, z_pub, need=40):
+    return dict(z_accurate=np.asarray(z_acc), z_published=np.asarray(z_pub), seeds_to_decide=need)
+
+
+def test_gd_verdict_follows_the_choice_rule():
+    from stumplib.phase.transition import gd_verdict
+    assert gd_verdict(_decision([0.5, -1.0], [6.0, 3.0])).status == "holds"
+    assert gd_verdict(_decision([6.0, 3.0], [0.5, 1.0])).status == "fails"
+    v = gd_verdict(_decision([1.0, 1.5], [2.5, 3.0]), qualifier="scripted run")
+    assert v.status == "undecided" and "40 seeds" in v.sentence and "(scripted run)" in v.sentence
+    assert gd_verdict(_decision([np.nan, 1.0], [1.0, 1.0])).status == "undecided"
+    between = dict(_decision([3.0, 1.0], [3.4, 3.4], need=100), n=np.full((3, 2), 128))
+    v = gd_verdict(between)
+    assert v.status == "undecided" and "between them" in v.sentence and "seeds would" not in v.sentence
+
+
+def test_branch_end_and_its_verdict():
+    from stumplib.phase.transition import branch_end, semantic_end_verdict
+    a = np.array([1.0, 0.9, 0.8, 0.7])
+    o = np.array(["converged", "converged", "no_fixed_point", "no_fixed_point"])
+    e = branch_end(a, o)
+    assert (e.lo, e.hi) == (0.8, 0.9) and semantic_end_verdict(e, a, o).status == "holds"
+    o2 = np.array(["converged", "converged", "undecided", "no_fixed_point"])
+    assert semantic_end_verdict(branch_end(a, o2), a, o2).status == "undecided"
+    o3 = np.array(["converged"] * 4)
+    assert semantic_end_verdict(branch_end(a, o3), a, o3).status == "undecided"
+
+
+# ---------------------------------------------------------------- the authors' rule, replayed
+@pytest.fixture(scope="module")
+def stroud_replay():
+    out = {}
+    for name, br in ((SEM_FILE, "semantic"), (POS_FILE, "positional")):
+        ref = _read(name)
+        sel = ref["alpha"] >= 0.3
+        r = solve_fixed_rule(ref["alpha"][sel], omega=0.3, branch=br, rule="stroud", tol=1e-8, max_iter=3000)
+        out[br] = (ref, sel, r)
+    return out
+
+
+@needs_shared
+def test_stroud_replay_is_far_from_the_accurate_rule_at_alpha_1(stroud_replay):
+    """At the published alpha = 1.016 the accurate rule's theta is below the 144-node fixed point by
+    many of its quadrature errors: the published gap is the rule's, not the equations'."""
+    ref, sel, r = stroud_replay["semantic"]
+    a = ref["alpha"][sel]
+    i = int(np.argmin(np.abs(a - 1.0164)))
+    acc = state_evolution(float(a[i]), omega=0.3, branch="semantic", rtol=2e-3, stability=False)
+    assert acc["outcome"] == Outcome.CONVERGED
+    assert r["theta"][i] - acc["theta"] > 10 * acc["theta_err"], (r["theta"][i], acc["theta"], acc["theta_err"])
