@@ -13,8 +13,11 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+
+from stumplib.book import shared_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -107,3 +110,27 @@ def executed_chapter(tmp_path_factory):
         return got  # type: ignore[return-value]
 
     return get
+
+
+# ------------------------------------------------------------------------------------ reference data
+#: the published reference curves of chapter 6 (``book.shared_dir()``: ``$STUMPBOOK_SHARED`` or the
+#: ``shared/`` folder next to the repository)
+REF = shared_dir() / "reference" / "cui2024"
+A0 = np.array([[0.6, 0.4], [0.4, 0.6]])
+SEM_FILE = "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv"
+POS_FILE = "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv"
+#: tests that read the published files skip only where the shared folder itself is absent (a user's
+#: clone); where it exists and a file is missing they fail
+needs_shared = pytest.mark.skipif(not REF.parent.parent.exists(),
+                                  reason=f"{REF.parent.parent} absent (not a developer checkout)")
+
+
+def read_reference(name: str) -> dict:
+    """The published reference file ``name`` as ``{column: array}``."""
+    import csv
+
+    if not (REF / name).exists():
+        pytest.fail(f"published reference file missing: {REF / name} (the shared folder exists)")
+    with open(REF / name) as fh:
+        rows = list(csv.DictReader(fh))
+    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0] if k}

@@ -11,7 +11,7 @@ from stumplib.phase import data
 from stumplib.phase.attention import attention_test_error, objective_and_grad, train_attention_gd
 from stumplib.phase.se import solve_fixed_rule
 
-A0 = np.array([[0.6, 0.4], [0.4, 0.6]])
+from conftest import A0
 
 
 def test_objective_gradient_against_autograd():

@@ -2,30 +2,13 @@
 from __future__ import annotations
 
 import csv
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from stumplib.phase.baseline import baseline_test_error_of, linear_baseline_test_error, teacher_moments
 
-ROOT = Path(__file__).resolve().parents[2]
-#: ``../shared`` next to the repository (``STUMPBOOK_SHARED`` may point elsewhere, e.g. from a worktree)
-SHARED = Path(os.environ.get("STUMPBOOK_SHARED", ROOT.parent / "shared"))
-REF = SHARED / "reference" / "cui2024"
-A0 = np.array([[0.6, 0.4], [0.4, 0.6]])
-SEM_FILE = "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv"
-POS_FILE = "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv"
-needs_shared = pytest.mark.skipif(not SHARED.exists(), reason=f"{SHARED} absent (not a developer checkout)")
-
-
-def _read(name):
-    if not (REF / name).exists():
-        pytest.fail(f"published reference file missing: {REF / name} (../shared exists)")
-    with open(REF / name) as fh:
-        rows = list(csv.DictReader(fh))
-    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0] if k}
+from conftest import A0, REF, needs_shared
 
 
 @needs_shared

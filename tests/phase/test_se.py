@@ -2,11 +2,8 @@
 the state evolution, the fixed-rule damped solver and the theta profile (public functions only)."""
 from __future__ import annotations
 
-import csv
 import itertools
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,26 +13,11 @@ from stumplib.phase.se import (FixedRuleResult, PhaseModel, StateEvolutionError,
                                quadrature_4d, se_update, solve_fixed_rule, stroud_secrest_4d, teacher_rows,
                                theta_profile)
 
-ROOT = Path(__file__).resolve().parents[2]
-#: ``../shared`` next to the repository (``STUMPBOOK_SHARED`` may point elsewhere, e.g. from a worktree)
-SHARED = Path(os.environ.get("STUMPBOOK_SHARED", ROOT.parent / "shared"))
-REF = SHARED / "reference" / "cui2024"
-A0 = np.array([[0.6, 0.4], [0.4, 0.6]])
-SEM_FILE = "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv"
-POS_FILE = "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv"
-#: tests that read the published files skip only where ../shared itself is absent (a user's clone);
-#: where it exists and a file is missing they fail
-needs_shared = pytest.mark.skipif(not SHARED.exists(), reason=f"{SHARED} absent (not a developer checkout)")
+from conftest import A0, POS_FILE, SEM_FILE, needs_shared
+from conftest import read_reference as _read
+
 #: the semantic branch's ill-conditioned window (see chapter 6)
 WINDOW = (0.6, 0.95)
-
-
-def _read(name):
-    if not (REF / name).exists():
-        pytest.fail(f"published reference file missing: {REF / name} (../shared exists)")
-    with open(REF / name) as fh:
-        rows = list(csv.DictReader(fh))
-    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0] if k}
 
 
 # ---------------------------------------------------------------- the model checker

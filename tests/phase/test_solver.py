@@ -1,10 +1,7 @@
 """Tests of stumplib.phase.solver: the accuracy-controlled state evolution (public functions only)."""
 from __future__ import annotations
 
-import csv
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,20 +10,9 @@ from stumplib.phase import AccuracyNotReached, Outcome, state_evolution
 from stumplib.phase.se import se_update
 from stumplib.phase.solver import OUTPUT_KEYS, StateEvolutionResult, estimate, scrambled_rules
 
-ROOT = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("STUMPBOOK_SHARED", ROOT.parent / "shared"))
-REF = SHARED / "reference" / "cui2024"
-SEM_FILE = "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv"
-POS_FILE = "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv"
-needs_shared = pytest.mark.skipif(not SHARED.exists(), reason=f"{SHARED} absent (not a developer checkout)")
+from conftest import POS_FILE, SEM_FILE, needs_shared
+from conftest import read_reference as _read
 
-
-def _read(name):
-    if not (REF / name).exists():
-        pytest.fail(f"published reference file missing: {REF / name} (../shared exists)")
-    with open(REF / name) as fh:
-        rows = list(csv.DictReader(fh))
-    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0] if k}
 
 
 @pytest.fixture(scope="module")

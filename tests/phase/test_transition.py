@@ -1,10 +1,7 @@
 """Tests of stumplib.phase.transition: crossings, published curves and their replay, verdicts."""
 from __future__ import annotations
 
-import csv
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,22 +10,9 @@ from stumplib.phase import Outcome, state_evolution
 from stumplib.phase.se import solve_fixed_rule
 from stumplib.phase.transition import first_crossing
 
-ROOT = Path(__file__).resolve().parents[2]
-#: ``../shared`` next to the repository (``STUMPBOOK_SHARED`` may point elsewhere, e.g. from a worktree)
-SHARED = Path(os.environ.get("STUMPBOOK_SHARED", ROOT.parent / "shared"))
-REF = SHARED / "reference" / "cui2024"
-A0 = np.array([[0.6, 0.4], [0.4, 0.6]])
-SEM_FILE = "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv"
-POS_FILE = "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv"
-needs_shared = pytest.mark.skipif(not SHARED.exists(), reason=f"{SHARED} absent (not a developer checkout)")
+from conftest import POS_FILE, REF, SEM_FILE, needs_shared
+from conftest import read_reference as _read
 
-
-def _read(name):
-    if not (REF / name).exists():
-        pytest.fail(f"published reference file missing: {REF / name} (../shared exists)")
-    with open(REF / name) as fh:
-        rows = list(csv.DictReader(fh))
-    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0] if k}
 
 
 def test_first_crossing():
@@ -100,7 +84,7 @@ def test_published_positional_points_fail_the_stopping_rule_with_exact_minimiser
     1e-4 in q and theta (where they stopped); at some published positional points it is not (m or
     q change by more): those points carry their minimiser's error, of the stopping rule's size."""
     from stumplib.phase.transition import published_curves
-    out = published_curves(SHARED / "reference" / "cui2024")
+    out = published_curves(REF)
     assert max(np.abs(out[f"sem_resid_{k}"]).max() for k in ("q", "theta")) < 1e-4
     assert max(np.abs(out[f"pos_resid_{k}"]).max() for k in ("q", "m")) > 1.5e-4
 
