@@ -231,26 +231,6 @@ class FlowResult:
         """``dc / d log t = t (b' - c beta') / beta``, shape ``(R, K)``."""
         return self.t * (self.db_dt - self.c * self.dbeta_dt) / self.beta
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The arrays, for :func:`stumplib.results_io.save_results`.
-
-        Parameters
-        ----------
-        None
-
-        Returns
-        -------
-        dict of numpy arrays (:meth:`from_arrays` restores the result).
-        """
-        return {k: np.asarray(getattr(self, k)) for k in
-                ("t", "beta", "b", "loss", "dbeta_dt", "db_dt", "beta0", "b0")} | {
-            "prior": np.array([self.tau_lo, self.tau_hi]), "nfev": np.array(self.nfev)}
-
-    @classmethod
-    def from_arrays(cls, a: dict[str, np.ndarray]) -> "FlowResult":
-        """Inverse of :meth:`arrays`."""
-        return cls(**{k: a[k] for k in ("t", "beta", "b", "loss", "dbeta_dt", "db_dt", "beta0", "b0")},
-                   tau_lo=float(a["prior"][0]), tau_hi=float(a["prior"][1]), nfev=int(a["nfev"]))
 
 
 def _record_times(t_max: float, n_records: int, t_first: float) -> np.ndarray:
@@ -364,25 +344,6 @@ class GDResult:
     def rmse(self) -> np.ndarray:
         return np.sqrt(self.loss)
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The arrays, for :func:`stumplib.results_io.save_results`.
-
-        Parameters
-        ----------
-        None
-
-        Returns
-        -------
-        dict of numpy arrays (:meth:`from_arrays` restores the result).
-        """
-        return {k: np.asarray(getattr(self, k)) for k in
-                ("steps", "lr", "beta", "b", "loss", "beta0", "b0")} | {
-            "prior": np.array([self.tau_lo, self.tau_hi])}
-
-    @classmethod
-    def from_arrays(cls, a: dict[str, np.ndarray]) -> "GDResult":
-        return cls(**{k: a[k] for k in ("steps", "lr", "beta", "b", "loss", "beta0", "b0")},
-                   tau_lo=float(a["prior"][0]), tau_hi=float(a["prior"][1]))
 
 
 def population_gd(beta0: Any, b0: Any, lr: Any, steps: int, *, tau_lo: float = 0.2,

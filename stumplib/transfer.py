@@ -225,17 +225,6 @@ class TransferProfile:
         e = self.g_corpus - gp[:, None, :]
         return (e * u[:, None, :]).sum(-1) / nrm[:, None]
 
-    def arrays(self, prefix: str = "") -> dict[str, np.ndarray]:
-        """The profile as arrays (for :func:`stumplib.book.cached`)."""
-        return {f"{prefix}{k}": np.asarray(getattr(self, k)) for k in
-                ("m", "n", "n_corpora", "seed", "beta", "c", "g_pop", "g_corpus")}
-
-    @classmethod
-    def from_arrays(cls, d: dict, prefix: str = "") -> "TransferProfile":
-        """Inverse of :meth:`arrays`."""
-        g = lambda k: d[f"{prefix}{k}"]  # noqa: E731
-        return cls(int(g("m")), int(g("n")), int(g("n_corpora")), int(g("seed")), g("beta"), g("c"),
-                   g("g_pop"), g("g_corpus"))
 
     def curve(self, stat: str = "rms", which: str = "along", corpora: np.ndarray | None = None
               ) -> np.ndarray:
@@ -451,7 +440,7 @@ def transfer_profiles(shapes: Sequence[tuple[int, int]], *, n_corpora: int = 32,
                       tau_lo: float = 0.2, tau_hi: float = 0.8, device: Any = "auto",
                       progress: bool = True) -> list[TransferProfile]:
     """:func:`transfer_profile` for every ``(m, n)`` in ``shapes`` on its :func:`profile_grid`
-    (cache the result with :func:`stumplib.book.cached` and :meth:`TransferProfile.arrays`)."""
+    (:func:`stumplib.book.cached` stores the profiles as they are)."""
     if isinstance(shapes, (str, bytes)) or not isinstance(shapes, (list, tuple)) or len(shapes) == 0:
         raise ValueError("shapes must be a non-empty list of (m, n) pairs")
     shp = []
@@ -535,12 +524,12 @@ def gd_against_flow(shapes: Sequence[tuple[int, int]], n_seeds: int, *, lr: floa
                        verbose=False)
     t = lr * traj["steps"].astype(float)
 
-    def flow() -> dict[str, np.ndarray]:
+    def flow():
         return integrate_flow(beta0, b0, 4 * float(t[-1]), tau_lo=tau_lo, tau_hi=tau_hi,
-                              n_records=40, t_first=float(t[1]), rtol=rtol).arrays()
+                              n_records=40, t_first=float(t[1]), rtol=rtol)
 
     fl = book.cached("ch3_flow", {"start": [beta0, b0], "t": 4 * float(t[-1]), "rtol": rtol,
                                   "prior": [tau_lo, tau_hi]}, flow, verbose=False)
     return {"t": t, "beta": traj["beta"], "c": traj["b"] / traj["beta"],
             "labels": [rf"GD, $m\times n$ = {c.m}x{c.n}" for c in cfg],
-            "flow_t": fl["t"], "flow_beta": fl["beta"][0], "flow_c": fl["b"][0] / fl["beta"][0]}
+            "flow_t": fl.t, "flow_beta": fl.beta[0], "flow_c": fl.b[0] / fl.beta[0]}

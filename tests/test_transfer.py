@@ -129,12 +129,15 @@ def test_other_bad_inputs():
         crossing_scale([1.0, 1.0], [0.1, 0.2])
 
 
-def test_transfer_profiles_round_trip_and_bootstrap():
+def test_transfer_profiles_round_trip_and_bootstrap(tmp_path, monkeypatch):
+    monkeypatch.setenv("STUMPBOOK_RESULTS", str(tmp_path))
     shapes = [(24, 24), (48, 48)]
     a = transfer_profiles(shapes, n_corpora=4, device="cpu", progress=False, top_factor=0.5)
-    b = TransferProfile.from_arrays(a[1].arrays("p1_"), "p1_")
+    from stumplib import book
+    b = book.cached("rt_profiles", {"shapes": shapes}, lambda: a, verbose=False)
+    b = book.cached("rt_profiles", {"shapes": shapes}, lambda: a, verbose=False)[1]  # reloaded
     np.testing.assert_array_equal(a[1].g_corpus, b.g_corpus)
-    assert (b.m, b.n, b.n_corpora) == (48, 48, 4)
+    assert isinstance(b, TransferProfile) and (b.m, b.n, b.n_corpora) == (48, 48, 4)
     c = transfer_profiles(shapes[:1], n_corpora=4, seed=1, device="cpu", progress=False)
     assert not np.array_equal(c[0].g_corpus, a[0].g_corpus)
     est, boot = bootstrap_certified(a, 2.0, n_boot=20, seed=0)
