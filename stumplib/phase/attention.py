@@ -3,7 +3,7 @@
 Student: ``y_hat = softmax(h h^T) x`` with ``h_l = x_l . Q / sqrt(d)``, ``Q in R^d``, tokens
 ``x_l = p_l + z_l`` (value weights the identity). Objective, as in the paper,
 
-    L(Q) = sum_mu |y_hat_mu - y_mu|^2 / (2 d) + (lambda / 2) |Q|^2,
+    ``L(Q) = sum_mu ||y_hat_mu - y_mu||^2 / (2 d) + (lambda / 2) ||Q||^2``,
 
 minimised by plain gradient descent ``Q <- Q - lr grad L`` (the authors: ``lr = 0.15``, 5000 steps at
 ``d = 1000``). Many runs advance together: seeds (each its own teacher ``Q*`` and nested samples:
@@ -163,7 +163,7 @@ def train_attention_gd(alphas: Sequence[float], d: int, *, seeds: Sequence[int] 
     Returns
     -------
     dict of numpy arrays with axes (seed, alpha, init): ``m``, ``theta_emp``, ``q_emp``,
-    ``test_error``, ``test_error_se``, ``train_loss`` (objective / d), ``grad_norm`` (final |grad L|);
+    ``test_error``, ``test_error_se``, ``train_loss`` (objective / d), ``grad_norm`` (final ``||grad L||``);
     ``baseline_test_error`` (seed, alpha); ``alphas``, ``n`` (alpha,); ``d``; with ``checkpoints``,
     ``checkpoints`` (C,) and ``test_error_at``, ``grad_norm_at`` (C, seed, alpha, init).
 

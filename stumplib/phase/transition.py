@@ -219,12 +219,12 @@ def theory_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float =
                   A: Any = ((0.6, 0.4), (0.4, 0.6)), n_nodes: int = 10, rule: str = "gauss-hermite"
                   ) -> dict[str, np.ndarray]:
     """Both branches of the state evolution with a fixed rule (:func:`.se.solve_fixed_rule`) on a
-    grid of ``alpha`` and the linear baseline (no error estimate: see :func:`accurate_curves`).
+    grid of alpha and the linear baseline (no error estimate: see :func:`accurate_curves`).
 
     Returns
     -------
-    dict with ``alpha`` and, for ``br`` in (sem, pos), ``{br}_{q, m, V, theta, test_error,
-    train_loss}`` (K,), plus ``baseline`` (scalar array), ``alpha_c`` (global minimum switches:
+    dict with ``alpha`` and, for ``br`` in (sem, pos), the arrays ``{br}_q``, ``{br}_m``,
+    ``{br}_V``, ``{br}_theta``, ``{br}_test_error``, ``{br}_train_loss`` (K,), plus ``baseline`` (scalar array), ``alpha_c`` (global minimum switches:
     semantic training loss below the positional one) and ``alpha_l`` (semantic test error below the
     baseline).
     """
