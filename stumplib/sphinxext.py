@@ -277,8 +277,30 @@ def _copy_executed(app, exception) -> None:
             out = dst / f"{d}.ipynb"
             out.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(f, out)
+            if _uses_cache(app) and not _has_outputs(out):
+                _outputs_from_cache(_cache_path(app), Path(app.env.doc2path(d)), out)
             n += 1
     logger.info(f"stumpbook: copied {n} executed notebooks to {dst}")
+
+
+def _has_outputs(path: Path) -> bool:
+    nb = _read_json(path) or {}
+    return any(c.get("outputs") for c in nb.get("cells", []) if c.get("cell_type") == "code")
+
+
+def _outputs_from_cache(cache: Path, source: Path, out: Path) -> None:
+    """Write ``source`` with the outputs of its execution-cache record to ``out`` (myst-nb leaves
+    ``jupyter_execute`` without outputs for a notebook whose record was made before the build,
+    e.g. by :func:`preexecute`)."""
+    import nbformat
+    from jupyter_cache import get_cache
+
+    try:
+        _, nb = get_cache(str(cache)).merge_match_into_notebook(nbformat.read(source, as_version=4))
+    except Exception as exc:  # noqa: BLE001 - no record: keep what myst-nb wrote
+        logger.warning(f"stumpbook: no cached outputs for {source.name} ({exc})")
+        return
+    nbformat.write(nb, out)
 
 
 def setup(app) -> dict[str, Any]:

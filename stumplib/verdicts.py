@@ -223,7 +223,8 @@ def choose_theory(z_claimed: Sequence[float], z_other: Sequence[float], *,
     if a.shape != b.shape or a.size == 0 or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         raise ValueError("z_claimed and z_other must be finite arrays of the same non-zero length")
     za, zb = float(a.max()), float(b.max())
-    nums = f"largest |z| {za:.1f} against {names[0]}, {zb:.1f} against {names[1]}"
+    short = [n.removeprefix("the ").removesuffix(" theory") for n in names]
+    nums = f"largest |z| {za:.1f} ({short[0]}), {zb:.1f} ({short[1]})"
     if za <= follow and zb >= separate:
         return Verdict("holds", _sentence(f"{what} follow {names[0]}: {nums}"))
     if zb <= follow and za >= separate:
