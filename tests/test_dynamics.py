@@ -165,11 +165,20 @@ def test_window_refits_draw_windows_of_the_requested_size():
     np.testing.assert_array_equal(spans, again)
 
 
-def test_population_hessian_is_shared_with_the_stability_limit():
-    from stumplib.population import population_hessian
-    H = population_hessian([20.0, 5.0], [18.0, 0.0])
-    assert H.shape == (2, 2, 2) and np.allclose(H, H.transpose(0, 2, 1))
-    np.testing.assert_allclose(D.hessian_max_eig([20.0, 5.0], [18.0, 0.0]), np.linalg.eigvalsh(H)[:, -1])
+@pytest.mark.parametrize("beta, b", [(20.0, 18.0), (5.0, 0.0)])
+def test_hessian_max_eig_matches_second_differences_of_the_loss(beta, b):
+    """The stability limit's curvature against an independent Hessian: second differences of the
+    population loss values (no gradient involved)."""
+    from stumplib.population import population_loss
+    x0, h = np.array([beta, b]), np.array([1e-3 * beta, 1e-3 * max(abs(b), 1.0)])
+    L = lambda v: float(population_loss(*v))  # noqa: E731
+    H = np.empty((2, 2))
+    for i, j in np.ndindex(2, 2):
+        ei, ej = np.eye(2)[i] * h[i], np.eye(2)[j] * h[j]
+        H[i, j] = (L(x0 + ei + ej) - L(x0 + ei - ej) - L(x0 - ei + ej) + L(x0 - ei - ej)) / (
+            4 * h[i] * h[j])
+    lam = D.hessian_max_eig([beta], [b])[0]
+    assert lam == pytest.approx(np.linalg.eigvalsh(H)[-1], rel=2e-3)
 
 
 def test_gradient_field_is_the_flow_direction():
