@@ -184,8 +184,26 @@ def log_time_rhs(s: float, y: np.ndarray, tau_lo: float = 0.2, tau_hi: float = 0
     return out
 
 
+class _Trajectory:
+    """What flow and GD records share: the relative label score and the RMSE of each record."""
+
+    b: np.ndarray
+    beta: np.ndarray
+    loss: np.ndarray
+
+    @property
+    def c(self) -> np.ndarray:
+        """Relative label score ``b / beta``, shape ``(R, K)``."""
+        return self.b / self.beta
+
+    @property
+    def rmse(self) -> np.ndarray:
+        """Population threshold RMSE ``sqrt(L)``, shape ``(R, K)``."""
+        return np.sqrt(self.loss)
+
+
 @dataclass(frozen=True)
-class FlowResult:
+class FlowResult(_Trajectory):
     """Gradient-flow trajectories of ``R`` runs recorded at ``K`` common times.
 
     Attributes
@@ -210,16 +228,6 @@ class FlowResult:
     tau_lo: float
     tau_hi: float
     nfev: int = 0
-
-    @property
-    def c(self) -> np.ndarray:
-        """Relative label score ``b / beta``, shape ``(R, K)``."""
-        return self.b / self.beta
-
-    @property
-    def rmse(self) -> np.ndarray:
-        """Population threshold RMSE ``sqrt(L)``, shape ``(R, K)``."""
-        return np.sqrt(self.loss)
 
     @property
     def dlogbeta_dlogt(self) -> np.ndarray:
@@ -310,7 +318,7 @@ def integrate_flow(beta0: Any, b0: Any, t_max: float, *, tau_lo: float = 0.2, ta
 # gradient descent
 # --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class GDResult:
+class GDResult(_Trajectory):
     """Constant-step GD on the population loss, ``R`` runs recorded at ``K`` common step counts.
 
     Attributes
@@ -335,14 +343,6 @@ class GDResult:
     def t(self) -> np.ndarray:
         """Gradient-flow time of each record, ``steps * lr``, shape ``(R, K)``."""
         return self.lr[:, None] * self.steps[None, :]
-
-    @property
-    def c(self) -> np.ndarray:
-        return self.b / self.beta
-
-    @property
-    def rmse(self) -> np.ndarray:
-        return np.sqrt(self.loss)
 
 
 

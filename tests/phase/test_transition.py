@@ -142,22 +142,11 @@ def test_branch_end_and_its_verdict():
 
 
 # ---------------------------------------------------------------- the authors' rule, replayed
-@pytest.fixture(scope="module")
-def stroud_replay():
-    out = {}
-    for name, br in ((SEM_FILE, "semantic"), (POS_FILE, "positional")):
-        ref = _read(name)
-        sel = ref["alpha"] >= 0.3
-        r = solve_fixed_rule(ref["alpha"][sel], omega=0.3, branch=br, rule="stroud", tol=1e-8, max_iter=3000)
-        out[br] = (ref, sel, r)
-    return out
-
-
 @needs_shared
-def test_stroud_replay_is_far_from_the_accurate_rule_at_alpha_1(stroud_replay):
+def test_stroud_fixed_points_is_far_from_the_accurate_rule_at_alpha_1(stroud_fixed_points):
     """At the published alpha = 1.016 the accurate rule's theta is below the 144-node fixed point by
     many of its quadrature errors: the published gap is the rule's, not the equations'."""
-    ref, sel, r = stroud_replay["semantic"]
+    ref, sel, r = stroud_fixed_points["semantic"]
     a = ref["alpha"][sel]
     i = int(np.argmin(np.abs(a - 1.0164)))
     acc = state_evolution(float(a[i]), omega=0.3, branch="semantic", rtol=2e-3, stability=False)
