@@ -109,7 +109,7 @@ def test_solver_returns_a_named_outcome_at_every_published_alpha():
     for name, br in ((SEM_FILE, "semantic"), (POS_FILE, "positional")):
         ref = _read(name)
         a = ref["alpha"][ref["alpha"] >= 0.3]
-        r = state_evolution(a, omega=0.3, branch=br, rtol=3e-3, max_log2_points=14, on_accuracy="undecided",
+        r = state_evolution(a, omega=0.3, branch=br, rtol=3e-3, max_log2_points=13, on_accuracy="undecided",
                             stability=False)
         assert set(r["outcome"]) <= set(Outcome.ALL)
         conv = r["outcome"] == Outcome.CONVERGED
