@@ -287,8 +287,8 @@ def diagram_verdict(diag: Mapping[str, np.ndarray]):
         parts.append(v)
         good += [f"{w:g}"] if v.status == "holds" else []
     om = diag["omega"]
-    return verdicts.combine(parts, f"alpha_c and alpha_l found with alpha_l >= alpha_c at omega = "
-                                   f"{', '.join(good) or 'none'} of {om.min():g} to {om.max():g}")
+    return verdicts.combine(parts, f"alpha_c and alpha_l found with alpha_l >= alpha_c at {len(good)} "
+                                   f"of {om.size} omegas ({', '.join(good) or 'none'})")
 
 
 def omega_curves(diag: Mapping[str, np.ndarray], omega: float) -> dict[str, np.ndarray]:
