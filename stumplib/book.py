@@ -4,7 +4,7 @@ Every chapter uses these and nothing else for its plumbing:
 
 - :func:`start` validates the parameters every chapter shares (``profile``, ``device``, ``seed``,
   ``token``), resolves its settings, pins threads, starts the clock and applies the book style and
-  float64 (:func:`setup`, the older form, also prints a status line).
+  float64.
 - :func:`settings` resolves a profile's settings (with the chapter's parameter overrides) and
   :func:`show_settings` shows all three profiles side by side.
 - :func:`cached` ``(name, config, compute)`` reloads a result from ``results/`` when both its
@@ -18,7 +18,7 @@ Every chapter uses these and nothing else for its plumbing:
   to the repository).
 - :func:`glue_value`, :func:`glue_estimate` glue numbers (an estimate with its interval in one
   call, as ``name``, ``name_lo``, ``name_hi``); :func:`glue_verdict` glues a
-  :class:`stumplib.verdicts.Verdict` (:func:`verdict`, the older sentence form, is deprecated);
+  :class:`stumplib.verdicts.Verdict`;
   :func:`table` shows rows as a Markdown table.
 
 Profiles: ``smoke`` (seconds; the tests), ``quick`` (the default; a 2-core CPU in minutes) and
@@ -28,7 +28,6 @@ Profiles: ``smoke`` (seconds; the tests), ``quick`` (the default; a 2-core CPU i
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import time
 from dataclasses import dataclass
@@ -45,10 +44,10 @@ from .stats import Estimate
 from .validation import check_choice, check_int
 
 __all__ = ["PROFILES", "ENV_VAR", "CACHE_ENV", "RESULTS_ENV", "resolve_profile", "Chapter", "start",
-           "setup", "settings",
+           "settings",
            "show_settings", "code_version", "results_dir", "cache_enabled", "cached", "prune_results",
            "shared_dir", "SHARED_ENV", "glue_value",
-           "glue_estimate", "glue_verdict", "verdict", "table"]
+           "glue_estimate", "glue_verdict", "table"]
 
 PROFILES = ("smoke", "quick", "full")
 ENV_VAR = "STUMPBOOK_PROFILE"
@@ -74,26 +73,6 @@ def _inline_figures() -> None:
     ip = get_ipython()
     if ip is not None and getattr(ip, "kernel", None) is not None:
         ip.run_line_magic("matplotlib", "inline")
-
-
-def setup(profile: Any, device: Any, seed: Any = 0) -> tuple[str, torch.device]:
-    """Validate the parameters every chapter shares, apply the book style and float64, report them.
-
-    Returns
-    -------
-    (profile, device)
-    """
-    from . import style
-
-    profile = resolve_profile(profile)
-    dev = resolve_device(device)
-    check_int("seed", seed, minimum=0)
-    _inline_figures()
-    style.use()
-    torch.set_default_dtype(torch.float64)
-    print(f"profile={profile}  device={dev}  torch={torch.__version__}  seed={seed}  "
-          f"code={code_version()}  cache={'on' if cache_enabled() else 'off'}")
-    return profile, dev
 
 
 @dataclass
@@ -391,26 +370,6 @@ def glue_verdict(claim: str, v: "Verdict") -> "Verdict":
     glue_value(f"{claim}_verdict", v.text)
     glue_value(f"{claim}_reason", v.sentence)
     return v
-
-
-def verdict(est: Estimate, target: float, *, what: str, tol: float = 0.0, fmt: str = ".3g") -> str:
-    """A sentence, computed from the data, saying whether ``est`` is consistent with ``target``.
-
-    Consistent means ``target`` lies in the estimate's interval widened by ``tol`` on each side (a
-    censored lower bound is consistent with every target at or above it). The sentence names the
-    quantity, the estimate with its interval and the target.
-    """
-    if est.censored == "lower":
-        ok = target >= est.value - tol
-    elif est.censored == "upper":
-        ok = target <= est.value + tol
-    else:
-        ok = math.isfinite(est.lo) and math.isfinite(est.hi) and est.contains(target, tol)
-    margin = f" (tolerance {tol:{fmt}})" if tol else ""
-    word = "consistent" if ok else "not consistent"
-    kind = f"{est.kind} interval" if est.censored is None else "bound"
-    sentence = f"{what} = {est:{fmt}} ({kind}) is {word} with {target:{fmt}}{margin}."
-    return sentence[:1].upper() + sentence[1:]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

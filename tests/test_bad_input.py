@@ -1,7 +1,7 @@
 """Bad input at the entry points a user calls: a ``ValueError`` whose message names the parameter.
 
 The ONE bad-input table of the project (every module's rows, whoever owns the module): the chapter
-services (``book.start``, ``book.setup``, ``book.settings``, ``book.resolve_profile``), devices,
+services (``book.start``, ``book.settings``, ``book.resolve_profile``), devices,
 the task samplers, the estimator, the population loss, the baselines, the flows, the trainer, the
 frozen-estimator and transfer evaluations, the phase model's state evolution, the boundary
 profiles and the power-law fit. Internal helpers are not checked (they receive checked values).
@@ -35,10 +35,6 @@ def _state_evolution():
 
 
 # -------------------------------------------------------------------------------- chapter services
-def _setup(**kw):
-    from stumplib import book
-    return book.setup(**{"profile": "smoke", "device": "cpu", "seed": 0, **kw})
-
 
 def _start(**kw):
     from stumplib import book
@@ -169,14 +165,10 @@ if not HAS_CUDA:
 
 #: (entry point, its call, {argument: [(bad value, word the message must contain), ...]})
 TABLE = [
-    ("book.setup", _setup, {
+    ("book.start", _start, {
         "profile": [("bogus", "profile"), (None, "profile"), (3, "profile")],
         "device": DEVICE,
-        "seed": [(-1, "seed"), (1.5, "seed"), ("0", "seed")]}),
-    ("book.start", _start, {
-        "profile": [("bogus", "profile")],
-        "device": DEVICE[:1],
-        "seed": [(-1, "seed")],
+        "seed": [(-1, "seed"), (1.5, "seed"), ("0", "seed")],
         "token": [("yes", "token"), (1, "token")],
         "threads": [(0, "threads")],
         "n_steps": [(5, "n_steps")]}),  # an override that names no setting
