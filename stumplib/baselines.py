@@ -35,7 +35,7 @@ def min_positive(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
     Returns
     -------
-    torch.Tensor, shape ``x.shape[:-1]``.
+    torch.Tensor, shape ``x.shape[:-1]``: the smallest positive feature of each context.
     """
     _check(x, y)
     return torch.where(y > 0.5, x, torch.ones_like(x)).amin(-1)
@@ -46,26 +46,28 @@ def max_negative(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
     Parameters
     ----------
-    x, y : torch.Tensor, shape ``(..., N)``: features and 0/1 labels of each context.
+    x, y : as in :func:`min_positive`.
 
     Returns
     -------
-    torch.Tensor, shape ``x.shape[:-1]``.
+    torch.Tensor, shape ``x.shape[:-1]``: the largest negative feature of each context.
     """
     _check(x, y)
     return torch.where(y > 0.5, torch.zeros_like(x), x).amax(-1)
 
 
 def midpoint(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Midpoint of ``(max_negative, min_positive)``: unbiased in the interior, MSE about ``1/(2 N^2)``.
+    """Midpoint of ``(max_negative, min_positive)``, the classical estimate of a stump threshold.
+
+    Unbiased for an interior threshold, with mean squared error about ``1/(2 N^2)``.
 
     Parameters
     ----------
-    x, y : torch.Tensor, shape ``(..., N)``: features and 0/1 labels of each context.
+    x, y : as in :func:`min_positive`.
 
     Returns
     -------
-    torch.Tensor, shape ``x.shape[:-1]``.
+    torch.Tensor, shape ``x.shape[:-1]``: the midpoint of the gap of each context.
     """
     return 0.5 * (max_negative(x, y) + min_positive(x, y))
 
@@ -85,7 +87,7 @@ def bayes_posterior_mean(x: torch.Tensor, y: torch.Tensor, tau_lo: float = 0.2,
 
     Returns
     -------
-    torch.Tensor, shape ``x.shape[:-1]``.
+    torch.Tensor, shape ``x.shape[:-1]``: the posterior mean of each context.
     """
     tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
     lo = max_negative(x, y).clamp(min=tau_lo)
@@ -107,7 +109,7 @@ def erm_stump(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
     Returns
     -------
-    torch.Tensor, shape ``x.shape[:-1]``.
+    torch.Tensor, shape ``x.shape[:-1]``: the ERM threshold of each context.
     """
     _check(x, y)
     xs, order = torch.sort(x, dim=-1)

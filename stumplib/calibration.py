@@ -274,32 +274,29 @@ def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, 
     ``(corpus, n_taus)``; ``reached`` (did the run reach ``beta_T`` before the cap) and
     ``diverged`` (per corpus, diverged runs are left out of the others).
     """
-    from .frozen import at_stop, sq_errors, train_staged
+    from .frozen import sq_errors, train_staged
     from . import book
 
     ms = [check_int(f"ms[{i}]", m) for i, m in enumerate(ms)]
     grid = list(tau_lo + (tau_hi - tau_lo) * (np.arange(n_taus) + 0.5) / n_taus)
 
-    def compute() -> dict[str, np.ndarray]:
-        out = {}
+    def compute() -> list[dict[str, np.ndarray]]:
+        out = []
         for m in ms:
             r = train_staged(m, n, [seed + 7000 + 100 * m + k for k in range(n_corpora)],
                              beta0=beta_T / 2, beta_stop=beta_T, beta_end=beta_T, frac=frac,
                              tau_lo=tau_lo, tau_hi=tau_hi, device=device, steps=steps,
                              max_steps=max_steps)
-            ok = ~r["diverged"]
-            be, bb = (v[ok] for v in at_stop(r))
+            be, bb = r.at_stop()
             sq = sq_errors(be, bb, 1024, taus=grid, n_ctx=n_ctx, seed=seed + 2, device=device)
-            out.update({f"reached{m}": r["stop_step"][ok] >= 0, f"diverged{m}": r["diverged"],
-                        f"c{m}": bb / be, f"sq{m}": sq.mean(2), f"abs{m}": np.sqrt(sq).mean((1, 2))})
+            out.append({"c": bb / be, "abs": np.sqrt(sq).mean((1, 2)), "sq": sq.mean(2),
+                        "reached": r.stop_step[r.kept] >= 0, "diverged": r.diverged})
         return out
 
     cfg = {"ms": ms, "n": n, "K": n_corpora, "beta": beta_T, "ctx": n_ctx, "seed": seed,
            "frac": frac, "prior": [tau_lo, tau_hi], "steps": steps, "cap": max_steps,
            "n_taus": n_taus}
-    d = book.cached("ch4_calibration", cfg, compute, verbose=False)
-    keys = ("c", "abs", "sq", "reached", "diverged")
-    return {m: {k: d[f"{k}{m}"] for k in keys} for m in ms}
+    return dict(zip(ms, book.cached("ch4_calibration", cfg, compute, verbose=False)))
 
 
 def failure_fractions(study: dict[int, dict[str, np.ndarray]], taus: Sequence[float] = FAIL_TAUS,
@@ -373,20 +370,13 @@ def own_scales(shapes: Sequence[tuple[int, int]], betas: Sequence[float], *, n_c
     shp = [(check_int("m", m), check_int("n", n)) for m, n in shapes]
     b = [float(v) for v in betas]
 
-    def compute() -> dict[str, np.ndarray]:
-        out = {}
-        for i, (m, n) in enumerate(shp):
-            p = own_profile(m, n, b, n_corpora=n_corpora, seed=seed, tau_lo=tau_lo,
-                            tau_hi=tau_hi, device=device)
-            out[f"g{i}"], out[f"c{i}"], out["g_pop"], out["c_pop"] = (p.g_corpus, p.c_own,
-                                                                      p.g_pop, p.c_pop)
-        return out
+    def compute() -> list[OwnProfile]:
+        return [own_profile(m, n, b, n_corpora=n_corpora, seed=seed, tau_lo=tau_lo,
+                            tau_hi=tau_hi, device=device) for m, n in shp]
 
     cfg = {"shapes": shp, "grid": b, "C": n_corpora, "seed": seed, "prior": [tau_lo, tau_hi]}
-    d = book.cached("ch3_own", cfg, compute, verbose=False)
+    profs = book.cached("ch3_own", cfg, compute, verbose=False)
     out = {}
-    for i, sh in enumerate(shp):
-        prof = OwnProfile(sh[0], sh[1], np.asarray(b), d["g_pop"], d[f"g{i}"], d[f"c{i}"],
-                          d["c_pop"])
+    for i, (sh, prof) in enumerate(zip(shp, profs)):
         out[sh] = (prof, *scale_with_bootstrap(prof, level, n_boot=n_boot, seed=seed + i))
     return out

@@ -41,7 +41,7 @@ from .stats import PowerLawFit, fit_replicates, resample
 from .trainer import _moments
 from .transfer import (DEFAULT_LEVEL, TransferProfile, certified_interval, draw_corpus_batch,
                        population_path)
-from .validation import check_int, check_prior, check_real
+from .validation import check_int, check_prior, check_real, check_shapes
 
 __all__ = ["GRID", "book_grid", "CertifiedScales", "shape_seed", "scan_profile", "bootstrap_scales", "certified_scales",
            "slope"]
@@ -257,17 +257,6 @@ class CertifiedScales:
         return interval(self.boot[:, self.shapes.index(tuple(shape))], level)
 
 
-def _check_shapes(shapes: Any) -> list[tuple[int, int]]:
-    if isinstance(shapes, (str, bytes)) or not isinstance(shapes, (list, tuple)) or len(shapes) == 0:
-        raise ValueError("shapes must be a non-empty list of (m, n) pairs")
-    out = []
-    for i, sh in enumerate(shapes):
-        if not isinstance(sh, (list, tuple)) or len(sh) != 2:
-            raise ValueError(f"shapes[{i}] must be an (m, n) pair; got {sh!r}")
-        out.append((check_int(f"shapes[{i}][0] (m)", sh[0]), check_int(f"shapes[{i}][1] (n)", sh[1])))
-    return out
-
-
 @contextlib.contextmanager
 def _lock(name: str):
     """An exclusive lock on ``results/<name>.lock`` (POSIX; a no-op elsewhere)."""
@@ -288,17 +277,19 @@ def _lock(name: str):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _compute(shapes, n_corpora, seed, level, n_boot, tau_lo, tau_hi, device) -> dict:
-    out: dict[str, Any] = {}
-    for i, ((m, n), C) in enumerate(zip(shapes, n_corpora)):
+def _compute(shapes, n_corpora, seed, level, n_boot, tau_lo, tau_hi, device) -> CertifiedScales:
+    profs, value, lo, boot = [], [], [], []
+    for (m, n), C in zip(shapes, n_corpora):
         s = shape_seed(seed, m, n)  # corpora and resamples depend on the shape alone
         prof = scan_profile(m, n, n_corpora=C, seed=s, level=level, tau_lo=tau_lo, tau_hi=tau_hi,
                             device=device)
-        val, boot = bootstrap_scales(prof, level, n_boot=n_boot, seed=s)
-        out.update({f"beta{i}": prof.beta, f"c{i}": prof.c, f"gpop{i}": prof.g_pop,
-                    f"g{i}": prof.g_corpus, f"boot{i}": boot, f"value{i}": val,
-                    f"lo{i}": certified_interval(prof.beta, prof.curve(), level)[0]})
-    return out
+        val, bt = bootstrap_scales(prof, level, n_boot=n_boot, seed=s)
+        profs.append(prof)
+        value.append(float(val))
+        lo.append(float(certified_interval(prof.beta, prof.curve(), level)[0]))
+        boot.append(bt)
+    return CertifiedScales(tuple(shapes), np.array(n_corpora), np.array(value), np.array(lo),
+                           np.stack(boot, 1), tuple(profs))
 
 
 def certified_scales(shapes: Sequence[tuple[int, int]], n_corpora: int | Sequence[int], *,
@@ -320,7 +311,7 @@ def certified_scales(shapes: Sequence[tuple[int, int]], n_corpora: int | Sequenc
     -------
     CertifiedScales
     """
-    shp = _check_shapes(shapes)
+    shp = check_shapes(shapes)
     Cs = [n_corpora] * len(shp) if isinstance(n_corpora, (int, np.integer)) else list(n_corpora)
     if len(Cs) != len(shp):
         raise ValueError(f"n_corpora must be one number or one per shape; got {len(Cs)} for "
@@ -338,16 +329,8 @@ def certified_scales(shapes: Sequence[tuple[int, int]], n_corpora: int | Sequenc
         config = {"shapes": shp, "n_corpora": Cs, "seed": seed, "level": level, "n_boot": n_boot,
                   "prior": [tau_lo, tau_hi]}
         with _lock("certified_scales"):
-            d = book.cached("certified_scales", config, lambda: _compute(*args), verbose=False)
-    else:
-        d = _compute(*args)
-    profs = tuple(TransferProfile(m, n, C, shape_seed(seed, m, n), d[f"beta{i}"], d[f"c{i}"],
-                                  d[f"gpop{i}"], d[f"g{i}"]) for i, ((m, n), C) in
-                  enumerate(zip(shp, Cs)))
-    P = len(shp)
-    return CertifiedScales(tuple(shp), np.array(Cs), np.array([float(d[f"value{i}"]) for i in range(P)]),
-                           np.array([float(d[f"lo{i}"]) for i in range(P)]),
-                           np.stack([d[f"boot{i}"] for i in range(P)], 1), profs)
+            return book.cached("certified_scales", config, lambda: _compute(*args), verbose=False)
+    return _compute(*args)
 
 
 def slope(cs: CertifiedScales, x: str = "mn", shapes: Sequence[tuple[int, int]] | None = None,

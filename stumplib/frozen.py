@@ -22,6 +22,7 @@ fixed interior threshold, by ``Õ((m ∧ n)^-1 + N^-1)``. This module holds
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -36,7 +37,8 @@ from .transfer import population_path, step_size_limit
 from .validation import check_grid, check_int, check_prior, check_real
 
 __all__ = ["FIXED_TAUS", "fresh_contexts", "sq_errors", "fit_two_term", "bootstrap_two_term",
-           "head_mse", "bootstrap_stop_law", "gain_past_stop", "train_staged", "stage_marks", "bound",
+           "head_mse", "bootstrap_stop_law", "gain_past_stop", "StagedRuns", "train_staged",
+           "stage_marks", "train_to_certified_stop", "stop_errors", "end_errors", "bound",
            "bound_form_spread"]
 
 #: fixed interior thresholds (inside the prior [0.2, 0.8], away from its upper end)
@@ -308,34 +310,96 @@ def stage_marks(beta0: float, beta_stop: float, beta_end: float) -> np.ndarray:
     return np.unique(np.round(np.asarray(marks, float), 12))
 
 
+@dataclass(frozen=True)
+class StagedRuns:
+    """The runs of :func:`train_staged`: ``S`` corpora of one shape, ``J`` marks, ``L`` log scales.
+
+    Attributes
+    ----------
+    marks, lr_marks : shape ``(J,)``: the marks of :func:`stage_marks` and the step used after each.
+    stop_index : the index of ``beta_stop`` (the certified stop) in ``marks``.
+    mark_step, mark_beta, mark_b : shape ``(S, J)``: the first step at or past each mark and the
+        state there (``-1`` / NaN where not reached).
+    log_scales : shape ``(L,)``; log_step, log_beta, log_b : shape ``(S, L)``: the state at the first
+        step past each log-spaced scale (``-1`` / NaN where not reached).
+    diverged : shape ``(S,)``: runs stopped for non-finite, too large or negative parameters.
+    final_beta, final_b : shape ``(S,)``: the state at the end; NaN for a diverged run.
+    final_step : the step at which the loop ended (the same for every run: the last run's arrival
+        at ``beta_end``, or the step cap).
+    """
+
+    marks: np.ndarray
+    lr_marks: np.ndarray
+    stop_index: int
+    mark_step: np.ndarray
+    mark_beta: np.ndarray
+    mark_b: np.ndarray
+    log_scales: np.ndarray
+    log_step: np.ndarray
+    log_beta: np.ndarray
+    log_b: np.ndarray
+    diverged: np.ndarray
+    final_beta: np.ndarray
+    final_b: np.ndarray
+    final_step: int
+
+    @property
+    def stop_step(self) -> np.ndarray:
+        """shape ``(S,)``: the first step at or past ``beta_stop`` (``-1`` where not reached)."""
+        return self.mark_step[:, self.stop_index]
+
+    @property
+    def kept(self) -> np.ndarray:
+        """shape ``(S,)``: the runs that did not diverge (every per-run result below keeps these)."""
+        return ~np.asarray(self.diverged, bool)
+
+    def at_stop(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(beta, b)``, each of shape ``(kept runs,)``: the state frozen at the certified stop, or
+        the last state where a run met the step cap first; diverged runs are left out."""
+        ok = self.stop_step >= 0
+        j = self.stop_index
+        beta = np.where(ok, self.mark_beta[:, j], self.final_beta)
+        b = np.where(ok, self.mark_b[:, j], self.final_b)
+        return beta[self.kept], b[self.kept]
+
+    def at_end(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(beta, b)``, each of shape ``(kept runs,)``: the state at the end of the runs that did
+        not diverge."""
+        return self.final_beta[self.kept], self.final_b[self.kept]
+
+
 def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_stop: float,
                  beta_end: float, frac: float = 0.3, tau_lo: float = 0.2, tau_hi: float = 0.8,
                  max_steps: int = 200_000, log_per_octave: int = 4, device: Any = "cpu",
-                 steps: int | None = None) -> dict[str, np.ndarray]:
+                 steps: int | None = None) -> StagedRuns:
     """GD on ``len(seeds)`` corpora of shape ``(m, n)``, each frozen at ``beta_stop`` and continued.
 
     Every run starts at ``(beta0, c*(beta0) beta0)`` (the population's calibrated label score) with
     step ``frac * 2/lambda_max(beta0)`` (the population stability limit, see
     :func:`stumplib.transfer.step_size_limit`). At the first step where its ``beta`` reaches a mark of
     :func:`stage_marks` the state is recorded and the step reset to ``frac`` times the limit at that
-    mark; ``beta_stop`` is the certified stop, ``beta_end`` the end of the run. ``steps`` (optional)
-    caps every run at that many steps (the token check of the ``full`` profile).
+    mark; ``beta_stop`` is the certified stop, ``beta_end`` the end of the run. The log-spaced scales
+    are ``log_per_octave`` per octave from ``beta0``.
+
+    Parameters
+    ----------
+    m, n : the corpus shape; seeds : one corpus per seed (drawn as the trainer draws it).
+    beta0, beta_stop, beta_end : the start, the certified stop and the end scale.
+    frac : the step as a fraction of the population stability limit, in (0, 1].
+    tau_lo, tau_hi : the prior; max_steps : the step cap; log_per_octave : recorded scales per octave.
+    device : where to train. steps : optional, caps every run at that many steps (the token check of
+        the ``full`` profile).
 
     Returns
     -------
-    dict of arrays: ``marks (J,)``; ``mark_step, mark_beta, mark_b (S, J)`` (the first step at or past
-    each mark and the state there; -1 / NaN where not reached); ``stop_step, stop_beta, stop_b (S,)``
-    (the mark ``beta_stop``); ``log_step, log_beta, log_b (S, L)``: the state at the first step past
-    each of the log-spaced scales ``log_scales (L,)`` (``log_per_octave`` per octave from ``beta0``);
-    ``diverged (S,)``; ``lr_marks (J,)``: the step used after each mark; ``final_beta, final_b (S,)``:
-    the state at the end (for a diverged run the placeholder ``(1, 1)``: filter on ``diverged``);
-    ``final_step (S,)``: the step at which the loop
-    ended (the same for every run: the last run's arrival at ``beta_end``, or the cap).
+    StagedRuns
 
-    The runs are one :func:`stumplib.trainer.train_gd` call (the fast kernel, corpora drawn from each
-    seed as the trainer draws them) with ``RunConfig.lr_marks`` = ``(marks, lr_marks)``,
-    ``record_scales = log_scales`` and ``beta_stop = beta_end``. A run counts as diverged on
-    non-finite or too large parameters or ``beta < 0`` (checked every 64 steps and at every mark).
+    Notes
+    -----
+    The runs are one :func:`stumplib.trainer.train_gd` call (the fast kernel) with
+    ``RunConfig.lr_marks`` = ``(marks, lr_marks)``, ``record_scales = log_scales`` and
+    ``beta_stop = beta_end``. A run counts as diverged on non-finite or too large parameters or
+    ``beta < 0`` (checked every 64 steps and at every mark).
     """
     m, n = check_int("m", m), check_int("n", n)
     seeds = [check_int(f"seeds[{i}]", s, minimum=0) for i, s in enumerate(seeds)]
@@ -363,20 +427,19 @@ def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_sto
     if nL:
         log_step, log_beta, log_b = res.scale_step, res.scale_beta, res.scale_b
     else:
-        log_step, log_beta, log_b = np.full((S, 0), -1, np.int64), np.full((S, 0), np.nan), np.full((S, 0), np.nan)
-    js = int(np.flatnonzero(np.isclose(marks, beta_stop))[0])
-    return {"marks": marks, "lr_marks": lr_marks, "mark_step": res.mark_step, "mark_beta": res.mark_beta,
-            "mark_b": res.mark_b, "stop_step": res.mark_step[:, js], "stop_beta": res.mark_beta[:, js],
-            "stop_b": res.mark_b[:, js], "log_scales": log_scales, "log_step": log_step, "log_beta": log_beta,
-            "log_b": log_b, "diverged": diverged,
-            # a diverged run reports the placeholder (1, 1) its loop used to freeze it at (kept so
-            # that callers which do not filter on ``diverged`` see the numbers they always did)
-            "final_beta": np.where(diverged, 1.0, res.final_beta), "final_b": np.where(diverged, 1.0, res.final_b),
-            "final_step": np.full(S, res.last_step)}
+        log_step = np.full((S, 0), -1, np.int64)
+        log_beta, log_b = np.full((S, 0), np.nan), np.full((S, 0), np.nan)
+    return StagedRuns(marks=marks, lr_marks=lr_marks,
+                      stop_index=int(np.flatnonzero(np.isclose(marks, beta_stop))[0]),
+                      mark_step=res.mark_step, mark_beta=res.mark_beta, mark_b=res.mark_b,
+                      log_scales=log_scales, log_step=log_step, log_beta=log_beta, log_b=log_b,
+                      diverged=diverged, final_beta=np.where(diverged, np.nan, res.final_beta),
+                      final_b=np.where(diverged, np.nan, res.final_b),
+                      final_step=int(res.last_step))
 
 
 # ------------------------------------------------------------------------------- chapter 4 runs
-def _cached(name: str, config: dict, compute) -> dict[str, np.ndarray]:
+def _cached(name: str, config: dict, compute) -> Any:
     """:func:`stumplib.book.cached`, silent (no log on the page)."""
     from . import book
 
@@ -412,27 +475,11 @@ def head_law_grid(betas: Sequence[float], Ns: Sequence[int], *, n_ctx: int, seed
     return _cached("ch4_head_law", cfg, compute)["sq"]
 
 
-def at_stop(run: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The frozen ``(beta, b)`` of each run at its certified stop.
-
-    Parameters
-    ----------
-    run : a :func:`train_staged` result.
-
-    Returns
-    -------
-    (beta, b) : arrays ``(S,)``; the last state where a capped run did not reach the stop.
-    """
-    ok = run["stop_step"] >= 0
-    return (np.where(ok, run["stop_beta"], run["final_beta"]),
-            np.where(ok, run["stop_b"], run["final_b"]))
-
-
 def train_to_certified_stop(shapes: Sequence[tuple[int, int]], beta_star: Sequence[float],
                             n_seeds: Sequence[int], *, continue_to: Sequence[float | None],
                             seed: int = 0, frac: float = 0.3, tau_lo: float = 0.2,
                             tau_hi: float = 0.8, max_steps: int = 200_000,
-                            steps: int | None = None, device: Any = "cpu") -> list[dict]:
+                            steps: int | None = None, device: Any = "cpu") -> list[StagedRuns]:
     """:func:`train_staged` for every shape: ``n_seeds[i]`` corpora from ``beta*/4``, frozen at
     ``beta*`` and continued to ``continue_to[i]`` (``None``: stop at ``beta*``). Cached per shape.
 
@@ -444,7 +491,7 @@ def train_to_certified_stop(shapes: Sequence[tuple[int, int]], beta_star: Sequen
 
     Returns
     -------
-    list of the :func:`train_staged` dicts, one per shape.
+    list of :class:`StagedRuns`, one per shape.
     """
     if not (len(shapes) == len(beta_star) == len(n_seeds) == len(continue_to)):
         raise ValueError("shapes, beta_star, n_seeds and continue_to must have the same length")
@@ -454,7 +501,7 @@ def train_to_certified_stop(shapes: Sequence[tuple[int, int]], beta_star: Sequen
         end = bs if end is None else float(end)
         seeds = [seed + 1000 * i + s for s in range(check_int(f"n_seeds[{i}]", S))]
 
-        def compute(m=m, n=n, bs=bs, end=end, seeds=seeds) -> dict:
+        def compute(m=m, n=n, bs=bs, end=end, seeds=seeds) -> StagedRuns:
             return train_staged(m, n, seeds, beta0=bs / 4, beta_stop=bs, beta_end=end, frac=frac,
                                 tau_lo=tau_lo, tau_hi=tau_hi, device=device, steps=steps,
                                 max_steps=max_steps)
@@ -465,10 +512,11 @@ def train_to_certified_stop(shapes: Sequence[tuple[int, int]], beta_star: Sequen
     return out
 
 
-def stop_errors(runs: Sequence[dict], Ns: Sequence[int], *, n_ctx: int, seed: int = 0,
+def stop_errors(runs: Sequence[StagedRuns], Ns: Sequence[int], *, n_ctx: int, seed: int = 0,
                 taus: Sequence[float] = FIXED_TAUS, extra_tau: float = 0.7,
                 device: Any = "cpu") -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Squared errors of every run frozen at its stop on common fresh contexts (cached).
+    """Squared errors of every run frozen at its stop (:meth:`StagedRuns.at_stop`: diverged runs
+    left out) on common fresh contexts (cached).
 
     Parameters
     ----------
@@ -478,29 +526,30 @@ def stop_errors(runs: Sequence[dict], Ns: Sequence[int], *, n_ctx: int, seed: in
 
     Returns
     -------
-    (sq, sq_extra): per shape, arrays ``(runs, len(Ns), n_ctx)``: the mean over ``taus`` and the
-    error at ``extra_tau`` alone (near the prior's upper end, reported separately).
+    (sq, sq_extra): per shape, arrays ``(kept runs, len(Ns), n_ctx)``: the mean over ``taus`` and
+    the error at ``extra_tau`` alone (near the prior's upper end, reported separately).
     """
     T = list(taus) + [extra_tau]
 
-    def compute() -> dict[str, np.ndarray]:
-        out = {}
-        for i, r in enumerate(runs):
-            sq = np.stack([sq_errors(*at_stop(r), int(N), taus=T, n_ctx=n_ctx, seed=seed,
+    def compute() -> dict[str, list[np.ndarray]]:
+        out: dict[str, list[np.ndarray]] = {"sq": [], "extra": []}
+        for r in runs:
+            sq = np.stack([sq_errors(*r.at_stop(), int(N), taus=T, n_ctx=n_ctx, seed=seed,
                                      device=device) for N in Ns], 1)  # (run, N, tau, ctx)
-            out[f"sq{i}"], out[f"x{i}"] = sq[:, :, :-1].mean(2), sq[:, :, -1]
+            out["sq"].append(sq[:, :, :-1].mean(2))
+            out["extra"].append(sq[:, :, -1])
         return out
 
-    cfg = {"stops": [at_stop(r)[0].tolist() for r in runs], "Ns": [int(N) for N in Ns],
+    cfg = {"stops": [r.at_stop()[0].tolist() for r in runs], "Ns": [int(N) for N in Ns],
            "n_ctx": n_ctx, "seed": seed, "taus": T}
     d = _cached("ch4_stop_errors", cfg, compute)
-    return [d[f"sq{i}"] for i in range(len(runs))], [d[f"x{i}"] for i in range(len(runs))]
+    return d["sq"], d["extra"]
 
 
-def end_errors(runs: Sequence[dict], N: int, *, n_ctx: int, n_ctx_path: int, seed: int = 0,
+def end_errors(runs: Sequence[StagedRuns], N: int, *, n_ctx: int, n_ctx_path: int, seed: int = 0,
                taus: Sequence[float] = FIXED_TAUS, device: Any = "cpu") -> list[dict]:
     """The error at context size ``N`` along each continued run (at its log-spaced scales,
-    ``n_ctx_path`` contexts) and at its end (``n_ctx`` contexts), cached.
+    ``n_ctx_path`` contexts) and at its end (``n_ctx`` contexts), cached; diverged runs left out.
 
     Parameters
     ----------
@@ -510,24 +559,22 @@ def end_errors(runs: Sequence[dict], N: int, *, n_ctx: int, n_ctx_path: int, see
 
     Returns
     -------
-    per shape ``{"path": (runs, L), "end": (runs,)}`` (NaN where a scale was not reached).
+    per shape ``{"path": (kept runs, L), "end": (kept runs,)}`` (NaN where a scale was not reached).
     """
     def rmse(beta, b, k):
         return np.sqrt(sq_errors(beta, b, int(N), taus=taus, n_ctx=k, seed=seed,
                                  device=device).mean((1, 2)))
 
-    def compute() -> dict[str, np.ndarray]:
-        out = {}
-        for i, r in enumerate(runs):
-            be, bb = r["log_beta"].ravel(), r["log_b"].ravel()
+    def compute() -> list[dict[str, np.ndarray]]:
+        out = []
+        for r in runs:
+            be, bb = r.log_beta[r.kept].ravel(), r.log_b[r.kept].ravel()
             ok, e = np.isfinite(be), np.full(be.size, np.nan)
             if ok.any():
                 e[ok] = rmse(be[ok], bb[ok], n_ctx_path)
-            out[f"p{i}"], out[f"e{i}"] = e.reshape(r["log_beta"].shape), rmse(
-                r["final_beta"], r["final_b"], n_ctx)
+            out.append({"path": e.reshape(-1, r.log_beta.shape[1]), "end": rmse(*r.at_end(), n_ctx)})
         return out
 
-    cfg = {"ends": [r["final_beta"].tolist() for r in runs], "N": int(N), "n_ctx": n_ctx,
+    cfg = {"ends": [r.at_end()[0].tolist() for r in runs], "N": int(N), "n_ctx": n_ctx,
            "path": n_ctx_path, "seed": seed, "taus": list(taus)}
-    d = _cached("ch4_continued", cfg, compute)
-    return [{"path": d[f"p{i}"], "end": d[f"e{i}"]} for i in range(len(runs))]
+    return _cached("ch4_continued", cfg, compute)

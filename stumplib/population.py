@@ -127,7 +127,7 @@ def population_estimate(tau: Any, beta: Any, b: Any) -> torch.Tensor:
 
     Returns
     -------
-    torch.Tensor of the broadcast shape (float64).
+    torch.Tensor of the broadcast shape (float64): the estimate ``f_pop``.
     """
     return population_moments(tau, beta, b)["f"]
 
@@ -137,12 +137,11 @@ def population_error(tau: Any, beta: Any, b: Any) -> torch.Tensor:
 
     Parameters
     ----------
-    tau : thresholds (number, array or tensor).
-    beta, b : attention scale and label score, broadcastable with ``tau``.
+    tau, beta, b : as in :func:`population_estimate`.
 
     Returns
     -------
-    torch.Tensor of the broadcast shape (float64).
+    torch.Tensor of the broadcast shape (float64): the error ``f_pop - tau``.
     """
     return population_moments(tau, beta, b)["err"]
 

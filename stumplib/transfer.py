@@ -43,7 +43,7 @@ from .stats import crossing, resample
 from .population import population_hessian, population_loss_and_grad
 from .tasks import sample_tasks
 from .trainer import corpus_grad
-from .validation import check_choice, check_grid, check_int, check_prior, check_real
+from .validation import check_choice, check_grid, check_int, check_prior, check_real, check_shapes
 
 __all__ = [
     "calibrated_label_score",
@@ -441,13 +441,7 @@ def transfer_profiles(shapes: Sequence[tuple[int, int]], *, n_corpora: int = 32,
                       progress: bool = True) -> list[TransferProfile]:
     """:func:`transfer_profile` for every ``(m, n)`` in ``shapes`` on its :func:`profile_grid`
     (:func:`stumplib.book.cached` stores the profiles as they are)."""
-    if isinstance(shapes, (str, bytes)) or not isinstance(shapes, (list, tuple)) or len(shapes) == 0:
-        raise ValueError("shapes must be a non-empty list of (m, n) pairs")
-    shp = []
-    for i, sh in enumerate(shapes):
-        if not isinstance(sh, (list, tuple)) or len(sh) != 2:
-            raise ValueError(f"shapes[{i}] must be an (m, n) pair; got {sh!r}")
-        shp.append((check_int(f"shapes[{i}][0] (m)", sh[0]), check_int(f"shapes[{i}][1] (n)", sh[1])))
+    shp = check_shapes(shapes)
     n_corpora = check_int("n_corpora", n_corpora, minimum=2)
     seed = check_int("seed", seed, minimum=0)
     tau_lo, tau_hi = check_prior(tau_lo, tau_hi)

@@ -21,6 +21,7 @@ __all__ = [
     "check_bool",
     "check_tensor_finite",
     "check_grid",
+    "check_shapes",
     "as_real_tensor",
 ]
 
@@ -139,7 +140,7 @@ def check_bool(name: str, value: Any) -> bool:
     Parameters
     ----------
     name : the parameter's name, used in the error message.
-    value : the value to check.
+    value : the value to check (``True`` or ``False``).
 
     Returns
     -------
@@ -156,7 +157,7 @@ def check_tensor_finite(name: str, value: torch.Tensor) -> torch.Tensor:
     Parameters
     ----------
     name : the parameter's name, used in the error message.
-    value : the value to check.
+    value : the tensor to check.
 
     Returns
     -------
@@ -228,3 +229,26 @@ def check_grid(name: str, values: Iterable[Any], *, kind: str = "int", minimum: 
                           maximum=None if maximum is None else int(maximum)) for i, v in enumerate(vals)]
     return [check_real(f"{name}[{i}]", v, low=minimum,
                        high=math.inf if maximum is None else maximum) for i, v in enumerate(vals)]
+
+
+def check_shapes(shapes: Any, name: str = "shapes") -> list[tuple[int, int]]:
+    """Check a non-empty list of corpus shapes ``(m, n)``, each a pair of integers >= 1.
+
+    Parameters
+    ----------
+    shapes : the list of pairs.
+    name : the parameter's name, used in the error message (which names the entry, e.g.
+        ``shapes[2][0] (m)``).
+
+    Returns
+    -------
+    list of ``(m, n)`` tuples of ints.
+    """
+    if isinstance(shapes, (str, bytes)) or not isinstance(shapes, (list, tuple)) or len(shapes) == 0:
+        raise ValueError(f"{name} must be a non-empty list of (m, n) pairs")
+    out = []
+    for i, sh in enumerate(shapes):
+        if not isinstance(sh, (list, tuple)) or len(sh) != 2:
+            raise ValueError(f"{name}[{i}] must be an (m, n) pair; got {sh!r}")
+        out.append((check_int(f"{name}[{i}][0] (m)", sh[0]), check_int(f"{name}[{i}][1] (n)", sh[1])))
+    return out

@@ -3,7 +3,7 @@
 The ONE bad-input table of the project (every module's rows, whoever owns the module): the chapter
 services (``book.start``, ``book.settings``, ``book.resolve_profile``), devices,
 the task samplers, the estimator, the population loss, the baselines, the flows, the trainer, the
-frozen-estimator and transfer evaluations, the phase model's state evolution, the boundary
+frozen-estimator evaluations and staged training, the certified scales, the phase model's state evolution, the boundary
 profiles and the power-law fit. Internal helpers are not checked (they receive checked values).
 Chapter parameters are checked through papermill in ``tests/test_notebooks.py``.
 """
@@ -20,18 +20,6 @@ HAS_CUDA = torch.cuda.is_available()
 
 def _x(C=4, N=6):
     return torch.rand(C, N, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-
-
-def _state_evolution():
-    """``stumplib.phase.state_evolution`` is becoming the function itself; accept either layout."""
-    try:
-        from stumplib.phase import state_evolution as se
-    except ImportError:
-        se = None
-    if callable(se):
-        return se
-    from stumplib.phase.state_evolution import state_evolution
-    return state_evolution
 
 
 # -------------------------------------------------------------------------------- chapter services
@@ -134,7 +122,20 @@ def _certified_scale(**kw):
 
 
 def _state_evolution_call(**kw):
-    return _state_evolution()(**{"alpha": [1.0], "omega": 0.3, **kw})
+    from stumplib.phase import state_evolution
+    return state_evolution(**{"alpha": [1.0], "omega": 0.3, **kw})
+
+
+def _certified_scales(**kw):
+    from stumplib.certified import certified_scales
+    return certified_scales(**{"shapes": [(8, 8)], "n_corpora": 4, "n_boot": 10, "cache": False,
+                               **kw})
+
+
+def _train_staged(**kw):
+    from stumplib.frozen import train_staged
+    return train_staged(**{"m": 8, "n": 8, "seeds": [0], "beta0": 2.0, "beta_stop": 4.0,
+                           "beta_end": 4.0, "steps": 5, **kw})
 
 
 def _replay_authors(**kw):
@@ -227,6 +228,12 @@ TABLE = [
         "beta": [([NAN], "beta")], "taus": [([1.5], "taus")], "device": DEVICE[:1]}),
     ("transfer.certified_scale", _certified_scale, {
         "m": [(0, "m")], "n": [(2.5, "n")], "seed": [(-1, "seed")], "device": DEVICE[:1]}),
+    ("certified.certified_scales", _certified_scales, {
+        "shapes": [([], "shapes"), ([(8,)], r"shapes\[0\]"), ([(8, 0)], r"shapes\[0\]\[1\] \(n\)")],
+        "n_corpora": [(1, "n_corpora"), ([4, 4], "n_corpora")], "n_boot": [(5, "n_boot")]}),
+    ("frozen.train_staged", _train_staged, {
+        "m": [(0, "m")], "seeds": [([], "seeds"), ([-1], r"seeds\[0\]")],
+        "frac": [(0.0, "frac"), (1.5, "frac")], "beta_stop": [(1.0, "beta_stop")]}),
     ("phase.state_evolution", _state_evolution_call, {
         "branch": [("bogus", "branch")], "omega": [(NAN, "omega")]}),
     ("phase.replay_authors", _replay_authors, {
@@ -260,7 +267,8 @@ def test_bad_argument_raises_valueerror_naming_it(call, arg, value, word):
 
 @pytest.mark.parametrize("name, call", [pytest.param(n, c, id=n) for n, c, _ in TABLE
                                         if n not in ("trainer.train_gd", "frozen.sq_errors",
-                                                     "transfer.certified_scale", "phase.state_evolution")])
+                                                     "transfer.certified_scale", "phase.state_evolution",
+                                                     "certified.certified_scales")])
 def test_the_valid_calls_of_the_table_are_valid(name, call):
     """Each case differs from a valid call in one argument only (the slow entry points are run by
     their own test files)."""
