@@ -10,14 +10,6 @@ from stumplib.trainer import corpus_grad
 from stumplib.transfer import TransferProfile, certified_scale, draw_corpus_batch, population_path
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 def test_blocked_gradients_equal_the_trainer_gradient():
     tau, x, y = draw_corpus_batch(40, 300, 3, seed=1)
     p = population_path([8.0, 30.0])

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from stumplib import verdicts as V
-from stumplib.stats import Estimate, fit_replicates
+from stumplib.stats import Estimate, fit_replicates, resample_indices
 
 
 def est(v, lo, hi):
@@ -70,7 +70,7 @@ def _slope_of(rate, seed, sigma):
     rng = np.random.default_rng(seed)
     x = np.array([128.0, 256, 512, 1024])
     reps = rate(x)[None, :] * np.exp(sigma * rng.standard_normal((64, 4)))
-    boot = np.stack([reps[rng.integers(0, 64, 64)].mean(0) for _ in range(400)])
+    boot = reps[resample_indices(64, 400, seed)].mean(1)
     return fit_replicates(x, reps.mean(0), boot).estimate, math.sqrt(128 * 1024)
 
 

@@ -54,12 +54,13 @@ def crossing_estimate(x: Any, y: Any, err: Any, *, direction: str = "up", nsig: 
     """
     x, y, err = (np.asarray(v, dtype=np.float64) for v in (x, y, err))
     c = crossing(x, y, 0.0, direction=direction, which="last")
-    ends = [crossing(x, y + s * nsig * err, 0.0, direction=direction, which="last") for s in (-1, 1)]
-    fin = np.isfinite(ends).any()
-    lo, hi = (float(np.nanmin(ends)), float(np.nanmax(ends))) if fin else (np.nan, np.nan)
-    if not np.all(np.isfinite(ends)):  # one shifted curve does not cross inside the grid
-        lo = min(lo, float(x[0])) if np.isfinite(lo) else float(x[0])
-        hi = float(x[-1]) if not np.isfinite(hi) else hi
+    ends = np.array([crossing(x, y + s * nsig * err, 0.0, direction=direction, which="last")
+                     for s in (-1, 1)])
+    if not np.isfinite(ends).any():  # neither shifted curve ends on the far side: the whole grid
+        lo, hi = float(x[0]), float(x[-1])
+    else:  # a shifted curve that does not end on the far side crosses beyond the grid's end
+        ends = np.where(np.isfinite(ends), ends, x[-1])
+        lo, hi = float(ends.min()), float(ends.max())
     lo, hi = (min(lo, c), max(hi, c)) if np.isfinite(c) else (lo, hi)
     return Estimate(float(c), float(lo), float(hi), "quadrature", float("nan"))
 

@@ -23,6 +23,27 @@ def test_first_crossing():
         first_crossing(x[::-1], x, x)
 
 
+
+def test_crossing_estimate_brackets_the_root_by_the_shifted_curves():
+    """A straight line y = x - 0.5 with error 0.1: root 0.5, and y -+ 3 err cross at 0.8 and 0.2
+    (exact under linear interpolation); a shifted curve that leaves the grid widens to its end."""
+    from stumplib.phase.transition import crossing_estimate
+    x = np.linspace(0.0, 1.0, 11)
+    e = crossing_estimate(x, x - 0.5, np.full_like(x, 0.1))
+    assert (e.value, e.lo, e.hi) == pytest.approx((0.5, 0.2, 0.8), abs=1e-12)
+    assert e.kind == "quadrature"
+    d = crossing_estimate(x, 0.5 - x, np.full_like(x, 0.1), direction="down")
+    assert (d.value, d.lo, d.hi) == pytest.approx((0.5, 0.2, 0.8), abs=1e-12)
+    # y + 0.6 lies above 0 everywhere (crossing at or below x = 0), y - 0.6 crosses beyond x = 1
+    wide = crossing_estimate(x, x - 0.5, np.full_like(x, 0.2))
+    assert (wide.value, wide.lo, wide.hi) == pytest.approx((0.5, 0.0, 1.0), abs=1e-12)
+    late = crossing_estimate(x, x - 0.5, np.r_[np.full(6, 0.1), np.full(5, 0.2)])
+    assert (late.lo, late.hi) == pytest.approx((0.2, 1.0), abs=1e-12)  # y - 3 err never crosses
+    down = crossing_estimate(x, 0.5 - x, np.r_[np.full(6, 0.1), np.full(5, 0.2)], direction="down")
+    assert (down.lo, down.hi) == pytest.approx((0.2, 1.0), abs=1e-12)
+    assert crossing_estimate(x, x + 2.0, np.full_like(x, 0.1)).value == 0.0  # all on the far side
+    assert math.isnan(crossing_estimate(x, x - 2.0, np.full_like(x, 0.1)).value)  # never gets there
+
 @pytest.mark.slow
 @needs_shared
 def test_transition_matches_published_free_energies():
