@@ -57,7 +57,7 @@ def compare(a: dict, b: dict, rtol: float) -> list[str]:
         for k in sorted(set(ga) | set(gb)):
             va, vb = ga.get(k), gb.get(k)
             if isinstance(va, float) and isinstance(vb, float):
-                same = (math.isnan(va) and math.isnan(vb)) or abs(va - vb) <= rtol * max(abs(va), abs(vb), 1e-300)
+                same = va == vb or (math.isnan(va) and math.isnan(vb)) or abs(va - vb) <= rtol * max(abs(va), abs(vb), 1e-300)
             else:
                 same = va == vb
             if not same:

@@ -134,3 +134,16 @@ def read_reference(name: str) -> dict:
     with open(REF / name) as fh:
         rows = list(csv.DictReader(fh))
     return {k: np.array([float(r[k]) for r in rows]) for k in rows[0] if k}
+
+
+# ------------------------------------------------------------------------- chapter 6 sample problems
+def teacher_sample(d: int, n: int, *, seed: int = 0, omega: float = 0.3):
+    """A small sample of the positional/semantic task: ``(generator, Z (n, d), q* (d, 2), T)``
+    with ``T = data.teacher_matrix(Z, q*, omega)``, all drawn from one seeded generator (the
+    generator is returned so a test can draw more from the same stream)."""
+    from stumplib.phase import data
+
+    g = torch.Generator().manual_seed(seed)
+    Z = data.sample_tokens(n, d, generator=g)
+    qs = data.sample_teacher(d, generator=g)
+    return g, Z, qs, data.teacher_matrix(Z, qs, omega=omega)

@@ -407,28 +407,40 @@ def study(alphas: Sequence[float], ds: Sequence[int], seeds: int, *, gd_steps: i
 
     Returns
     -------
-    ``{d: minimiser_runs output}`` (the layout :func:`read_runs` reads).
+    ``{d: minimiser_runs output}``. The cache keeps ``{"ds": [...], "runs": [one
+    :func:`minimiser_runs` output per d]}`` and :func:`stumplib.book.cached` flattens it.
     """
-    def compute():
-        out = {}
-        for d in ds:
-            g = gd_steps if d <= gd_max_d else 0
-            r = minimiser_runs(alphas, d, seeds, gd_steps=g, gd_seeds=min(gd_seeds, seeds), **kw)
-            out.update({f"d{d}_{k}": v for k, v in r.items()})
-        return dict(out, ds=np.asarray(list(ds)))
+    def compute() -> dict[str, Any]:
+        return {"ds": [int(d) for d in ds],
+                "runs": [minimiser_runs(alphas, d, seeds, gd_steps=gd_steps if d <= gd_max_d else 0,
+                                        gd_seeds=min(gd_seeds, seeds), **kw) for d in ds]}
 
     if not cache:
-        return read_runs(compute())
+        return _by_d(compute())
     from .. import book
 
     cfg = dict(alphas=list(alphas), ds=list(ds), seeds=seeds, gd_steps=gd_steps, gd_seeds=gd_seeds,
                gd_max_d=gd_max_d, **{k: (str(v) if k == "device" else v) for k, v in kw.items()})
-    return read_runs(book.cached("ch6_minimisers", cfg, compute, verbose=False))
+    return _by_d(book.cached("ch6_minimisers", cfg, compute, verbose=False))
+
+
+def _by_d(res: Mapping[str, Any]) -> dict[int, dict[str, np.ndarray]]:
+    """``{d: {key: array}}`` from :func:`study`'s cached ``{"ds": [...], "runs": [...]}``."""
+    return {int(d): {k: np.asarray(v) for k, v in r.items()} for d, r in zip(res["ds"], res["runs"])}
 
 
 def read_runs(flat: Mapping[str, Any]) -> dict[int, dict[str, np.ndarray]]:
-    """``{d: {key: array}}`` from the flat layout ``d<d>_<key>`` of :func:`study` and of
-    ``scripts/phase_minimisers.py``'s output file."""
+    """``{d: {key: array}}`` (as :func:`study` returns) from the flat layout ``d<d>_<key>`` of
+    ``scripts/phase_minimisers.py``'s output file.
+
+    Parameters
+    ----------
+    flat : the file's arrays (``np.load``): ``ds`` and ``d<d>_<key>`` for every ``d`` of ``ds``.
+
+    Returns
+    -------
+    dict: ``{d: {key: array}}``.
+    """
     ds = [int(d) for d in np.atleast_1d(flat["ds"])]
     return {d: {k[len(f"d{d}_"):]: np.asarray(flat[k]) for k in flat if k.startswith(f"d{d}_")} for d in ds}
 
@@ -502,23 +514,30 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
     (``omega, alpha, theta, q, derivative``), start at its overlaps with ``m = m0_sqrt_d / sqrt(d)``
     and minimise (:func:`minimise`) at each ``d``.
 
+    Parameters
+    ----------
+    points : the fixed points (:func:`stumplib.phase.transition.lowest_points`). ds : dimensions.
+    seeds : seeds per point and ``d``. m0_sqrt_d : the starting ``m sqrt(d)``. sigma, lam, A :
+    the model. seed : the problems' seed. cache : keep the final ``m sqrt(d)`` with
+    :func:`stumplib.book.cached` (no log) as a list over points of lists over ``ds`` of
+    (seeds,) arrays. device : torch device.
+
     Returns
     -------
     rows: ``omega, alpha, dF_m/dm, solver`` (``"unstable"`` when the derivative exceeds +1, else
     ``"stable"``), ``median |m| sqrt(d)`` at each ``d``, ``dynamics`` (:func:`classify_dynamics`
     on ``m sqrt(d)``) and ``agree``.
     """
-    def compute():
-        out = {}
-        for i, p in enumerate(points):
-            for d in ds:
-                n = int(round(p["alpha"] * d))
-                pb = make_problem(d, list(range(seeds)), n, seed=seed, omega=p["omega"], sigma=sigma,
-                                  lam=lam, A=A, device=device)
-                Q0 = semantic_start(pb, p["theta"], p["q"], m0_sqrt_d / math.sqrt(d), seed=seed)
-                Q = torch.stack([minimise(pb, s, n, Q0[s])["Q"] for s in range(seeds)])
-                out[f"p{i}_d{d}"] = summaries(Q, pb.q_star, sigma)["m"] * math.sqrt(d)
-        return out
+    def final_m(p: Mapping[str, float], d: int) -> np.ndarray:
+        n = int(round(p["alpha"] * d))
+        pb = make_problem(d, list(range(seeds)), n, seed=seed, omega=p["omega"], sigma=sigma,
+                          lam=lam, A=A, device=device)
+        Q0 = semantic_start(pb, p["theta"], p["q"], m0_sqrt_d / math.sqrt(d), seed=seed)
+        Q = torch.stack([minimise(pb, s, n, Q0[s])["Q"] for s in range(seeds)])
+        return summaries(Q, pb.q_star, sigma)["m"] * math.sqrt(d)
+
+    def compute() -> list[list[np.ndarray]]:  # [point][d] -> (seeds,) final m sqrt(d)
+        return [[final_m(p, d) for d in ds] for p in points]
 
     if cache:
         from .. import book
@@ -530,7 +549,7 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
         res = compute()
     rows = []
     for i, p in enumerate(points):
-        mf = {d: res[f"p{i}_d{d}"] for d in ds}
+        mf = dict(zip(ds, res[i]))
         dyn = classify_dynamics(m0_sqrt_d, mf)
         solver = "unstable" if p["derivative"] > 1 else "stable"
         row = {"omega": p["omega"], "alpha": p["alpha"], "dF_m/dm": p["derivative"], "solver": solver}

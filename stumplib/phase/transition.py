@@ -506,19 +506,29 @@ def tail_rows(tail: Mapping[str, np.ndarray]) -> list[dict]:
 
 
 def window_profiles(alpha: float, thetas: Any, rules: Any, *, omega: float, sigma: float, lam: float,
-                    tol: float | None = None, cache: bool = True) -> dict[str, np.ndarray]:
-    """:func:`.se.theta_profile` at ``alpha`` along ``thetas`` for each ``(label, rule, size)`` of
-    ``rules``: ``residual_k``, ``test_error_k``, ``root_k`` per rule ``k``."""
+                    tol: float | None = None, cache: bool = True) -> list[dict[str, np.ndarray]]:
+    """:func:`.se.theta_profile` at ``alpha`` along ``thetas`` for each rule.
+
+    Parameters
+    ----------
+    alpha : sample ratio. thetas : the grid of semantic overlaps. rules : ``(label, rule, size)``
+    per rule (:func:`.se.quadrature_4d`'s ``rule`` and ``n_nodes``). omega, sigma, lam : the model.
+    tol : inner tolerance of :func:`.se.theta_profile` (``None``: its default). cache : keep the
+    result with :func:`stumplib.book.cached` (no log).
+
+    Returns
+    -------
+    list, one dict per rule (in the order of ``rules``): :func:`.se.theta_profile`'s ``theta,
+    F_theta, residual, q, V, test_error, train_loss`` (T,) and ``root`` (0-d) as arrays.
+    """
     from .se import theta_profile
 
     extra = {} if tol is None else dict(tol=tol)
 
-    def compute():
-        out = {}
-        for k, (_, rule, nn) in enumerate(rules):
-            r = theta_profile(alpha, thetas, omega=omega, sigma=sigma, lam=lam, rule=rule, n_nodes=nn, **extra)
-            out.update({f"{key}_{k}": np.asarray(v) for key, v in r.items()})
-        return out
+    def compute() -> list[dict[str, np.ndarray]]:
+        return [{key: np.asarray(v) for key, v in theta_profile(
+                    alpha, thetas, omega=omega, sigma=sigma, lam=lam, rule=rule, n_nodes=nn, **extra).items()}
+                for _, rule, nn in rules]
 
     if not cache:
         return compute()

@@ -86,8 +86,20 @@ def own_tracking(profiles, level, scales_path, scales_own, censored, mn):
 def certified_growth(shapes, beta, lo, hi, fit, own=None, own_censored=None):
     """beta*(m, n) against m∧n with bootstrap bars and the fitted power law; the diagonal, m < n and
     m > n marked apart; optionally the own-calibration tracking scale (squares; open triangles:
-    lower bounds)."""
-    fig, ax = style.figure(width=style.COLUMN_WIDTH * 0.7, height=3.6)
+    lower bounds). The legend stands below the panel, where it covers no data.
+
+    Parameters
+    ----------
+    shapes : the (m, n) shapes. beta, lo, hi : beta* per shape and its bootstrap interval (NaN: no
+        certified interval). fit : the power-law fit in m∧n (callable, ``slope``, ``ci``), or
+        ``None``. own, own_censored : the own-calibration scale per shape (NaN where not measured)
+        and whether it is a lower bound.
+
+    Returns
+    -------
+    matplotlib Figure, :data:`stumplib.style.COLUMN_WIDTH` wide.
+    """
+    fig, ax = style.figure(width=style.COLUMN_WIDTH, height=3.9)
     mn = np.array([min(s) for s in shapes], float)
     groups = (("m = n", [s[0] == s[1] for s in shapes], "o"),
               ("m < n", [s[0] < s[1] for s in shapes], "v"),
@@ -103,7 +115,8 @@ def certified_growth(shapes, beta, lo, hi, fit, own=None, own_censored=None):
                 label=rf"fit, slope {fit.slope:.2f} [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}]")
     if own is not None:
         unc = np.isfinite(own) & ~own_censored
-        ax.plot(mn[unc], own[unc], "s", color=C["gd"], label="own-calibration scale")
+        if unc.any():
+            ax.plot(mn[unc], own[unc], "s", color=C["gd"], label="own-calibration scale")
         if np.any(own_censored):
             ax.plot(mn[own_censored], own[own_censored], "^", color=C["gd"], mfc="none", ms=8,
                     label="own-calibration scale, lower bound")
@@ -111,5 +124,7 @@ def certified_growth(shapes, beta, lo, hi, fit, own=None, own_censored=None):
     ax.set_yscale("log")
     ax.set_xlabel(r"$m\wedge n$")
     ax.set_ylabel(r"scale $\beta$")
-    ax.legend(loc="lower right")
+    h, lab = ax.get_legend_handles_labels()
+    order = sorted(range(len(lab)), key=lambda i: not lab[i].startswith(r"$\beta^*$"))  # beta* first
+    fig.legend([h[i] for i in order], [lab[i] for i in order], loc="outside lower center", ncols=2)
     return fig

@@ -1,7 +1,7 @@
 """Figures of chapter 6 (positional versus semantic attention); one call per figure."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -76,15 +76,26 @@ def transition_figure(alpha, dloss, dloss_err, test_error, test_error_err, basel
     return fig
 
 
-def window_figure(prof: Mapping[str, Any], thetas, rules, alpha_window):
+def window_figure(prof: Sequence[Mapping[str, Any]], thetas, rules, alpha_window):
     """Residual g(theta) = F(theta) - theta of the semantic branch along theta, and the test error
-    along the same line, for two quadrature rules."""
+    along the same line, for two quadrature rules.
+
+    Parameters
+    ----------
+    prof : :func:`stumplib.phase.transition.window_profiles`' output, one dict per rule.
+    thetas : the grid of theta. rules : ``(label, rule, size)`` per rule (the labels are used).
+    alpha_window : the sample ratio (title).
+
+    Returns
+    -------
+    matplotlib Figure
+    """
     fig, axes = style.panels(2, width=WIDTH, height=HEIGHT)
     for k, (label, _, _) in enumerate(rules):
         col = (style.COLORS["semantic"], style.COLORS["fit"])[k]
-        axes[0].plot(thetas, prof[f"residual_{k}"], "o-", color=col, ms=3, label=label)
-        axes[1].plot(thetas, prof[f"test_error_{k}"], "o-", color=col, ms=3, label=label)
-        root = float(prof[f"root_{k}"])
+        axes[0].plot(thetas, prof[k]["residual"], "o-", color=col, ms=3, label=label)
+        axes[1].plot(thetas, prof[k]["test_error"], "o-", color=col, ms=3, label=label)
+        root = float(prof[k]["root"])
         if np.isfinite(root):
             axes[0].axvline(root, color=col, ls=":", lw=1)
     axes[0].axhline(0, color="k", lw=0.8)

@@ -11,15 +11,12 @@ from stumplib.phase import data
 from stumplib.phase.attention import attention_test_error, objective_and_grad, train_attention_gd
 from stumplib.phase.se import solve_fixed_rule
 
-from conftest import A0
+from conftest import A0, teacher_sample
 
 
 def test_objective_gradient_against_autograd():
-    g = torch.Generator().manual_seed(0)
     d, n = 16, 12
-    Z = data.sample_tokens(n, d, generator=g)
-    qs = data.sample_teacher(d, generator=g)
-    T = data.teacher_matrix(Z, qs, omega=0.3)
+    g, Z, qs, T = teacher_sample(d, n, seed=0)
     X = Z + data.positional_encodings(d)
     Q = torch.randn(1, d, 3, generator=g)
     mask = (torch.arange(n)[:, None] < torch.tensor([4, 8, 12])[None]).double()[None]

@@ -8,6 +8,8 @@ import torch
 
 from stumplib.phase import data
 
+from conftest import teacher_sample
+
 
 def test_positional_encodings_are_unit_and_opposite():
     P = data.positional_encodings(9)
@@ -16,11 +18,8 @@ def test_positional_encodings_are_unit_and_opposite():
 
 
 def test_teacher_matrix_is_the_formula_and_batches():
-    g = torch.Generator().manual_seed(0)
     d, n = 12, 5
-    z = data.sample_tokens(n, d, generator=g)
-    qs = data.sample_teacher(d, generator=g)
-    T = data.teacher_matrix(z, qs, omega=0.3)
+    _, z, qs, T = teacher_sample(d, n, seed=0)
     h = z @ qs / math.sqrt(d)  # (n, 2)
     s = torch.sigmoid(h[:, 0] * (h[:, 0] - h[:, 1]))  # softmax of (h1^2, h1 h2) over the first row
     assert torch.allclose(T[:, 0, 0], 0.7 * s + 0.3 * 0.6)

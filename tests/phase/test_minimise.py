@@ -147,3 +147,50 @@ def test_semantic_start_has_the_requested_overlaps():
     np.testing.assert_allclose(s["m"], 0.05, rtol=1e-10)
     np.testing.assert_allclose(s["theta_emp"], 0.4, rtol=1e-10)
     np.testing.assert_allclose(s["q_emp"], 0.08, rtol=1e-10)
+
+
+def _stored_names(results):
+    """The array names of every results file under ``results`` (the keys the cache writes)."""
+    names = []
+    for p in results.glob("*.npz"):
+        with np.load(p) as f:
+            names += list(f.files)
+    return names
+
+
+def test_study_cache_is_structured_and_reloads_what_it_computed(tmp_path, monkeypatch):
+    from stumplib import book
+    from stumplib.phase.minimise import study
+
+    monkeypatch.setenv(book.RESULTS_ENV, str(tmp_path))
+    monkeypatch.delenv(book.CACHE_ENV, raising=False)
+    kw = dict(gd_steps=20, gd_seeds=1, gd_max_d=10, max_iter=200)
+    direct = study([1.0, 1.5], [8, 12], 2, cache=False, **kw)
+    first, again = study([1.0, 1.5], [8, 12], 2, **kw), study([1.0, 1.5], [8, 12], 2, **kw)
+    assert len(list(tmp_path.glob("ch6_minimisers-*.npz"))) == 1  # the second call reloaded
+    for got in (first, again):
+        assert sorted(got) == [8, 12]
+        for d in (8, 12):
+            assert sorted(got[d]) == sorted(direct[d])
+            for k, v in direct[d].items():
+                np.testing.assert_array_equal(got[d][k], v)
+    assert int(first[12]["d"]) == 12 and "gd_test_error" in first[8] and "gd_test_error" not in first[12]
+    assert not [n for n in _stored_names(tmp_path) if n.startswith(("d8_", "d12_"))]
+
+
+def test_stability_by_dynamics_cache_is_structured_and_reloads_the_same_rows(tmp_path, monkeypatch):
+    from stumplib import book
+    from stumplib.phase.minimise import stability_by_dynamics
+    from stumplib.phase.se import solve_fixed_rule
+
+    monkeypatch.setenv(book.RESULTS_ENV, str(tmp_path))
+    monkeypatch.delenv(book.CACHE_ENV, raising=False)
+    fp = solve_fixed_rule(1.5, omega=0.3, branch="semantic", n_nodes=6)
+    pts = [dict(omega=0.3, alpha=a, theta=float(fp["theta"]), q=float(fp["q"]), derivative=-1.6)
+           for a in (1.5, 2.0)]
+    direct = stability_by_dynamics(pts, [20, 30], 2, cache=False)
+    assert direct[0] != direct[1]  # two points, two different rows: the index is not lost
+    assert stability_by_dynamics(pts, [20, 30], 2) == direct
+    assert stability_by_dynamics(pts, [20, 30], 2) == direct  # reloaded
+    assert len(list(tmp_path.glob("ch6_stability-*.npz"))) == 1
+    assert not [n for n in _stored_names(tmp_path) if n.startswith("p0_") or n.startswith("p1_")]

@@ -173,3 +173,24 @@ def test_stroud_fixed_points_is_far_from_the_accurate_rule_at_alpha_1(stroud_fix
     acc = state_evolution(float(a[i]), omega=0.3, branch="semantic", rtol=2e-3, stability=False)
     assert acc["outcome"] == Outcome.CONVERGED
     assert r["theta"][i] - acc["theta"] > 10 * acc["theta_err"], (r["theta"][i], acc["theta"], acc["theta_err"])
+
+
+def test_window_profiles_one_structured_entry_per_rule_reloaded_unchanged(tmp_path, monkeypatch):
+    from stumplib import book
+    from stumplib.phase.se import theta_profile
+    from stumplib.phase.transition import window_profiles
+
+    monkeypatch.setenv(book.RESULTS_ENV, str(tmp_path))
+    monkeypatch.delenv(book.CACHE_ENV, raising=False)
+    thetas = np.linspace(0.14, 0.17, 3)
+    rules = [("GH 4", "gauss-hermite", 4), ("GH 6", "gauss-hermite", 6)]
+    got = window_profiles(2.0, thetas, rules, omega=0.3, sigma=0.5, lam=0.01)
+    again = window_profiles(2.0, thetas, rules, omega=0.3, sigma=0.5, lam=0.01)  # reloaded
+    assert len(got) == len(again) == 2 and len(list(tmp_path.glob("ch6_window-*.npz"))) == 1
+    for k, (_, rule, nn) in enumerate(rules):
+        ref = theta_profile(2.0, thetas, omega=0.3, sigma=0.5, lam=0.01, rule=rule, n_nodes=nn)
+        for out in (got[k], again[k]):
+            assert sorted(out) == sorted(ref)
+            for key, v in ref.items():
+                np.testing.assert_array_equal(out[key], np.asarray(v))
+    assert not np.array_equal(got[0]["residual"], got[1]["residual"])  # the rules are kept apart
