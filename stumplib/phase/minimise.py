@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -33,10 +34,15 @@ from .data import (positional_encodings, sample_teacher, sample_tokens, softmax_
 from .se import check_A
 
 __all__ = ["Problem", "make_problem", "initial_points", "gradient_descent", "minimise",
-           "exact_test_error", "summaries", "minimiser_runs", "decide", "study", "read_runs", "gd_gap",
+           "exact_test_error", "summaries", "minimiser_runs", "decide", "study", "read_runs", "DECIDING_RUN",
+           "deciding_run", "gd_gap",
            "semantic_start", "classify_dynamics", "stability_by_dynamics"]
 
 INITS = ("semantic", "positional", "random")
+
+#: the deciding run committed with the book (``scripts/phase_minimisers.py``'s output, with its
+#: command, commit, machine and duration; ``scripts/PHASE_MINIMISERS.md`` describes it)
+DECIDING_RUN = Path(__file__).resolve().parents[2] / "scripts" / "PHASE_MINIMISERS.npz"
 
 
 @dataclass
@@ -443,6 +449,28 @@ def read_runs(flat: Mapping[str, Any]) -> dict[int, dict[str, np.ndarray]]:
     """
     ds = [int(d) for d in np.atleast_1d(flat["ds"])]
     return {d: {k[len(f"d{d}_"):]: np.asarray(flat[k]) for k in flat if k.startswith(f"d{d}_")} for d in ds}
+
+
+def deciding_run(path: str | Path | None = None) -> tuple[dict[int, dict], dict[str, Any]] | None:
+    """The committed deciding run (:data:`DECIDING_RUN`, or ``path``), read.
+
+    Parameters
+    ----------
+    path : the file written by ``scripts/phase_minimisers.py`` (``None``: :data:`DECIDING_RUN`).
+
+    Returns
+    -------
+    ``(runs, meta)``: ``runs`` as :func:`study` returns them (:func:`read_runs`) and ``meta`` the
+    run's ``command``, ``commit``, ``machine`` (strings) and ``seconds`` (float); ``None`` when the
+    file does not exist.
+    """
+    p = Path(DECIDING_RUN if path is None else path)
+    if not p.is_file():
+        return None
+    with np.load(p) as flat:
+        meta = {k: str(flat[k]) for k in ("command", "commit", "machine")}
+        meta["seconds"] = float(flat["seconds"])
+        return read_runs(flat), meta
 
 
 def gd_gap(runs: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:

@@ -48,8 +48,12 @@ def test_rao_blackwellised_test_error_matches_brute_force():
 
 @pytest.fixture(scope="module")
 def gd_small():
+    old = torch.get_num_threads()  # a module fixture runs outside the per-test one-thread fixture
     torch.set_num_threads(1)
-    return train_attention_gd([2.0], 80, seeds=3, steps=3000, n_test=4000, progress=False)
+    try:
+        return train_attention_gd([2.0], 80, seeds=3, steps=3000, n_test=4000, progress=False)
+    finally:
+        torch.set_num_threads(old)
 
 
 def test_gd_is_deterministic_and_stays_on_its_branch(gd_small):

@@ -194,3 +194,20 @@ def test_stability_by_dynamics_cache_is_structured_and_reloads_the_same_rows(tmp
     assert stability_by_dynamics(pts, [20, 30], 2) == direct  # reloaded
     assert len(list(tmp_path.glob("ch6_stability-*.npz"))) == 1
     assert not [n for n in _stored_names(tmp_path) if n.startswith("p0_") or n.startswith("p1_")]
+
+
+def test_the_committed_deciding_run_reads_back_with_its_provenance(tmp_path):
+    """``deciding_run`` reads ``scripts/PHASE_MINIMISERS.npz`` as :func:`study` returns runs, with
+    the command, commit and machine that made it; a missing file gives ``None``."""
+    from stumplib.phase.minimise import DECIDING_RUN, deciding_run, read_runs
+
+    assert DECIDING_RUN.is_file() and deciding_run(tmp_path / "none.npz") is None
+    runs, meta = deciding_run()
+    assert sorted(runs) == [250, 500, 1000, 2000]
+    assert "scripts/phase_minimisers.py" in meta["command"] and len(meta["commit"]) == 40
+    assert meta["seconds"] > 0 and meta["machine"]
+    with np.load(DECIDING_RUN) as flat:
+        again = read_runs(flat)
+    for d in runs:
+        assert set(runs[d]) == set(again[d]) and "test_error" in runs[d]
+        np.testing.assert_array_equal(runs[d]["test_error"], again[d]["test_error"])
