@@ -511,15 +511,19 @@ def window_profiles(alpha: float, thetas: Any, rules: Any, *, omega: float, sigm
 
     Parameters
     ----------
-    alpha : sample ratio. thetas : the grid of semantic overlaps. rules : ``(label, rule, size)``
-    per rule (:func:`.se.quadrature_4d`'s ``rule`` and ``n_nodes``). omega, sigma, lam : the model.
-    tol : inner tolerance of :func:`.se.theta_profile` (``None``: its default). cache : keep the
-    result with :func:`stumplib.book.cached` (no log).
+    alpha : sample ratio.
+    thetas : the grid of semantic overlaps, shape ``(T,)``.
+    rules : ``(label, rule, size)`` per rule (:func:`.se.quadrature_4d`'s ``rule`` and ``n_nodes``).
+    omega, sigma, lam : the model.
+    tol : inner tolerance of :func:`.se.theta_profile` (``None``: its default).
+    cache : keep the result with :func:`stumplib.book.cached` (no log).
 
     Returns
     -------
-    list, one dict per rule (in the order of ``rules``): :func:`.se.theta_profile`'s ``theta,
-    F_theta, residual, q, V, test_error, train_loss`` (T,) and ``root`` (0-d) as arrays.
+    list of dict
+        One per rule, in the order of ``rules``: the arrays of :func:`.se.theta_profile`
+        (``theta``, ``F_theta``, ``residual``, ``q``, ``V``, ``test_error`` and ``train_loss``,
+        each of shape ``(T,)``, and ``root``, 0-d).
     """
     from .se import theta_profile
 
