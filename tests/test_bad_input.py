@@ -1,11 +1,15 @@
 """Bad input at the entry points a user calls: a ``ValueError`` whose message names the parameter.
 
-The ONE bad-input table of the project (every module's rows, whoever owns the module): the chapter
-services (``book.start``, ``book.settings``, ``book.resolve_profile``), devices,
-the task samplers, the estimator, the population loss, the baselines, the flows, the trainer, the
-frozen-estimator evaluations and staged training, the certified scales, the phase model's state evolution, the boundary
-profiles and the power-law fit. Internal helpers are not checked (they receive checked values).
-Chapter parameters are checked through papermill in ``tests/test_notebooks.py``.
+The ONE bad-input table of the project (every module's rows, whoever owns the module), in the order
+of the library: the chapter services (``book``, ``device``, ``stats``, ``verdicts``), the task
+samplers (``tasks``), the estimator (``model``), the population loss (``population``), the baselines
+(``baselines``), the flows and population GD (``dynamics``), the trainer (``trainer``), the corpus
+gradient and the certified scales (``transfer``, ``certified``), the frozen-estimator evaluations and
+staged training (``frozen``), the boundary profiles (``boundary``) and the phase model (``phase.data``,
+``phase.se``, ``phase.solver``, ``phase.transition``, ``phase.attention``, ``phase.minimise``).
+``TABLE`` replaces one argument of a valid call; ``COMBOS`` holds arguments that are valid alone but
+not together. Internal helpers and the validators themselves (``tests/test_validation.py``) are not
+checked here; chapter parameters are checked through papermill in ``tests/test_notebooks.py``.
 """
 from __future__ import annotations
 
@@ -46,6 +50,59 @@ def _settings(**kw):
     table = {p: {"n_ctx": 10} for p in book.PROFILES}
     args = {"profile": "smoke", **kw}
     return book.settings(args.pop("profile"), table, **args)
+
+
+def _table(**kw):
+    from stumplib import book
+    return book.table(**{"rows": [{"a": 1.0}], "display": False, **kw})
+
+
+def _verdict(**kw):
+    from stumplib.verdicts import Verdict
+    return Verdict(**{"status": "holds", "sentence": "p = 1.", **kw})
+
+
+def _log_slopes(**kw):
+    from stumplib.verdicts import log_slopes
+    return log_slopes(**{"x_mid": 100.0, **kw})
+
+
+def _choose_theory(**kw):
+    from stumplib.verdicts import choose_theory
+    return choose_theory(**{"z_claimed": [1.0], "z_other": [6.0], **kw})
+
+
+def _ordering(**kw):
+    from stumplib.stats import Estimate
+    from stumplib.verdicts import ordering
+    a, b = Estimate(2.0, 1.9, 2.1, "bootstrap"), Estimate(1.0, 0.9, 1.1, "bootstrap")
+    return ordering(**{"a": a, "b": b, "symbols": ("a", "b"), **kw})
+
+
+def _combine(**kw):
+    from stumplib.verdicts import Verdict, combine
+    return combine(**{"parts": [Verdict("holds", "a.")], "sentence": "x", **kw})
+
+
+def _ratio_of_means(**kw):
+    from stumplib.stats import ratio_of_means
+    return ratio_of_means(**{"num": [1.0, 2.0], "den": [2.0, 2.0], "n_boot": 50, **kw})
+
+
+def _mean_interval(**kw):
+    from stumplib.stats import mean_interval
+    return mean_interval(**{"values": [1.0, 2.0, 3.0], **kw})
+
+
+def _wilson_interval(**kw):
+    from stumplib.stats import wilson_interval
+    return wilson_interval(**{"successes": 5, "trials": 10, **kw})
+
+
+def _extrapolate_linear(**kw):
+    from stumplib.stats import extrapolate_linear
+    return extrapolate_linear(**{"x": [0.004, 0.002, 0.001], "y": [0.0024, 0.0022, 0.0021],
+                                 "se": [3e-5, 2e-5, 1e-5], **kw})
 
 
 # ------------------------------------------------------------------------------------- library
@@ -132,13 +189,28 @@ def _scale_constant(**kw):
     return scale_constant(**{"tau_hi": 0.8, **kw})
 
 
-def _interpolate_flow(**kw):
-    from stumplib.dynamics import FlowResult, interpolate_flow
+def _flow():
+    """A synthetic two-run flow result on the path ``_power_law_path`` (no integration needed)."""
+    from stumplib.dynamics import FlowResult
     p = _power_law_path()
-    t, beta = np.concatenate([[0.0], p["t"]]), np.concatenate([[2.0], p["beta"]])[None]
-    flow = FlowResult(t=t, beta=beta, b=0.9 * beta, loss=beta ** -2.0, dbeta_dt=0 * beta, db_dt=0 * beta,
+    t, beta = np.concatenate([[0.0], p["t"]]), np.concatenate([[2.0], p["beta"]])[None].repeat(2, 0)
+    return FlowResult(t=t, beta=beta, b=0.9 * beta, loss=beta ** -2.0, dbeta_dt=0 * beta, db_dt=0 * beta,
                       beta0=beta[:, 0], b0=0.9 * beta[:, 0], tau_lo=0.2, tau_hi=0.8)
-    return interpolate_flow(**{"result": flow, "t": [1.0], "run": 0, **kw})
+
+
+def _interpolate_flow(**kw):
+    from stumplib.dynamics import interpolate_flow
+    return interpolate_flow(**{"result": _flow(), "t": [1.0], "run": 0, **kw})
+
+
+def _growth_share(**kw):
+    from stumplib.dynamics import growth_share_at_calibration
+    return growth_share_at_calibration(**{"result": _flow(), "t_cal": [0.0, 1e4], **kw})
+
+
+def _calibration_verdict(**kw):
+    from stumplib.dynamics import calibration_verdict
+    return calibration_verdict(**{"share": [0.0], "t_cal_main": 1.0, **kw})
 
 
 def _run_config(**kw):
@@ -166,6 +238,11 @@ def _certified_scale(**kw):
 def _transfer_profile(**kw):
     from stumplib.transfer import transfer_profile
     return transfer_profile(**{"m": 4, "n": 4, "betas": [2.0, 4.0], "n_corpora": 4, "device": "cpu", **kw})
+
+
+def _bootstrap_certified(**kw):
+    from stumplib.transfer import bootstrap_certified
+    return bootstrap_certified(**{"profiles": [_transfer_profile()], "level": 0.5, "n_boot": 10, **kw})
 
 
 def _transfer_certified_scales(**kw):
@@ -205,6 +282,46 @@ def _train_staged(**kw):
     from stumplib.frozen import train_staged
     return train_staged(**{"m": 8, "n": 8, "seeds": [0], "beta0": 2.0, "beta_stop": 4.0,
                            "beta_end": 4.0, "steps": 5, **kw})
+
+
+def _two_term_data():
+    """Squared errors ``beta^-2 + 2 N^-1.6`` on a grid of (beta, N) (the two-term law, p = 1, q = 0.8)."""
+    beta, N = np.meshgrid(2.0 ** np.arange(4, 8), 2.0 ** np.arange(5, 9), indexing="ij")
+    beta, N = beta.ravel(), N.ravel()
+    return beta, N, beta ** -2.0 + 2.0 * N ** -1.6
+
+
+def _fit_two_term(**kw):
+    from stumplib.frozen import fit_two_term
+    beta, N, y2 = _two_term_data()
+    return fit_two_term(**{"x": beta, "N": N, "y2": y2, **kw})
+
+
+def _stage_marks(**kw):
+    from stumplib.frozen import stage_marks
+    return stage_marks(**{"beta0": 4.0, "beta_stop": 10.0, "beta_end": 45.0, **kw})
+
+
+def _stop_law_data():
+    """Noisy squared errors of the head law at four shapes, with beta* and its replicates."""
+    from stumplib.frozen import head_mse
+    rng = np.random.default_rng(0)
+    head = {"A": 1.0, "p": 1.0, "B": 2.0, "q": 1.0}
+    mn, Ns = np.array([128.0, 256.0, 512.0, 1024.0]), 2.0 ** np.arange(4, 9)
+    bs = 0.1 * mn
+    sq = [head_mse(b, Ns, head)[None, :, None] * rng.exponential(size=(3, Ns.size, 10)) for b in bs]
+    return {"mn": mn, "Ns": Ns, "sq_runs": sq, "beta_star": bs, "beta_boot": np.tile(bs, (10, 1)),
+            "head": head}
+
+
+def _bootstrap_stop_law(**kw):
+    from stumplib.frozen import bootstrap_stop_law
+    return bootstrap_stop_law(**{**_stop_law_data(), "n_boot": 10, **kw})
+
+
+def _gain_past_stop(**kw):
+    from stumplib.frozen import gain_past_stop
+    return gain_past_stop(**{"stop_err": [2 * np.ones(2)], "end_err": [np.ones(2)], "n_boot": 10, **kw})
 
 
 def _tau_grid():
@@ -309,6 +426,11 @@ def _train_attention_gd(**kw):
                                  "progress": False, **kw})
 
 
+def _first_crossing(**kw):
+    from stumplib.phase.transition import first_crossing
+    return first_crossing(**{"x": [0.0, 1.0, 2.0, 3.0], "above": [0, 0, 1, 2], "below": [1, 1, 0, 0], **kw})
+
+
 def _problem():
     from stumplib.phase.minimise import make_problem
     return make_problem(20, [0, 1], 5)
@@ -334,11 +456,14 @@ def _exact_test_error(**kw):
 DEVICE = [("tpu", "device"), (3, "device"), ("cuda:x", "device")]
 if not HAS_CUDA:
     DEVICE += [("cuda", "CUDA")]
+#: a CUDA device this machine lacks (none at all, or one index past the last)
+NO_CUDA = ([("cuda", "CUDA is not available"), ("cuda:0", "CUDA is not available")] if not HAS_CUDA
+           else [(f"cuda:{torch.cuda.device_count()}", "CUDA device")])
 BAD_A = ((1, 0), (0.5, 0.6))  # a row that does not sum to one
 
 #: (entry point, its call, {argument: [(bad value, word the message must contain), ...]})
 TABLE = [
-    # chapter services: book, device, stats
+    # chapter services: book, device, stats, verdicts
     ("book.start", _start, {
         "profile": [("bogus", "profile"), (None, "profile"), (3, "profile")],
         "device": DEVICE,
@@ -347,14 +472,27 @@ TABLE = [
         "threads": [(0, "threads")],
         "n_steps": [(5, "n_steps")]}),  # an override that names no setting
     ("book.resolve_profile", _resolve_profile, {"profile": [("fast", "profile")]}),
-    ("device.resolve_device", _resolve_device, {"device": [("gpu", "device"), ("cuda:x", "device")]}),
     ("book.settings", _settings, {
         "profile": [("bogus", "profile")],
         "n_steps": [(5, "n_steps")]}),  # an override that names no setting
+    ("book.table", _table, {"rows": [([], "rows")]}),
+    ("device.resolve_device", _resolve_device, {
+        "device": [("gpu", "device"), ("cuda:x", "device")] + NO_CUDA}),
     ("stats.fit_power_law", _fit_power_law, {
         "x": [([1.0, 2.0], "x"), ([1.0, -2.0, 4.0, 8.0], "x")],
         "y": [([1.0, 0.5, NAN, 0.1], "y"), ([1.0, -0.5, 0.25, 0.125], "x and y")],
         "weights": [([1.0, -1.0, 1.0, 1.0], "weights")]}),
+    ("stats.ratio_of_means", _ratio_of_means, {"den": [([1.0], "paired")]}),
+    ("stats.mean_interval", _mean_interval, {"values": [([1.0], "at least 2")]}),
+    ("stats.wilson_interval", _wilson_interval, {"trials": [(3, "trials")]}),
+    ("stats.extrapolate_linear", _extrapolate_linear, {"se": [([-3e-5, -2e-5, -1e-5], "se")]}),
+    # the verdict language (verdicts)
+    ("verdicts.Verdict", _verdict, {
+        "status": [("maybe", "status must be one of")], "sentence": [("  ", "sentence")]}),
+    ("verdicts.log_slopes", _log_slopes, {"x_mid": [(1.0, "x_mid")]}),
+    ("verdicts.choose_theory", _choose_theory, {"z_other": [([NAN], "z_other")]}),
+    ("verdicts.ordering", _ordering, {"relation": [("<", "relation")]}),
+    ("verdicts.combine", _combine, {"parts": [([], "parts")]}),
     # the task samplers (tasks), the estimator (model), the population loss and the baselines
     ("tasks.sample_thresholds", _sample_thresholds, {
         "num_tasks": [(0, "num_tasks"), (2.5, "num_tasks"), (3.0, "num_tasks")],
@@ -368,7 +506,7 @@ TABLE = [
                 (torch.tensor([1.5], dtype=torch.float64), "tau")]}),
     ("tasks.sample_tasks", _sample_tasks, {
         "m": [(0, "m"), (-1, "m")], "n": [(-3, "n")], "tau_hi": [(0.1, "tau_hi")],
-        "seed": [(-1, "seed")], "device": DEVICE[:1]}),
+        "seed": [(-1, "seed")], "device": DEVICE[:1] + NO_CUDA}),
     ("model.estimate", _estimate, {
         "x": [(_x().fill_(NAN), "x")],
         "y": [(torch.zeros(4, 3, dtype=torch.float64), "x and y")],
@@ -405,6 +543,8 @@ TABLE = [
     ("dynamics.extrapolate_exponent", _extrapolate_exponent, {"beta_min": [(1e9, "beta_min")]}),
     ("dynamics.scale_constant", _scale_constant, {"tau_hi": [(0.0, "tau_hi")]}),
     ("dynamics.interpolate_flow", _interpolate_flow, {"run": [(5, "run")], "t": [([2e12], "t must")]}),
+    ("dynamics.growth_share_at_calibration", _growth_share, {"t_cal": [([1.0], "t_cal")]}),
+    ("dynamics.calibration_verdict", _calibration_verdict, {"max_share": [(1.5, "max_share")]}),
     # the batched GD trainer
     ("trainer.RunConfig", _run_config, {
         "m": [(0, "m")], "n": [(2.5, "n"), (2.0, "n")], "lr": [(-1.0, "lr")], "seed": [(-1, "seed")],
@@ -427,6 +567,7 @@ TABLE = [
         "level": [(NAN, "level"), (0.0, "level")], "n_corpora": [(1, "n_corpora")],
         "stat": [("max", "stat")], "which": [("b", "which")], "tau_lo": [(0.9, "tau_lo")]}),
     ("transfer.transfer_profile", _transfer_profile, {"betas": [([4.0, 2.0], "betas"), ([], "betas")]}),
+    ("transfer.bootstrap_certified", _bootstrap_certified, {"profiles": [([], "profiles")]}),
     ("transfer.certified_scales", _transfer_certified_scales, {"ns": [([4], "ms and ns")]}),
     ("transfer.default_beta_grid", _default_beta_grid, {"per_octave": [(0, "per_octave")]}),
     ("transfer.crossing_scale", _crossing_scale, {"betas": [([1.0, 1.0], "betas")]}),
@@ -441,6 +582,11 @@ TABLE = [
     ("frozen.train_staged", _train_staged, {
         "m": [(0, "m")], "seeds": [([], "seeds"), ([-1], r"seeds\[0\]")],
         "frac": [(0.0, "frac"), (1.5, "frac")], "beta_stop": [(1.0, "beta_stop")]}),
+    ("frozen.fit_two_term", _fit_two_term, {"y2": [(-_two_term_data()[2], "positive")]}),
+    ("frozen.stage_marks", _stage_marks, {"beta_stop": [(2.0, "beta_stop")]}),
+    ("frozen.bootstrap_stop_law", _bootstrap_stop_law, {
+        "sq_runs": [(_stop_law_data()["sq_runs"][:2], "one entry")]}),
+    ("frozen.gain_past_stop", _gain_past_stop, {"end_err": [([np.ones(3)], "paired")]}),
     # the boundary profiles (boundary)
     ("boundary.profile_errors", _profile_errors, {
         "beta": [(0.0, "beta"), (NAN, "beta")],
@@ -488,9 +634,11 @@ TABLE = [
         "start": [({"q": 0.1}, "start"), ({"q": -1.0, "m": 0.0, "V": 1.0, "theta": 0.0}, "start"),
                   ({"q": 0.1, "m": NAN, "V": 1.0, "theta": 0.0}, "start")],
         "omega": [(NAN, "omega")]}),
+    ("phase.transition.first_crossing", _first_crossing, {"x": [([3.0, 2.0, 1.0, 0.0], "increasing")]}),
     ("phase.attention.train_attention_gd", _train_attention_gd, {
         "alphas": [([], "alphas"), ([0.001], "alphas")], "d": [(0, "d")], "lr": [(-1.0, "lr")],
-        "inits": [(["bogus"], "inits")], "steps": [(0, "steps")], "omega": [(NAN, "omega")]}),
+        "inits": [(["bogus"], "inits")], "steps": [(0, "steps")], "omega": [(NAN, "omega")],
+        "checkpoints": [([11], "checkpoints")]}),  # past the last step
     ("phase.minimise.initial_points", _initial_points, {
         "init": [("bogus", "init"), ("random", "generator")]}),  # "random" needs a generator
     ("phase.minimise.minimise", _minimise, {"gtol": [(0.5, "gtol")]}),

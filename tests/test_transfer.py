@@ -123,5 +123,3 @@ def test_transfer_profiles_round_trip_and_bootstrap(tmp_path, monkeypatch):
     rs = TransferProfile(48, 48, 4, 0, a[1].beta, a[1].c, a[1].g_pop, a[1].g_corpus[:, idx])
     assert boot[7, 1] == rs.certified(2.0) or (np.isnan(boot[7, 1]) and np.isnan(rs.certified(2.0)))
     assert est[1] == a[1].certified(2.0)
-    with pytest.raises(ValueError, match="profiles"):
-        bootstrap_certified([], 0.5)
