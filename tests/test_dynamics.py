@@ -1,5 +1,5 @@
 """Population dynamics: the flow is minus the exact gradient, reaches 1e12, shows the t^(1/4) law,
-GD with a small step follows it, and bad inputs fail early with the argument's name."""
+GD with a small step follows it (bad inputs: ``tests/test_bad_input.py``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -191,7 +191,7 @@ def test_gradient_field_is_the_flow_direction():
 
 
 # ---------------------------------------------------------------------------------------------
-# bad inputs
+# GD on CUDA
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available")
 def test_gd_on_cuda_matches_cpu():
