@@ -1,16 +1,21 @@
 """Bad input at the entry points a user calls: a ``ValueError`` whose message names the parameter.
 
-The ONE bad-input table of the project (every module's rows, whoever owns the module): the chapter
-services (``book.start``, ``book.settings``, ``book.resolve_profile``), devices,
-the task samplers, the estimator, the population loss, the baselines, the flows, the trainer, the
-frozen-estimator evaluations and staged training, the certified scales, the phase model's state evolution, the boundary
-profiles and the power-law fit. Internal helpers are not checked (they receive checked values).
-Chapter parameters are checked through papermill in ``tests/test_notebooks.py``.
+The ONE bad-input table of the project (every module's rows, whoever owns the module), in the order
+of the library: the chapter services (``book``, ``device``, ``stats``, ``verdicts``), the task
+samplers (``tasks``), the estimator (``model``), the population loss (``population``), the baselines
+(``baselines``), the flows and population GD (``dynamics``), the trainer (``trainer``), the corpus
+gradient and the certified scales (``transfer``, ``certified``), the frozen-estimator evaluations and
+staged training (``frozen``), the boundary profiles (``boundary``) and the phase model (``phase.data``,
+``phase.se``, ``phase.solver``, ``phase.transition``, ``phase.attention``, ``phase.minimise``).
+``TABLE`` replaces one argument of a valid call; ``COMBOS`` holds arguments that are valid alone but
+not together. Internal helpers and the validators themselves (``tests/test_validation.py``) are not
+checked here; chapter parameters are checked through papermill in ``tests/test_notebooks.py``.
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -47,7 +52,61 @@ def _settings(**kw):
     return book.settings(args.pop("profile"), table, **args)
 
 
+def _table(**kw):
+    from stumplib import book
+    return book.table(**{"rows": [{"a": 1.0}], "display": False, **kw})
+
+
+def _verdict(**kw):
+    from stumplib.verdicts import Verdict
+    return Verdict(**{"status": "holds", "sentence": "p = 1.", **kw})
+
+
+def _log_slopes(**kw):
+    from stumplib.verdicts import log_slopes
+    return log_slopes(**{"x_mid": 100.0, **kw})
+
+
+def _choose_theory(**kw):
+    from stumplib.verdicts import choose_theory
+    return choose_theory(**{"z_claimed": [1.0], "z_other": [6.0], **kw})
+
+
+def _ordering(**kw):
+    from stumplib.stats import Estimate
+    from stumplib.verdicts import ordering
+    a, b = Estimate(2.0, 1.9, 2.1, "bootstrap"), Estimate(1.0, 0.9, 1.1, "bootstrap")
+    return ordering(**{"a": a, "b": b, "symbols": ("a", "b"), **kw})
+
+
+def _combine(**kw):
+    from stumplib.verdicts import Verdict, combine
+    return combine(**{"parts": [Verdict("holds", "a.")], "sentence": "x", **kw})
+
+
+def _ratio_of_means(**kw):
+    from stumplib.stats import ratio_of_means
+    return ratio_of_means(**{"num": [1.0, 2.0], "den": [2.0, 2.0], "n_boot": 50, **kw})
+
+
+def _mean_interval(**kw):
+    from stumplib.stats import mean_interval
+    return mean_interval(**{"values": [1.0, 2.0, 3.0], **kw})
+
+
+def _wilson_interval(**kw):
+    from stumplib.stats import wilson_interval
+    return wilson_interval(**{"successes": 5, "trials": 10, **kw})
+
+
+def _extrapolate_linear(**kw):
+    from stumplib.stats import extrapolate_linear
+    return extrapolate_linear(**{"x": [0.004, 0.002, 0.001], "y": [0.0024, 0.0022, 0.0021],
+                                 "se": [3e-5, 2e-5, 1e-5], **kw})
+
+
 # ------------------------------------------------------------------------------------- library
+
 def _sample_thresholds(**kw):
     from stumplib.tasks import sample_thresholds
     return sample_thresholds(**{"num_tasks": 5, "tau_lo": 0.2, "tau_hi": 0.8, "seed": 0, "device": "cpu", **kw})
@@ -79,26 +138,79 @@ def _population_loss(**kw):
     return population_loss(**{"beta": 10.0, "b": 9.0, "tau_lo": 0.2, "tau_hi": 0.8, **kw})
 
 
+def _population_estimate(**kw):
+    from stumplib.population import population_estimate
+    return population_estimate(**{"tau": 0.5, "beta": 10.0, "b": 9.0, **kw})
+
+
 def _bayes(**kw):
     from stumplib.baselines import bayes_posterior_mean
     x = _x()
     return bayes_posterior_mean(**{"x": x, "y": (x >= 0.5).double(), "tau_lo": 0.2, "tau_hi": 0.8, **kw})
 
 
-def _population_estimate(**kw):
-    from stumplib.population import population_estimate
-    return population_estimate(**{"tau": 0.5, "beta": 10.0, "b": 9.0, **kw})
-
-
 def _integrate_flow(**kw):
     from stumplib.dynamics import integrate_flow
-    return integrate_flow(**{"beta0": 5.0, "b0": 0.0, "t_max": 1e3, "n_records": 20, **kw})
+    return integrate_flow(**{"beta0": 5.0, "b0": 0.0, "t_max": 10.0, "n_records": 20, **kw})
 
 
 def _population_gd(**kw):
     from stumplib.dynamics import population_gd
     return population_gd(**{"beta0": 5.0, "b0": 0.0, "lr": 1.0, "steps": 5, "n_records": 3,
                             "device": "cpu", **kw})
+
+
+def _gradient_field(**kw):
+    from stumplib.dynamics import gradient_field
+    return gradient_field(**{"c_grid": [0.5, 0.9], "log10_beta_grid": [0.0, 1.0], **kw})
+
+
+def _power_law_path():
+    """A synthetic flow ``beta = 2 (1 + t)^(1/4)`` on a log grid of t (no integration needed)."""
+    t = np.logspace(-2, 8, 161)
+    return {"t": t, "beta": 2 * (1 + t) ** 0.25, "local": 0.25 * t / (1 + t)}
+
+
+def _fit_exponent(**kw):
+    from stumplib.dynamics import fit_exponent
+    p = _power_law_path()
+    return fit_exponent(**{"t": p["t"], "y": p["beta"], "t_lo": 1e4, "t_hi": 1e7, "n_windows": 20, **kw})
+
+
+def _extrapolate_exponent(**kw):
+    from stumplib.dynamics import extrapolate_exponent
+    p = _power_law_path()
+    return extrapolate_exponent(**{"beta": p["beta"], "local": p["local"], "beta_min": 10.0,
+                                   "n_windows": 20, **kw})
+
+
+def _scale_constant(**kw):
+    from stumplib.dynamics import scale_constant
+    return scale_constant(**{"tau_hi": 0.8, **kw})
+
+
+def _flow():
+    """A synthetic two-run flow result on the path ``_power_law_path`` (no integration needed)."""
+    from stumplib.dynamics import FlowResult
+    p = _power_law_path()
+    t, beta = np.concatenate([[0.0], p["t"]]), np.concatenate([[2.0], p["beta"]])[None].repeat(2, 0)
+    return FlowResult(t=t, beta=beta, b=0.9 * beta, loss=beta ** -2.0, dbeta_dt=0 * beta, db_dt=0 * beta,
+                      beta0=beta[:, 0], b0=0.9 * beta[:, 0], tau_lo=0.2, tau_hi=0.8)
+
+
+def _interpolate_flow(**kw):
+    from stumplib.dynamics import interpolate_flow
+    return interpolate_flow(**{"result": _flow(), "t": [1.0], "run": 0, **kw})
+
+
+def _growth_share(**kw):
+    from stumplib.dynamics import growth_share_at_calibration
+    return growth_share_at_calibration(**{"result": _flow(), "t_cal": [0.0, 1e4], **kw})
+
+
+def _calibration_verdict(**kw):
+    from stumplib.dynamics import calibration_verdict
+    return calibration_verdict(**{"share": [0.0], "t_cal_main": 1.0, **kw})
 
 
 def _run_config(**kw):
@@ -111,9 +223,11 @@ def _train_gd(**kw):
     return train_gd(**{"configs": [RunConfig(m=8, n=8)], "steps": 5, "device": "cpu", "progress": False, **kw})
 
 
-def _sq_errors(**kw):
-    from stumplib.frozen import sq_errors
-    return sq_errors(**{"beta": [20.0], "b": [17.0], "N": 8, "n_ctx": 20, "device": "cpu", **kw})
+def _corpus_loss_and_grad(**kw):
+    from stumplib.trainer import RunConfig, corpus_loss_and_grad, make_corpora
+    corpora = make_corpora([RunConfig(m=3, n=3)], device="cpu")
+    one = torch.ones(1, dtype=torch.float64)
+    return corpus_loss_and_grad(**{"beta": one, "b": one, "corpora": corpora, **kw})
 
 
 def _certified_scale(**kw):
@@ -121,9 +235,30 @@ def _certified_scale(**kw):
     return certified_scale(**{"m": 16, "n": 16, "n_corpora": 4, "device": "cpu", **kw})
 
 
-def _state_evolution_call(**kw):
-    from stumplib.phase import state_evolution
-    return state_evolution(**{"alpha": [1.0], "omega": 0.3, **kw})
+def _transfer_profile(**kw):
+    from stumplib.transfer import transfer_profile
+    return transfer_profile(**{"m": 4, "n": 4, "betas": [2.0, 4.0], "n_corpora": 4, "device": "cpu", **kw})
+
+
+def _bootstrap_certified(**kw):
+    from stumplib.transfer import bootstrap_certified
+    return bootstrap_certified(**{"profiles": [_transfer_profile()], "level": 0.5, "n_boot": 10, **kw})
+
+
+def _transfer_certified_scales(**kw):
+    from stumplib.transfer import certified_scales
+    return certified_scales(**{"ms": [4, 8], "ns": [4, 8], "n_corpora": 4, "device": "cpu",
+                               "beta_max": 16.0, "per_octave": 1, **kw})
+
+
+def _default_beta_grid(**kw):
+    from stumplib.transfer import default_beta_grid
+    return default_beta_grid(**{"beta_min": 1.0, "beta_max": 8.0, "per_octave": 2, **kw})
+
+
+def _crossing_scale(**kw):
+    from stumplib.transfer import crossing_scale
+    return crossing_scale(**{"betas": [1.0, 2.0], "curve": [0.1, 0.9], **kw})
 
 
 def _certified_scales(**kw):
@@ -132,15 +267,131 @@ def _certified_scales(**kw):
                                **kw})
 
 
+def _certified_slope(**kw):
+    from stumplib.certified import CertifiedScales, slope
+    cs = CertifiedScales(((8, 8),), np.array([2]), np.ones(1), np.ones(1), np.ones((10, 1)), ())
+    return slope(**{"cs": cs, "x": "mn", **kw})
+
+
+def _sq_errors(**kw):
+    from stumplib.frozen import sq_errors
+    return sq_errors(**{"beta": [20.0], "b": [17.0], "N": 8, "n_ctx": 20, "device": "cpu", **kw})
+
+
 def _train_staged(**kw):
     from stumplib.frozen import train_staged
     return train_staged(**{"m": 8, "n": 8, "seeds": [0], "beta0": 2.0, "beta_stop": 4.0,
                            "beta_end": 4.0, "steps": 5, **kw})
 
 
-def _replay_authors(**kw):
-    from stumplib.phase.transition import replay_authors
-    return replay_authors(**{"alphas": [1.0], "branch": "semantic", **kw})
+def _two_term_data():
+    """Squared errors ``beta^-2 + 2 N^-1.6`` on a grid of (beta, N) (the two-term law, p = 1, q = 0.8)."""
+    beta, N = np.meshgrid(2.0 ** np.arange(4, 8), 2.0 ** np.arange(5, 9), indexing="ij")
+    beta, N = beta.ravel(), N.ravel()
+    return beta, N, beta ** -2.0 + 2.0 * N ** -1.6
+
+
+def _fit_two_term(**kw):
+    from stumplib.frozen import fit_two_term
+    beta, N, y2 = _two_term_data()
+    return fit_two_term(**{"x": beta, "N": N, "y2": y2, **kw})
+
+
+def _stage_marks(**kw):
+    from stumplib.frozen import stage_marks
+    return stage_marks(**{"beta0": 4.0, "beta_stop": 10.0, "beta_end": 45.0, **kw})
+
+
+def _stop_law_data():
+    """Noisy squared errors of the head law at four shapes, with beta* and its replicates."""
+    from stumplib.frozen import head_mse
+    rng = np.random.default_rng(0)
+    head = {"A": 1.0, "p": 1.0, "B": 2.0, "q": 1.0}
+    mn, Ns = np.array([128.0, 256.0, 512.0, 1024.0]), 2.0 ** np.arange(4, 9)
+    bs = 0.1 * mn
+    sq = [head_mse(b, Ns, head)[None, :, None] * rng.exponential(size=(3, Ns.size, 10)) for b in bs]
+    return {"mn": mn, "Ns": Ns, "sq_runs": sq, "beta_star": bs, "beta_boot": np.tile(bs, (10, 1)),
+            "head": head}
+
+
+def _bootstrap_stop_law(**kw):
+    from stumplib.frozen import bootstrap_stop_law
+    return bootstrap_stop_law(**{**_stop_law_data(), "n_boot": 10, **kw})
+
+
+def _gain_past_stop(**kw):
+    from stumplib.frozen import gain_past_stop
+    return gain_past_stop(**{"stop_err": [2 * np.ones(2)], "end_err": [np.ones(2)], "n_boot": 10, **kw})
+
+
+def _tau_grid():
+    return torch.linspace(0, 1, 5, dtype=torch.float64)
+
+
+def _profile_errors(**kw):
+    from stumplib.boundary import profile_errors
+    return profile_errors(**{"x": _x(), "tau": _tau_grid(), "beta": 10.0, "b": 11.0, **kw})
+
+
+def _estimate_all(**kw):
+    from stumplib.boundary import estimate_all
+    x = _x()
+    return estimate_all(**{"x": x, "y": (x >= 0.5).double(), "beta": 10.0, "b": 11.0, **kw})
+
+
+def _exact_mse(**kw):
+    from stumplib.boundary import exact_mse
+    return exact_mse(**{"name": "midpoint", "tau": 0.5, "N": 10, **kw})
+
+
+def _side_empty_probability(**kw):
+    from stumplib.boundary import side_empty_probability
+    return side_empty_probability(**{"tau": 0.5, "N": 10, **kw})
+
+
+def _boundary_excess(**kw):
+    from stumplib.boundary import boundary_excess
+    err = torch.rand(5, 10, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    return boundary_excess(**{"err": err, "tau": _tau_grid(), "N": 10, "n_boot": 50, **kw})
+
+
+def _interior_ratio(**kw):
+    from stumplib.boundary import interior_ratio
+    err = torch.rand(5, 10, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    return interior_ratio(**{"err_num": err, "err_den": err, "tau": _tau_grid(), "n_boot": 50, **kw})
+
+
+def _fit_power_law(**kw):
+    from stumplib.stats import fit_power_law
+    return fit_power_law(**{"x": [1.0, 2.0, 4.0, 8.0], "y": [1.0, 0.5, 0.25, 0.125], "n_boot": 50, **kw})
+
+
+def _teacher_matrix(**kw):
+    from stumplib.phase.data import teacher_matrix
+    z = torch.randn(1, 2, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    return teacher_matrix(**{"z": z, "q_star": torch.ones(4, dtype=torch.float64), "omega": 0.3, **kw})
+
+
+def _sample_tokens(**kw):
+    from stumplib.phase.data import sample_tokens
+    return sample_tokens(**{"n": 2, "d": 4, "generator": torch.Generator().manual_seed(0), **kw})
+
+
+def _positional_encodings(**kw):
+    from stumplib.phase.data import positional_encodings
+    return positional_encodings(**{"d": 4, **kw})
+
+
+def _check_model(**kw):
+    from stumplib.phase.se import check_model
+    return check_model(**{"omega": 0.3, **kw})
+
+
+def _proximal(**kw):
+    from stumplib.phase.se import proximal
+    rng = np.random.default_rng(0)
+    center, t, V = rng.normal(0, 0.6, (3, 2)), rng.uniform(0.05, 0.95, (3, 2)), rng.uniform(2.0, 30.0, 3)
+    return proximal(**{"center": center, "t": t, "V": V, **kw})
 
 
 def _se_update(**kw):
@@ -149,23 +400,70 @@ def _se_update(**kw):
                         "n_nodes": 3, **kw})
 
 
-def _profile_errors(**kw):
-    from stumplib.boundary import profile_errors
-    return profile_errors(**{"x": _x(), "tau": torch.linspace(0, 1, 5, dtype=torch.float64),
-                             "beta": 10.0, "b": 11.0, **kw})
+def _solve_fixed_rule(**kw):
+    from stumplib.phase.se import solve_fixed_rule
+    return solve_fixed_rule(**{"alpha": 1.0, "omega": 0.3, "n_nodes": 4, **kw})
 
 
-def _fit_power_law(**kw):
-    from stumplib.stats import fit_power_law
-    return fit_power_law(**{"x": [1.0, 2.0, 4.0, 8.0], "y": [1.0, 0.5, 0.25, 0.125], "n_boot": 50, **kw})
+def _theta_profile(**kw):
+    from stumplib.phase.se import theta_profile
+    return theta_profile(**{"alpha": 1.0, "thetas": [0.1], "omega": 0.3, "n_nodes": 4, **kw})
+
+
+def _state_evolution_call(**kw):
+    from stumplib.phase import state_evolution
+    return state_evolution(**{"alpha": [1.0], "omega": 0.3, **kw})
+
+
+def _replay_authors(**kw):
+    from stumplib.phase.transition import replay_authors
+    return replay_authors(**{"alphas": [1.0], "branch": "semantic", **kw})
+
+
+def _train_attention_gd(**kw):
+    from stumplib.phase.attention import train_attention_gd
+    return train_attention_gd(**{"alphas": [1.0], "d": 20, "steps": 2, "seeds": 1, "n_test": 200,
+                                 "progress": False, **kw})
+
+
+def _first_crossing(**kw):
+    from stumplib.phase.transition import first_crossing
+    return first_crossing(**{"x": [0.0, 1.0, 2.0, 3.0], "above": [0, 0, 1, 2], "below": [1, 1, 0, 0], **kw})
+
+
+def _problem():
+    from stumplib.phase.minimise import make_problem
+    return make_problem(20, [0, 1], 5)
+
+
+def _initial_points(**kw):
+    from stumplib.phase.minimise import initial_points
+    return initial_points(**{"pb": _problem(), "init": "semantic", **kw})
+
+
+def _minimise(**kw):
+    from stumplib.phase.minimise import minimise
+    pb = _problem()
+    return minimise(**{"pb": pb, "s": 0, "n": 5, "Q0": pb.q_star[0], **kw})
+
+
+def _exact_test_error(**kw):
+    from stumplib.phase.minimise import exact_test_error
+    q = _problem().q_star[0]
+    return exact_test_error(**{"Q": q, "q_star": q, "omega": 0.3, **kw})
 
 
 DEVICE = [("tpu", "device"), (3, "device"), ("cuda:x", "device")]
 if not HAS_CUDA:
     DEVICE += [("cuda", "CUDA")]
+#: a CUDA device this machine lacks (none at all, or one index past the last)
+NO_CUDA = ([("cuda", "CUDA is not available"), ("cuda:0", "CUDA is not available")] if not HAS_CUDA
+           else [(f"cuda:{torch.cuda.device_count()}", "CUDA device")])
+BAD_A = ((1, 0), (0.5, 0.6))  # a row that does not sum to one
 
 #: (entry point, its call, {argument: [(bad value, word the message must contain), ...]})
 TABLE = [
+    # chapter services: book, device, stats, verdicts
     ("book.start", _start, {
         "profile": [("bogus", "profile"), (None, "profile"), (3, "profile")],
         "device": DEVICE,
@@ -174,10 +472,28 @@ TABLE = [
         "threads": [(0, "threads")],
         "n_steps": [(5, "n_steps")]}),  # an override that names no setting
     ("book.resolve_profile", _resolve_profile, {"profile": [("fast", "profile")]}),
-    ("device.resolve_device", _resolve_device, {"device": [("gpu", "device"), ("cuda:x", "device")]}),
     ("book.settings", _settings, {
         "profile": [("bogus", "profile")],
         "n_steps": [(5, "n_steps")]}),  # an override that names no setting
+    ("book.table", _table, {"rows": [([], "rows")]}),
+    ("device.resolve_device", _resolve_device, {
+        "device": [("gpu", "device"), ("cuda:x", "device")] + NO_CUDA}),
+    ("stats.fit_power_law", _fit_power_law, {
+        "x": [([1.0, 2.0], "x"), ([1.0, -2.0, 4.0, 8.0], "x")],
+        "y": [([1.0, 0.5, NAN, 0.1], "y"), ([1.0, -0.5, 0.25, 0.125], "x and y")],
+        "weights": [([1.0, -1.0, 1.0, 1.0], "weights")]}),
+    ("stats.ratio_of_means", _ratio_of_means, {"den": [([1.0], "paired")]}),
+    ("stats.mean_interval", _mean_interval, {"values": [([1.0], "at least 2")]}),
+    ("stats.wilson_interval", _wilson_interval, {"trials": [(3, "trials")]}),
+    ("stats.extrapolate_linear", _extrapolate_linear, {"se": [([-3e-5, -2e-5, -1e-5], "se")]}),
+    # the verdict language (verdicts)
+    ("verdicts.Verdict", _verdict, {
+        "status": [("maybe", "status must be one of")], "sentence": [("  ", "sentence")]}),
+    ("verdicts.log_slopes", _log_slopes, {"x_mid": [(1.0, "x_mid")]}),
+    ("verdicts.choose_theory", _choose_theory, {"z_other": [([NAN], "z_other")]}),
+    ("verdicts.ordering", _ordering, {"relation": [("<", "relation")]}),
+    ("verdicts.combine", _combine, {"parts": [([], "parts")]}),
+    # the task samplers (tasks), the estimator (model), the population loss and the baselines
     ("tasks.sample_thresholds", _sample_thresholds, {
         "num_tasks": [(0, "num_tasks"), (2.5, "num_tasks"), (3.0, "num_tasks")],
         "tau_lo": [(NAN, "tau_lo"), (0.9, "tau_lo"), (-0.1, "tau_lo")],
@@ -190,7 +506,7 @@ TABLE = [
                 (torch.tensor([1.5], dtype=torch.float64), "tau")]}),
     ("tasks.sample_tasks", _sample_tasks, {
         "m": [(0, "m"), (-1, "m")], "n": [(-3, "n")], "tau_hi": [(0.1, "tau_hi")],
-        "seed": [(-1, "seed")], "device": DEVICE[:1]}),
+        "seed": [(-1, "seed")], "device": DEVICE[:1] + NO_CUDA}),
     ("model.estimate", _estimate, {
         "x": [(_x().fill_(NAN), "x")],
         "y": [(torch.zeros(4, 3, dtype=torch.float64), "x and y")],
@@ -202,61 +518,152 @@ TABLE = [
         "beta": [(NAN, "beta")], "tau_lo": [(0.8, "tau_lo")]}),  # tau_lo = tau_hi
     ("population.population_estimate", _population_estimate, {"tau": [(1.5, "tau")]}),
     ("baselines.bayes_posterior_mean", _bayes, {"tau_lo": [(0.9, "tau_lo")]}),
+    # the population flow and population GD (dynamics)
     ("dynamics.integrate_flow", _integrate_flow, {
         "beta0": [(-1.0, "beta0"), (NAN, "beta0"), ([], "beta0")],
-        "b0": [(INF, "b0"), ([[0.0, 1.0]], "b0")],
+        "b0": [(INF, "b0"), ([[0.0, 1.0]], "b0"), ([], "b0"), ("x", "b0")],
         "t_max": [(0.0, "t_max"), (INF, "t_max")],
         "n_records": [(2, "n_records")],
         "t_first": [(1e4, "t_first")],
         "rtol": [(0.5, "rtol")],
-        "method": [("RK4", "method")],
+        "method": [("RK4", "method"), ("RK45", "method")],
         "tau_lo": [(0.9, "tau_lo")]}),
     ("dynamics.population_gd", _population_gd, {
-        "lr": [(0.0, "lr"), (NAN, "lr")],
-        "steps": [(0, "steps")],
+        "lr": [(0.0, "lr"), (NAN, "lr"), (-1.0, "lr")],
+        "steps": [(0, "steps"), (2.5, "steps")],
         "n_records": [(1, "n_records")],
         "progress": [("yes", "progress")],
         "max_loss_ratio": [(0.5, "max_loss_ratio")],
         "dtype": [(torch.int64, "dtype")],
         "device": DEVICE[:1]}),
+    ("dynamics.gradient_field", _gradient_field, {
+        "c_grid": [([], "c_grid")], "log10_beta_grid": [([1.0, 0.5], "log10_beta_grid")]}),
+    ("dynamics.fit_exponent", _fit_exponent, {
+        "t_hi": [(1.1e4, "window"), (1e3, "t_hi")]}),  # a window too short; t_hi < t_lo
+    ("dynamics.extrapolate_exponent", _extrapolate_exponent, {"beta_min": [(1e9, "beta_min")]}),
+    ("dynamics.scale_constant", _scale_constant, {"tau_hi": [(0.0, "tau_hi")]}),
+    ("dynamics.interpolate_flow", _interpolate_flow, {"run": [(5, "run")], "t": [([2e12], "t must")]}),
+    ("dynamics.growth_share_at_calibration", _growth_share, {"t_cal": [([1.0], "t_cal")]}),
+    ("dynamics.calibration_verdict", _calibration_verdict, {"max_share": [(1.5, "max_share")]}),
+    # the batched GD trainer
     ("trainer.RunConfig", _run_config, {
-        "m": [(0, "m")], "n": [(2.5, "n")], "lr": [(-1.0, "lr")], "seed": [(-1, "seed")]}),
+        "m": [(0, "m")], "n": [(2.5, "n"), (2.0, "n")], "lr": [(-1.0, "lr")], "seed": [(-1, "seed")],
+        "beta0": [(NAN, "beta0")], "tau_lo": [(0.9, "tau_lo")],
+        "beta_stop": [(0.0, "beta_stop"), (-1.0, "beta_stop"), (NAN, "beta_stop"), (INF, "beta_stop")],
+        "lr_marks": [(((2.0, 1.0), (1.0, 1.0)), "lr_marks"), (((0.0, 1.0),), "lr_marks"),
+                     (((2.0, 0.0),), "lr_marks"), (((2.0, NAN),), "lr_marks"), ((2.0, 1.0), "lr_marks")],
+        "record_scales": [((3.0, 3.0), "record_scales"), ((-1.0,), "record_scales"), (5.0, "record_scales")]}),
     ("trainer.train_gd", _train_gd, {
-        "steps": [(0, "steps")], "device": DEVICE[:1]}),
-    ("frozen.sq_errors", _sq_errors, {
-        "N": [(0, "N"), (2.5, "N")], "n_ctx": [(0, "n_ctx")], "seed": [(-1, "seed")],
-        "beta": [([NAN], "beta")], "taus": [([1.5], "taus")], "device": DEVICE[:1]}),
+        "steps": [(0, "steps")], "device": DEVICE[:1], "grouping": [("rows", "grouping")],
+        "on_diverge": [("ignore", "on_diverge")], "progress": [("yes", "progress")],
+        "n_records": [(1, "n_records")]}),
+    ("trainer.corpus_loss_and_grad", _corpus_loss_and_grad, {
+        "beta": [(torch.tensor([NAN], dtype=torch.float64), "beta")],
+        "b": [(torch.ones(2, dtype=torch.float64), "b must have shape")],
+        "corpora": [({}, "corpora")]}),
+    # the corpus gradient along the path and the certified scale (transfer, certified)
     ("transfer.certified_scale", _certified_scale, {
-        "m": [(0, "m")], "n": [(2.5, "n")], "seed": [(-1, "seed")], "device": DEVICE[:1]}),
+        "m": [(0, "m")], "n": [(2.5, "n")], "seed": [(-1, "seed")], "device": DEVICE[:1],
+        "level": [(NAN, "level"), (0.0, "level")], "n_corpora": [(1, "n_corpora")],
+        "stat": [("max", "stat")], "which": [("b", "which")], "tau_lo": [(0.9, "tau_lo")]}),
+    ("transfer.transfer_profile", _transfer_profile, {"betas": [([4.0, 2.0], "betas"), ([], "betas")]}),
+    ("transfer.bootstrap_certified", _bootstrap_certified, {"profiles": [([], "profiles")]}),
+    ("transfer.certified_scales", _transfer_certified_scales, {"ns": [([4], "ms and ns")]}),
+    ("transfer.default_beta_grid", _default_beta_grid, {"per_octave": [(0, "per_octave")]}),
+    ("transfer.crossing_scale", _crossing_scale, {"betas": [([1.0, 1.0], "betas")]}),
     ("certified.certified_scales", _certified_scales, {
         "shapes": [([], "shapes"), ([(8,)], r"shapes\[0\]"), ([(8, 0)], r"shapes\[0\]\[1\] \(n\)")],
         "n_corpora": [(1, "n_corpora"), ([4, 4], "n_corpora")], "n_boot": [(5, "n_boot")]}),
+    ("certified.slope", _certified_slope, {"x": [("k", "x must")]}),
+    # the frozen estimator and staged training (frozen)
+    ("frozen.sq_errors", _sq_errors, {
+        "N": [(0, "N"), (2.5, "N")], "n_ctx": [(0, "n_ctx")], "seed": [(-1, "seed")],
+        "beta": [([NAN], "beta")], "taus": [([1.5], "taus")], "device": DEVICE[:1]}),
     ("frozen.train_staged", _train_staged, {
         "m": [(0, "m")], "seeds": [([], "seeds"), ([-1], r"seeds\[0\]")],
         "frac": [(0.0, "frac"), (1.5, "frac")], "beta_stop": [(1.0, "beta_stop")]}),
+    ("frozen.fit_two_term", _fit_two_term, {"y2": [(-_two_term_data()[2], "positive")]}),
+    ("frozen.stage_marks", _stage_marks, {"beta_stop": [(2.0, "beta_stop")]}),
+    ("frozen.bootstrap_stop_law", _bootstrap_stop_law, {
+        "sq_runs": [(_stop_law_data()["sq_runs"][:2], "one entry")]}),
+    ("frozen.gain_past_stop", _gain_past_stop, {"end_err": [([np.ones(3)], "paired")]}),
+    # the boundary profiles (boundary)
+    ("boundary.profile_errors", _profile_errors, {
+        "beta": [(0.0, "beta"), (NAN, "beta")],
+        "b": [(INF, "b must")],
+        "estimators": [(("oracle",), "estimators"), ((), "estimators")],
+        "tau": [(torch.zeros(0, dtype=torch.float64), "tau"), (torch.tensor([1.5], dtype=torch.float64), "tau"),
+                (_tau_grid() + 0.5, "tau")],
+        "x": [(_x() * 2, "x must"), (_x()[0], "x must")]}),
+    ("boundary.estimate_all", _estimate_all, {"y": [(torch.zeros(4, 3, dtype=torch.float64), "x and y")]}),
+    ("boundary.exact_mse", _exact_mse, {
+        "N": [(0, "N must")], "tau": [(1.5, "tau")], "name": [("median", "name")]}),
+    ("boundary.side_empty_probability", _side_empty_probability, {"N": [(2.0, "N must")]}),
+    ("boundary.boundary_excess", _boundary_excess, {
+        "tau": [(torch.linspace(0, 0.5, 5, dtype=torch.float64), "upper boundary")],
+        "width": [(-1.0, "width")]}),
+    ("boundary.interior_ratio", _interior_ratio, {
+        "err_den": [(torch.zeros(5, 3, dtype=torch.float64), "err_num")],
+        "interior": [((0.8, 0.2), "tau_lo")]}),
+    # the phase model: data, state evolution (se, solver, transition), attention GD, minimisers
+    ("phase.data.teacher_matrix", _teacher_matrix, {"omega": [(1.5, "omega")]}),
+    ("phase.data.sample_tokens", _sample_tokens, {"sigma": [(-1.0, "sigma")]}),
+    ("phase.data.positional_encodings", _positional_encodings, {"d": [(1, "d must")]}),
+    ("phase.se.check_model", _check_model, {
+        "omega": [(1.5, "omega"), (NAN, "omega")], "sigma": [(0.0, "sigma"), (1e3, "sigma")],
+        "lam": [(0.0, "lam"), (-0.1, "lam")], "A": [(BAD_A, "A"), (((1, 0),), "A")],
+        "branch": [("agnostic", "branch")]}),
+    ("phase.se.proximal", _proximal, {"V": [(-np.ones(3), "V")], "sigma": [(0.0, "sigma")]}),
+    ("phase.se.se_update", _se_update, {"minimiser": [("lbfgs", "minimiser")]}),
+    ("phase.se.solve_fixed_rule", _solve_fixed_rule, {
+        "alpha": [(-1.0, "alpha"), ([], "alpha"), (NAN, "alpha")], "omega": [(1.5, "omega")],
+        "sigma": [(0.0, "sigma")], "lam": [(-0.1, "lam")], "branch": [("agnostic", "branch")],
+        "A": [(BAD_A, "A")], "n_nodes": [(2, "n_nodes")], "damping": [(1.0, "damping")]}),
+    ("phase.se.theta_profile", _theta_profile, {
+        "thetas": [([0.3], "thetas")], "alpha": [([1.0, 2.0], "alpha")],
+        "A": [(((0.3, 0.7), (0.8, 0.2)), "A")], "lam": [(0.0, "lam")]}),
     ("phase.state_evolution", _state_evolution_call, {
-        "branch": [("bogus", "branch")], "omega": [(NAN, "omega")]}),
+        "branch": [("bogus", "branch"), ("agnostic", "branch")], "omega": [(NAN, "omega"), (2.0, "omega")],
+        "rtol": [(0.0, "rtol")], "n_scramblings": [(1, "n_scramblings")],
+        "max_log2_points": [(30, "max_log2_points")], "on_accuracy": [("x", "on_accuracy")],
+        "alpha": [(-1.0, "alpha")], "sigma": [(0.0, "sigma")], "lam": [(0.0, "lam")],
+        "A": [(((0.5, 0.6), (0.4, 0.6)), "A")], "seed": [(-1, "seed")], "max_updates": [(1, "max_updates")]}),
     ("phase.replay_authors", _replay_authors, {
         "alphas": [([-1.0], "alpha"), ([], "alpha")], "branch": [("bogus", "branch")],
         "damping": [(1.0, "damping"), (NAN, "damping")], "tol": [(0.0, "tol")], "max_iter": [(0, "max_iter")],
         "start": [({"q": 0.1}, "start"), ({"q": -1.0, "m": 0.0, "V": 1.0, "theta": 0.0}, "start"),
                   ({"q": 0.1, "m": NAN, "V": 1.0, "theta": 0.0}, "start")],
         "omega": [(NAN, "omega")]}),
-    ("phase.se_update", _se_update, {"minimiser": [("lbfgs", "minimiser")]}),
-    ("boundary.profile_errors", _profile_errors, {
-        "beta": [(0.0, "beta"), (NAN, "beta")],
-        "b": [(INF, "b must")],
-        "estimators": [(("oracle",), "estimators"), ((), "estimators")],
-        "tau": [(torch.zeros(0, dtype=torch.float64), "tau"), (torch.tensor([1.5], dtype=torch.float64), "tau")],
-        "x": [(_x() * 2, "x must"), (_x()[0], "x must")]}),
-    ("stats.fit_power_law", _fit_power_law, {
-        "x": [([1.0, 2.0], "x"), ([1.0, -2.0, 4.0, 8.0], "x")],
-        "y": [([1.0, 0.5, NAN, 0.1], "y"), ([1.0, -0.5, 0.25, 0.125], "x and y")],
-        "weights": [([1.0, -1.0, 1.0, 1.0], "weights")]}),
+    ("phase.transition.first_crossing", _first_crossing, {"x": [([3.0, 2.0, 1.0, 0.0], "increasing")]}),
+    ("phase.attention.train_attention_gd", _train_attention_gd, {
+        "alphas": [([], "alphas"), ([0.001], "alphas")], "d": [(0, "d")], "lr": [(-1.0, "lr")],
+        "inits": [(["bogus"], "inits")], "steps": [(0, "steps")], "omega": [(NAN, "omega")],
+        "checkpoints": [([11], "checkpoints")]}),  # past the last step
+    ("phase.minimise.initial_points", _initial_points, {
+        "init": [("bogus", "init"), ("random", "generator")]}),  # "random" needs a generator
+    ("phase.minimise.minimise", _minimise, {"gtol": [(0.5, "gtol")]}),
+    ("phase.minimise.exact_test_error", _exact_test_error, {"n_nodes": [(2, "n_nodes")]}),
+]
+
+#: bad combinations of valid values: (entry point, its call, {argument: value, ...}, word)
+COMBOS = [
+    ("dynamics.integrate_flow", _integrate_flow, {"beta0": [1.0, 2.0], "b0": [0.0, 1.0, 2.0]},
+     "beta0 and b0"),
+    ("dynamics.integrate_flow", _integrate_flow, {"tau_lo": 0.9, "tau_hi": 0.1}, "tau_lo"),
+    ("dynamics.population_gd", _population_gd, {"beta0": [5.0, 6.0, 7.0], "lr": [1.0, 2.0]}, "lr"),
+    ("certified.certified_scales", _certified_scales, {"shapes": [(8, 8), (16, 16)], "n_corpora": [8]},
+     "n_corpora"),
+    ("phase.se.theta_profile", _theta_profile, {"rule": "sobol", "n_nodes": 6}, "n_nodes"),
+    ("phase.state_evolution", _state_evolution_call, {"min_log2_points": 12, "max_log2_points": 12},
+     "max_log2_points"),
 ]
 
 CASES = [pytest.param(call, arg, value, word, id=f"{name}-{arg}-{value!r}"[:80])
          for name, call, args in TABLE for arg, bad in args.items() for value, word in bad]
+
+#: entry points whose valid call takes more than about a second (their own test files run them)
+SLOW = ("trainer.train_gd", "frozen.sq_errors", "transfer.certified_scale", "phase.state_evolution",
+        "certified.certified_scales")
 
 
 @pytest.mark.parametrize("call, arg, value, word", CASES)
@@ -265,10 +672,14 @@ def test_bad_argument_raises_valueerror_naming_it(call, arg, value, word):
         call(**{arg: value})
 
 
-@pytest.mark.parametrize("name, call", [pytest.param(n, c, id=n) for n, c, _ in TABLE
-                                        if n not in ("trainer.train_gd", "frozen.sq_errors",
-                                                     "transfer.certified_scale", "phase.state_evolution",
-                                                     "certified.certified_scales")])
+@pytest.mark.parametrize("call, kwargs, word", [pytest.param(c, kw, w, id=f"{n}-{'-'.join(kw)}")
+                                                for n, c, kw, w in COMBOS])
+def test_bad_combination_raises_valueerror_naming_it(call, kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        call(**kwargs)
+
+
+@pytest.mark.parametrize("name, call", [pytest.param(n, c, id=n) for n, c, _ in TABLE if n not in SLOW])
 def test_the_valid_calls_of_the_table_are_valid(name, call):
     """Each case differs from a valid call in one argument only (the slow entry points are run by
     their own test files)."""

@@ -161,5 +161,3 @@ def test_table_formats_rows_as_markdown():
                     display=False).data
     lines = md.splitlines()
     assert lines[0] == "| a | b | c |" and lines[2] == "| 1.235 | x\\|y | True |"
-    with pytest.raises(ValueError, match="rows"):
-        book.table([], display=False)

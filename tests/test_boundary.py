@@ -187,48 +187,6 @@ def test_ratio_of_means_interval():
     assert r.ci[1] - r.ci[0] < 0.5
 
 
-def test_bad_inputs():
-    x = _rand(10, 5)
-    tau = torch.linspace(0, 1, 5, dtype=torch.float64)
-    with pytest.raises(ValueError, match="beta"):
-        profile_errors(x, tau, 0.0, 1.0)
-    with pytest.raises(ValueError, match="beta"):
-        profile_errors(x, tau, float("nan"), 1.0)
-    with pytest.raises(ValueError, match="b must"):
-        profile_errors(x, tau, 1.0, float("inf"))
-    with pytest.raises(ValueError, match="estimators"):
-        profile_errors(x, tau, 1.0, 1.0, estimators=("oracle",))
-    with pytest.raises(ValueError, match="estimators"):
-        profile_errors(x, tau, 1.0, 1.0, estimators=())
-    with pytest.raises(ValueError, match="tau"):
-        profile_errors(x, tau[:0], 1.0, 1.0)
-    with pytest.raises(ValueError, match="tau"):
-        profile_errors(x, tau + 0.5, 1.0, 1.0)
-    with pytest.raises(ValueError, match="x must"):
-        profile_errors(x * 2, tau, 1.0, 1.0)
-    with pytest.raises(ValueError, match="x must"):
-        profile_errors(x[0], tau, 1.0, 1.0)
-    with pytest.raises(ValueError, match="x and y"):
-        estimate_all(x, x[:, :3], 1.0, 1.0)
-    with pytest.raises(ValueError, match="N must"):
-        exact_mse("midpoint", 0.5, 0)
-    with pytest.raises(ValueError, match="tau"):
-        exact_mse("midpoint", 1.5, 10)
-    with pytest.raises(ValueError, match="name"):
-        exact_mse("median", 0.5, 10)
-    with pytest.raises(ValueError, match="N must"):
-        side_empty_probability(0.5, 2.0)
-    err = torch.zeros(5, 10)
-    with pytest.raises(ValueError, match="upper boundary"):
-        boundary_excess(err, torch.linspace(0, 0.5, 5), 100)
-    with pytest.raises(ValueError, match="width"):
-        boundary_excess(err, tau, 10, width=-1.0)
-    with pytest.raises(ValueError, match="err_num"):
-        interior_ratio(err, err[:, :3], tau)
-    with pytest.raises(ValueError, match="tau_lo"):
-        interior_ratio(err, err, tau, interior=(0.8, 0.2))
-
-
 def test_boundary_excess_interval_is_a_bootstrap_over_contexts():
     """The interval brackets the value and narrows like 1/sqrt(C) (4x contexts: about half)."""
     N = 32

@@ -70,15 +70,3 @@ def test_certified_scales_are_one_computation_shared_through_the_cache(tmp_path,
     assert c.of((128, 128)) == a.of((128, 128))
     np.testing.assert_array_equal(c.boot[:, 0], a.boot[:, 1])
     assert np.isfinite(a.of((128, 128)))
-
-
-def test_bad_input_is_named():
-    with pytest.raises(ValueError, match="shapes"):
-        ce.certified_scales([], 8)
-    with pytest.raises(ValueError, match="n_corpora"):
-        ce.certified_scales([(8, 8)], 1)
-    with pytest.raises(ValueError, match="n_corpora"):
-        ce.certified_scales([(8, 8), (16, 16)], [8])
-    with pytest.raises(ValueError, match="x must"):
-        ce.slope(ce.CertifiedScales(((8, 8),), np.array([2]), np.ones(1), np.ones(1),
-                                    np.ones((10, 1)), ()), "k")

@@ -26,9 +26,6 @@ def test_two_term_fit_recovers_known_exponents_on_synthetic_data():
     est = bootstrap_two_term(b, n, sq, n_boot=60, seed=0)
     assert est["p"].contains(1.0) and est["q"].contains(0.8)
     assert est["p"].width < 0.2
-    # the fit refuses data it cannot take logs of
-    with pytest.raises(ValueError, match="positive"):
-        fit_two_term(b, n, -truth)
 
 
 def test_bound_form_spread_is_one_on_the_exact_form():
@@ -51,8 +48,6 @@ def test_sq_errors_match_the_model_estimator():
 
 def test_stage_marks():
     np.testing.assert_allclose(stage_marks(2.5, 10.0, 45.0), [5.0, 10.0, 20.0, 40.0, 45.0])
-    with pytest.raises(ValueError, match="beta_stop"):
-        stage_marks(4.0, 2.0, 8.0)
 
 
 def test_staged_gd_stops_at_the_first_step_past_beta_star():
@@ -170,8 +165,6 @@ def test_stop_law_bootstrap_recovers_exponents_and_carries_the_beta_star_uncerta
     # a spread of 0.15 in log beta* over three octaves of m∧n: a slope uncertainty of ~0.1
     assert wide["p"].width > 2 * narrow["p"].width
     assert 0.15 < wide["p"].width < 0.8
-    with pytest.raises(ValueError, match="one entry"):
-        bootstrap_stop_law(mn, Ns, sq[:2], bs, boot, head)
 
 
 def test_gain_past_stop_is_the_median_ratio_with_a_runs_bootstrap():
@@ -184,5 +177,3 @@ def test_gain_past_stop_is_the_median_ratio_with_a_runs_bootstrap():
     assert est.value == pytest.approx(3.0) and est.lo == pytest.approx(3.0)
     noisy = gain_past_stop([s * rng.uniform(0.8, 1.2, 3) for s in stop], end, n_boot=200)
     assert noisy.lo < noisy.value < noisy.hi and 2.0 < noisy.value < 4.5
-    with pytest.raises(ValueError, match="paired"):
-        gain_past_stop([np.ones(2)], [np.ones(3)])

@@ -51,15 +51,11 @@ def test_ratio_of_means_matches_direct_ratio():
     num, den = np.array([1.0, 2.0, 3.0, 4.0]), np.array([2.0, 2.0, 2.0, 2.0])
     e = stats.ratio_of_means(num, den, n_boot=500)
     assert e.value == pytest.approx(1.25) and e.lo < 1.25 < e.hi and e.kind == "bootstrap"
-    with pytest.raises(ValueError, match="paired"):
-        stats.ratio_of_means([1.0, 2.0], [1.0])
 
 
 def test_mean_interval_is_student_t():
     e = stats.mean_interval([1.0, 2.0, 3.0])
     assert e.value == 2.0 and e.hi - 2.0 == pytest.approx(4.302653 * 1.0 / math.sqrt(3), rel=1e-5)
-    with pytest.raises(ValueError, match="at least 2"):
-        stats.mean_interval([1.0])
 
 
 def test_fit_replicates_recovers_known_slope():
@@ -90,8 +86,6 @@ def test_wilson_interval_covers_at_its_level_and_matches_known_values():
     cover = np.mean((lo <= p) & (p <= hi))
     assert 0.92 < cover < 0.98
     assert np.all((lo <= k / n) & (k / n <= hi))
-    with pytest.raises(ValueError, match="trials"):
-        wilson_interval(5, 3)
 
 def test_fit_power_law_recovers_exponent_and_covers():
     fit_power_law = stats.fit_power_law
@@ -120,5 +114,3 @@ def test_extrapolate_linear_recovers_a_line_and_its_error_by_monte_carlo():
     assert np.std(vals) == pytest.approx(np.mean(errs), rel=0.05)  # the stated error is the spread
     one, s1 = stats.extrapolate_linear([0.001], [0.5], [0.1])
     assert one.value == 0.5 and s1 == 0.1
-    with pytest.raises(ValueError, match="se"):
-        stats.extrapolate_linear(x, x, -se)

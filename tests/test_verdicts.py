@@ -12,11 +12,7 @@ def est(v, lo, hi):
     return Estimate(v, lo, hi, "bootstrap")
 
 
-def test_verdict_rejects_unknown_status_and_empty_sentence():
-    with pytest.raises(ValueError, match="status must be one of"):
-        V.Verdict("maybe", "x")
-    with pytest.raises(ValueError, match="sentence"):
-        V.Verdict("holds", "  ")
+def test_verdict_text_and_markdown():
     v = V.Verdict("holds", "p = 1.")
     assert v.text == "Holds: p = 1." and v.markdown == "**Holds**: p = 1." and str(v) == v.text
 
@@ -61,8 +57,6 @@ def test_log_slopes_are_local_slopes_of_log_corrected_rates():
         y = x ** -1.0 * np.log(x) ** k
         d = np.gradient(np.log(y), np.log(x))[20]
         assert d == pytest.approx(s, abs=1e-3)
-    with pytest.raises(ValueError, match="x_mid"):
-        V.log_slopes(1.0)
 
 
 def _slope_of(rate, seed, sigma):
@@ -100,8 +94,6 @@ def test_choose_theory_branches(za, zb, status):
     assert v.status == status
     if status == "undecided":
         assert "80 seeds" in v.sentence
-    with pytest.raises(ValueError):
-        V.choose_theory([1.0], [np.nan])
 
 
 @pytest.mark.parametrize("a, b, status", [
@@ -113,8 +105,6 @@ def test_ordering_branches(a, b, status):
     v = V.ordering(a, b, symbols=("α_l", "α_c"))
     assert v.status == status
     assert V.ordering(b, a, symbols=("α_c", "α_l"), relation="<=").status == status
-    with pytest.raises(ValueError, match="relation"):
-        V.ordering(a, b, symbols=("a", "b"), relation="<")
 
 
 def test_combine_gives_common_status_or_partly():
@@ -123,8 +113,6 @@ def test_combine_gives_common_status_or_partly():
     assert V.combine([u, u], "both").status == "undecided"
     assert V.combine([h, f], "one of two").status == "partly"
     assert V.combine([h, u], "one of two").sentence == "one of two."
-    with pytest.raises(ValueError):
-        V.combine([], "x")
 
 
 def test_located_branches():
