@@ -346,6 +346,33 @@ class GDResult(_Trajectory):
 
 
 
+def _gd_runs(beta0: Any, b0: Any, lr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``beta0, b0, lr`` of :func:`population_gd` checked and broadcast to the number of runs."""
+    beta0_a, b0_a = _pair(beta0, b0)
+    lr_a = _vector("lr", lr, positive=True)
+    R = max(beta0_a.size, lr_a.size)
+    for name, arr in (("beta0", beta0_a), ("b0", b0_a), ("lr", lr_a)):
+        if arr.size not in (1, R):
+            raise ValueError(f"{name} must have length 1 or {R} (the number of runs); got {arr.size}")
+    return tuple(np.broadcast_to(a, (R,)).copy() for a in (beta0_a, b0_a, lr_a))
+
+
+def _raise_if_diverged(k: int, L: torch.Tensor, L0: torch.Tensor, beta: torch.Tensor,
+                       b: torch.Tensor, max_loss_ratio: float,
+                       runs: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """Raise :class:`TrainingDiverged` naming the first run (``runs = (lr, beta0, b0)``) whose loss
+    or parameters at step ``k`` are non-finite, too large, or whose loss passed ``max_loss_ratio``
+    times its initial loss ``L0``."""
+    bad = ~torch.isfinite(L) | (L > max_loss_ratio * L0) | ~torch.isfinite(beta) | \
+        ~torch.isfinite(b) | (beta.abs() > MAX_PARAM) | (b.abs() > MAX_PARAM)
+    if bool(bad.any()):
+        r = int(torch.nonzero(bad)[0])
+        lr_a, beta0_a, b0_a = runs
+        raise TrainingDiverged(f"population GD run {r} (lr = {lr_a[r]:g}, beta0 = {beta0_a[r]:g}, "
+                               f"b0 = {b0_a[r]:g}) diverged at step {k}: loss {float(L[r]):.3g} "
+                               f"vs initial {float(L0[r]):.3g}; use a smaller step size")
+
+
 def population_gd(beta0: Any, b0: Any, lr: Any, steps: int, *, tau_lo: float = 0.2,
                   tau_hi: float = 0.8, n_records: int = 60, device: Any = "cpu",
                   dtype: torch.dtype = DEFAULT_DTYPE, progress: bool = False,
@@ -380,13 +407,8 @@ def population_gd(beta0: Any, b0: Any, lr: Any, steps: int, *, tau_lo: float = 0
 
     from .trainer import record_steps
 
-    beta0_a, b0_a = _pair(beta0, b0)
-    lr_a = _vector("lr", lr, positive=True)
-    R = max(beta0_a.size, lr_a.size)
-    for name, arr in (("beta0", beta0_a), ("b0", b0_a), ("lr", lr_a)):
-        if arr.size not in (1, R):
-            raise ValueError(f"{name} must have length 1 or {R} (the number of runs); got {arr.size}")
-    beta0_a, b0_a, lr_a = (np.broadcast_to(a, (R,)).copy() for a in (beta0_a, b0_a, lr_a))
+    beta0_a, b0_a, lr_a = _gd_runs(beta0, b0, lr)
+    R = beta0_a.size
     steps = check_int("steps", steps, minimum=1)
     tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
     n_records = check_int("n_records", n_records, minimum=2)
@@ -411,13 +433,7 @@ def population_gd(beta0: Any, b0: Any, lr: Any, steps: int, *, tau_lo: float = 0
             L, g_beta, g_b = population_loss_and_grad(beta, b, tau_lo, tau_hi)
             if L0 is None:
                 L0 = L.clone()
-            bad = ~torch.isfinite(L) | (L > max_loss_ratio * L0) | ~torch.isfinite(beta) | \
-                ~torch.isfinite(b) | (beta.abs() > MAX_PARAM) | (b.abs() > MAX_PARAM)
-            if bool(bad.any()):
-                r = int(torch.nonzero(bad)[0])
-                raise TrainingDiverged(f"population GD run {r} (lr = {lr_a[r]:g}, beta0 = {beta0_a[r]:g}, "
-                                       f"b0 = {b0_a[r]:g}) diverged at step {k}: loss {float(L[r]):.3g} "
-                                       f"vs initial {float(L0[r]):.3g}; use a smaller step size")
+            _raise_if_diverged(k, L, L0, beta, b, max_loss_ratio, (lr_a, beta0_a, b0_a))
             if k == rec[k_rec]:
                 out_beta[:, k_rec] = beta.cpu().numpy()
                 out_b[:, k_rec] = b.cpu().numpy()

@@ -479,6 +479,14 @@ class _QuasiNewton:
         return _constrain(new, branch, free)
 
 
+def _first_minimisers(alpha: float, z: np.ndarray, nodes: np.ndarray, K: int, kw: dict
+                      ) -> tuple[np.ndarray, np.ndarray | None, None, int]:
+    """A full multi-start update at ``z``: ``(warm, alts, known, n_updates)`` for
+    :func:`_solve_pooled` to follow from (``known`` is reset, one update spent)."""
+    e0 = _evaluate(alpha, z[None], nodes, K, kw, None, None, restart=True)
+    return e0["prox"][0], e0["alts"], None, 1
+
+
 def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, free: np.ndarray, branch: str,
                   kw: dict, rho: float, ftol: float, max_updates: int, warm: np.ndarray | None,
                   known: np.ndarray | None, jac: np.ndarray | None, max_checks: int = 6,
@@ -504,9 +512,7 @@ def _solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, fr
     scale = np.maximum(np.abs(z), _FLOOR)[fi]
     n_up = 0
     if warm is None:  # no minimisers to follow: a full multi-start update finds them
-        e0 = _evaluate(alpha, z[None], nodes, K, kw, None, None, restart=True)
-        warm, alts = e0["prox"][0], e0["alts"]
-        known, n_up = None, 1
+        warm, alts, known, n_up = _first_minimisers(alpha, z, nodes, K, kw)
     verify = bool(verify_first and warm is not None)  # z0 already solved with followed minimisers
     checks = int(verify)
     qn = _QuasiNewton(None if jac is None else jac / scale[:, None] * scale[None, :] - np.eye(nf))
