@@ -40,7 +40,7 @@ import numpy as np
 from stumplib.phase import state_evolution
 from stumplib.phase.se import num_threads, solve_fixed_rule
 from stumplib.phase.solver import _evaluate, _pooled_nodes
-from stumplib.validation import check_choice, check_int, check_real
+from stumplib.core.validation import check_choice, check_int, check_real
 
 
 def pass_cost(alpha: float, z: np.ndarray, p: int, K: int, omega: float) -> tuple[float, float]:

@@ -2,7 +2,7 @@
 and a naive per-run autograd loop.
 
 A case ``R x m x n`` is ``R`` runs of full-batch GD, each on its own corpus of ``m`` tasks with
-``n`` examples (float64), from the default start of :class:`stumplib.trainer.RunConfig`
+``n`` examples (float64), from the default start of :class:`stumplib.stump.trainer.RunConfig`
 (``beta0 = b0 = 20``, ``lr = 1e3``); ``R x m x n @ B`` starts at ``beta0 = B``, ``b0 = 0.85 B``
 with ``lr = 1e6`` instead (a large scale, where the fast kernel drops the exponential tail), and a
 suffix ``/LR`` sets the step size (``64x32x32/1e2``: at ``lr = 1e3`` some of those small corpora
@@ -11,7 +11,7 @@ case we report nanoseconds per element-step (``R m n`` elements, one step), the 
 ``--repeats`` timings taken in turn (so that the load of a shared machine affects all columns
 alike):
 
-* ``trainer``: :func:`stumplib.trainer.train_gd` (its time minus the time to draw and lay out the
+* ``trainer``: :func:`stumplib.stump.trainer.train_gd` (its time minus the time to draw and lay out the
   corpora, measured separately);
 * ``exp``: one ``torch.exp(x, out=buf)`` over a float64 array of ``R m n`` elements (as many calls
   as trainer steps in one timing), measured in the same loop: the ratio ``trainer / exp`` is the
@@ -21,7 +21,7 @@ alike):
   that pass on most steps;
 * ``replaced``: the trainer before issue 12 (its step loop, kept below as :func:`replaced_train`,
   about 13 passes over the ``(R, m, n)`` arrays);
-* ``naive``: per-run autograd GD (``stumplib.model.estimate``, ``autograd.grad``, an update).
+* ``naive``: per-run autograd GD (``stumplib.stump.model.estimate``, ``autograd.grad``, an update).
 
 Before timing, each case checks that the trainer's parameters after ``--steps`` steps equal those of
 the replaced trainer to 1e-12 (relative). On CUDA, timings are synchronised and the table also gives
@@ -49,11 +49,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stumplib.device import resolve_device  # noqa: E402
-from stumplib.model import estimate  # noqa: E402
-from stumplib.tasks import sample_tasks  # noqa: E402
-import stumplib.trainer as trainer_module  # noqa: E402
-from stumplib.trainer import RunConfig, _dense_corpora, train_gd  # noqa: E402
+from stumplib.core.device import resolve_device# noqa: E402
+from stumplib.stump.model import estimate# noqa: E402
+from stumplib.stump.tasks import sample_tasks# noqa: E402
+import stumplib.stump.trainer as trainer_module  # noqa: E402
+from stumplib.stump.trainer import RunConfig, _dense_corpora, train_gd# noqa: E402
 
 #: bytes moved per element-step by the fast kernel: read dx, write the scores (16); exp in place
 #: (16); the batched product reads the weights and six float64 features (56)
@@ -69,7 +69,7 @@ def _sync(dev: torch.device) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # the trainer before issue 12 (stumplib/trainer.py at commit 82fc7c9), kept as the reference: its
-# fused kernel lives on as stumplib.trainer._moments
+# fused kernel lives on as stumplib.stump.trainer._moments
 # ---------------------------------------------------------------------------------------------
 def replaced_corpora(configs: list[RunConfig], dev: torch.device) -> tuple[torch.Tensor, ...]:
     out = [sample_tasks(c.m, c.n, c.tau_lo, c.tau_hi, seed=c.seed, device=dev) for c in configs]
@@ -83,8 +83,8 @@ def replaced_train(configs: list[RunConfig], steps: int, dev: torch.device, *, w
     step as it did; no records or checks); returns the final ``(beta, b)`` of every run, shape
     ``(R, 2)``, and with ``with_loss`` also the loss at those parameters, shape ``(R,)``.
 
-    Its kernel is :func:`stumplib.trainer._moments` (max-shifted softmax, two-pass centred moments,
-    two buffers), which the library keeps for :func:`stumplib.trainer.corpus_grad`; the trainer
+    Its kernel is :func:`stumplib.stump.trainer._moments` (max-shifted softmax, two-pass centred moments,
+    two buffers), which the library keeps for :func:`stumplib.stump.trainer.corpus_grad`; the trainer
     itself now uses the sorted fast kernel. ``tests/test_trainer.py`` imports this function as the
     reference the fast trainer must match.
     """
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> str:
             "# Trainer benchmark\n\n"
             "`python scripts/bench_trainer.py --write`: nanoseconds per element-step (one step of GD "
             "over one example of one task of one run; lower is better). *trainer* is "
-            "`stumplib.trainer.train_gd`; *exp* one float64 `torch.exp(x, out=buf)` per element, "
+            "`stumplib.stump.trainer.train_gd`; *exp* one float64 `torch.exp(x, out=buf)` per element, "
             "timed in the same loop; *replaced* the trainer before issue 12; *naive* per-run "
             "autograd GD. Every case starts from `RunConfig`'s default (`beta0 = b0 = 20`) unless a "
             "start `beta0` is given (then `b0 = 0.85 beta0`, `lr = 1e6`) or a step size.\n\n" + out + READING)
@@ -252,7 +252,7 @@ READING = """
 **Reading.** The trainer's step (*trainer*) mostly needs no `exp` at all. Within a task only six
 sums matter (each label group's `sum dx^k e^(-beta dx)`, `k = 0, 1, 2`), and they are smooth in
 `beta`: each run keeps moments `sum dx^j e^(-beta_a dx)`, `j <= 23`, at an anchor `beta_a` and
-expands about it (`stumplib.trainer._series_sums`; truncation below 1e-16 relative, parameters equal
+expands about it (`stumplib.stump.trainer._series_sums`; truncation below 1e-16 relative, parameters equal
 to the direct kernel's to about 1e-15 after 5000 steps). A step is then one small batched product
 per task plus about forty small operations per task; an anchor costs about eight passes of the
 direct kernel and lasts while `|beta - beta_a| max(dx) <= 1` (placed ahead of `beta`, in the

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from stumplib.phase.minimise import minimiser_runs  # noqa: E402
+from stumplib.phase.minimise import minimiser_runs# noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from stumplib.device import make_generator
+from stumplib.core.device import make_generator
 from stumplib.phase import attention as at
 from stumplib.phase.data import positional_encodings, sample_teacher, sample_tokens, teacher_matrix
 from stumplib.phase.se import check_A

@@ -30,77 +30,77 @@ def _x(C=4, N=6):
 # -------------------------------------------------------------------------------- chapter services
 
 def _start(**kw):
-    from stumplib import book
+    from stumplib.core import book
     table = {p: {"n_ctx": 10} for p in book.PROFILES}
     return book.start(**{"profile": "smoke", "device": "cpu", "seed": 0, "table": table, **kw})
 
 
 def _resolve_profile(**kw):
-    from stumplib.book import resolve_profile
+    from stumplib.core.book import resolve_profile
     return resolve_profile(**{"profile": "quick", **kw})
 
 
 def _resolve_device(**kw):
-    from stumplib.device import resolve_device
+    from stumplib.core.device import resolve_device
     return resolve_device(**{"device": "cpu", **kw})
 
 
 def _settings(**kw):
-    from stumplib import book
+    from stumplib.core import book
     table = {p: {"n_ctx": 10} for p in book.PROFILES}
     args = {"profile": "smoke", **kw}
     return book.settings(args.pop("profile"), table, **args)
 
 
 def _table(**kw):
-    from stumplib import book
+    from stumplib.core import book
     return book.table(**{"rows": [{"a": 1.0}], "display": False, **kw})
 
 
 def _verdict(**kw):
-    from stumplib.verdicts import Verdict
+    from stumplib.core.verdicts import Verdict
     return Verdict(**{"status": "holds", "sentence": "p = 1.", **kw})
 
 
 def _log_slopes(**kw):
-    from stumplib.verdicts import log_slopes
+    from stumplib.core.verdicts import log_slopes
     return log_slopes(**{"x_mid": 100.0, **kw})
 
 
 def _choose_theory(**kw):
-    from stumplib.verdicts import choose_theory
+    from stumplib.core.verdicts import choose_theory
     return choose_theory(**{"z_claimed": [1.0], "z_other": [6.0], **kw})
 
 
 def _ordering(**kw):
-    from stumplib.stats import Estimate
-    from stumplib.verdicts import ordering
+    from stumplib.core.stats import Estimate
+    from stumplib.core.verdicts import ordering
     a, b = Estimate(2.0, 1.9, 2.1, "bootstrap"), Estimate(1.0, 0.9, 1.1, "bootstrap")
     return ordering(**{"a": a, "b": b, "symbols": ("a", "b"), **kw})
 
 
 def _combine(**kw):
-    from stumplib.verdicts import Verdict, combine
+    from stumplib.core.verdicts import Verdict, combine
     return combine(**{"parts": [Verdict("holds", "a.")], "sentence": "x", **kw})
 
 
 def _ratio_of_means(**kw):
-    from stumplib.stats import ratio_of_means
+    from stumplib.core.stats import ratio_of_means
     return ratio_of_means(**{"num": [1.0, 2.0], "den": [2.0, 2.0], "n_boot": 50, **kw})
 
 
 def _mean_interval(**kw):
-    from stumplib.stats import mean_interval
+    from stumplib.core.stats import mean_interval
     return mean_interval(**{"values": [1.0, 2.0, 3.0], **kw})
 
 
 def _wilson_interval(**kw):
-    from stumplib.stats import wilson_interval
+    from stumplib.core.stats import wilson_interval
     return wilson_interval(**{"successes": 5, "trials": 10, **kw})
 
 
 def _extrapolate_linear(**kw):
-    from stumplib.stats import extrapolate_linear
+    from stumplib.core.stats import extrapolate_linear
     return extrapolate_linear(**{"x": [0.004, 0.002, 0.001], "y": [0.0024, 0.0022, 0.0021],
                                  "se": [3e-5, 2e-5, 1e-5], **kw})
 
@@ -108,60 +108,60 @@ def _extrapolate_linear(**kw):
 # ------------------------------------------------------------------------------------- library
 
 def _sample_thresholds(**kw):
-    from stumplib.tasks import sample_thresholds
+    from stumplib.stump.tasks import sample_thresholds
     return sample_thresholds(**{"num_tasks": 5, "tau_lo": 0.2, "tau_hi": 0.8, "seed": 0, "device": "cpu", **kw})
 
 
 def _sample_contexts(**kw):
-    from stumplib.tasks import sample_contexts
+    from stumplib.stump.tasks import sample_contexts
     return sample_contexts(**{"tau": torch.full((3,), 0.5, dtype=torch.float64), "n": 8, "seed": 0, **kw})
 
 
 def _sample_tasks(**kw):
-    from stumplib.tasks import sample_tasks
+    from stumplib.stump.tasks import sample_tasks
     return sample_tasks(**{"m": 4, "n": 8, "tau_lo": 0.2, "tau_hi": 0.8, "seed": 0, **kw})
 
 
 def _estimate(**kw):
-    from stumplib.model import estimate
+    from stumplib.stump.model import estimate
     x = _x()
     return estimate(**{"x": x, "y": (x >= 0.5).double(), "beta": 10.0, "b": 9.0, **kw})
 
 
 def _population(**kw):
-    from stumplib.population import population_loss_and_grad
+    from stumplib.stump.population import population_loss_and_grad
     return population_loss_and_grad(**{"beta": 10.0, "b": 9.0, "tau_lo": 0.2, "tau_hi": 0.8, **kw})
 
 
 def _population_loss(**kw):
-    from stumplib.population import population_loss
+    from stumplib.stump.population import population_loss
     return population_loss(**{"beta": 10.0, "b": 9.0, "tau_lo": 0.2, "tau_hi": 0.8, **kw})
 
 
 def _population_estimate(**kw):
-    from stumplib.population import population_estimate
+    from stumplib.stump.population import population_estimate
     return population_estimate(**{"tau": 0.5, "beta": 10.0, "b": 9.0, **kw})
 
 
 def _bayes(**kw):
-    from stumplib.baselines import bayes_posterior_mean
+    from stumplib.stump.baselines import bayes_posterior_mean
     x = _x()
     return bayes_posterior_mean(**{"x": x, "y": (x >= 0.5).double(), "tau_lo": 0.2, "tau_hi": 0.8, **kw})
 
 
 def _integrate_flow(**kw):
-    from stumplib.dynamics import integrate_flow
+    from stumplib.stump.dynamics import integrate_flow
     return integrate_flow(**{"beta0": 5.0, "b0": 0.0, "t_max": 10.0, "n_records": 20, **kw})
 
 
 def _population_gd(**kw):
-    from stumplib.dynamics import population_gd
+    from stumplib.stump.dynamics import population_gd
     return population_gd(**{"beta0": 5.0, "b0": 0.0, "lr": 1.0, "steps": 5, "n_records": 3,
                             "device": "cpu", **kw})
 
 
 def _gradient_field(**kw):
-    from stumplib.dynamics import gradient_field
+    from stumplib.stump.dynamics import gradient_field
     return gradient_field(**{"c_grid": [0.5, 0.9], "log10_beta_grid": [0.0, 1.0], **kw})
 
 
@@ -172,26 +172,26 @@ def _power_law_path():
 
 
 def _fit_exponent(**kw):
-    from stumplib.dynamics import fit_exponent
+    from stumplib.stump.dynamics import fit_exponent
     p = _power_law_path()
     return fit_exponent(**{"t": p["t"], "y": p["beta"], "t_lo": 1e4, "t_hi": 1e7, "n_windows": 20, **kw})
 
 
 def _extrapolate_exponent(**kw):
-    from stumplib.dynamics import extrapolate_exponent
+    from stumplib.stump.dynamics import extrapolate_exponent
     p = _power_law_path()
     return extrapolate_exponent(**{"beta": p["beta"], "local": p["local"], "beta_min": 10.0,
                                    "n_windows": 20, **kw})
 
 
 def _scale_constant(**kw):
-    from stumplib.dynamics import scale_constant
+    from stumplib.stump.dynamics import scale_constant
     return scale_constant(**{"tau_hi": 0.8, **kw})
 
 
 def _flow():
     """A synthetic two-run flow result on the path ``_power_law_path`` (no integration needed)."""
-    from stumplib.dynamics import FlowResult
+    from stumplib.stump.dynamics import FlowResult
     p = _power_law_path()
     t, beta = np.concatenate([[0.0], p["t"]]), np.concatenate([[2.0], p["beta"]])[None].repeat(2, 0)
     return FlowResult(t=t, beta=beta, b=0.9 * beta, loss=beta ** -2.0, dbeta_dt=0 * beta, db_dt=0 * beta,
@@ -199,87 +199,87 @@ def _flow():
 
 
 def _interpolate_flow(**kw):
-    from stumplib.dynamics import interpolate_flow
+    from stumplib.stump.dynamics import interpolate_flow
     return interpolate_flow(**{"result": _flow(), "t": [1.0], "run": 0, **kw})
 
 
 def _growth_share(**kw):
-    from stumplib.dynamics import growth_share_at_calibration
+    from stumplib.stump.dynamics import growth_share_at_calibration
     return growth_share_at_calibration(**{"result": _flow(), "t_cal": [0.0, 1e4], **kw})
 
 
 def _calibration_verdict(**kw):
-    from stumplib.dynamics import calibration_verdict
+    from stumplib.stump.dynamics import calibration_verdict
     return calibration_verdict(**{"share": [0.0], "t_cal_main": 1.0, **kw})
 
 
 def _run_config(**kw):
-    from stumplib.trainer import RunConfig
+    from stumplib.stump.trainer import RunConfig
     return RunConfig(**{"m": 8, "n": 8, **kw})
 
 
 def _train_gd(**kw):
-    from stumplib.trainer import RunConfig, train_gd
+    from stumplib.stump.trainer import RunConfig, train_gd
     return train_gd(**{"configs": [RunConfig(m=8, n=8)], "steps": 5, "device": "cpu", "progress": False, **kw})
 
 
 def _corpus_loss_and_grad(**kw):
-    from stumplib.trainer import RunConfig, corpus_loss_and_grad, make_corpora
+    from stumplib.stump.trainer import RunConfig, corpus_loss_and_grad, make_corpora
     corpora = make_corpora([RunConfig(m=3, n=3)], device="cpu")
     one = torch.ones(1, dtype=torch.float64)
     return corpus_loss_and_grad(**{"beta": one, "b": one, "corpora": corpora, **kw})
 
 
 def _certified_scale(**kw):
-    from stumplib.transfer import certified_scale
+    from stumplib.stump.transfer import certified_scale
     return certified_scale(**{"m": 16, "n": 16, "n_corpora": 4, "device": "cpu", **kw})
 
 
 def _transfer_profile(**kw):
-    from stumplib.transfer import transfer_profile
+    from stumplib.stump.transfer import transfer_profile
     return transfer_profile(**{"m": 4, "n": 4, "betas": [2.0, 4.0], "n_corpora": 4, "device": "cpu", **kw})
 
 
 def _bootstrap_certified(**kw):
-    from stumplib.transfer import bootstrap_certified
+    from stumplib.stump.transfer import bootstrap_certified
     return bootstrap_certified(**{"profiles": [_transfer_profile()], "level": 0.5, "n_boot": 10, **kw})
 
 
 def _transfer_certified_scales(**kw):
-    from stumplib.transfer import certified_scales
+    from stumplib.stump.transfer import certified_scales
     return certified_scales(**{"ms": [4, 8], "ns": [4, 8], "n_corpora": 4, "device": "cpu",
                                "beta_max": 16.0, "per_octave": 1, **kw})
 
 
 def _default_beta_grid(**kw):
-    from stumplib.transfer import default_beta_grid
+    from stumplib.stump.transfer import default_beta_grid
     return default_beta_grid(**{"beta_min": 1.0, "beta_max": 8.0, "per_octave": 2, **kw})
 
 
 def _crossing_scale(**kw):
-    from stumplib.transfer import crossing_scale
+    from stumplib.stump.transfer import crossing_scale
     return crossing_scale(**{"betas": [1.0, 2.0], "curve": [0.1, 0.9], **kw})
 
 
 def _certified_scales(**kw):
-    from stumplib.certified import certified_scales
+    from stumplib.stump.certified import certified_scales
     return certified_scales(**{"shapes": [(8, 8)], "n_corpora": 4, "n_boot": 10, "cache": False,
                                **kw})
 
 
 def _certified_slope(**kw):
-    from stumplib.certified import CertifiedScales, slope
+    from stumplib.stump.certified import CertifiedScales, slope
     cs = CertifiedScales(((8, 8),), np.array([2]), np.ones(1), np.ones(1), np.ones((10, 1)), ())
     return slope(**{"cs": cs, "x": "mn", **kw})
 
 
 def _sq_errors(**kw):
-    from stumplib.frozen import sq_errors
+    from stumplib.stump.frozen import sq_errors
     return sq_errors(**{"beta": [20.0], "b": [17.0], "N": 8, "n_ctx": 20, "device": "cpu", **kw})
 
 
 def _train_staged(**kw):
-    from stumplib.frozen import train_staged
+    from stumplib.stump.frozen import train_staged
     return train_staged(**{"m": 8, "n": 8, "seeds": [0], "beta0": 2.0, "beta_stop": 4.0,
                            "beta_end": 4.0, "steps": 5, **kw})
 
@@ -292,19 +292,19 @@ def _two_term_data():
 
 
 def _fit_two_term(**kw):
-    from stumplib.frozen import fit_two_term
+    from stumplib.stump.frozen import fit_two_term
     beta, N, y2 = _two_term_data()
     return fit_two_term(**{"x": beta, "N": N, "y2": y2, **kw})
 
 
 def _stage_marks(**kw):
-    from stumplib.frozen import stage_marks
+    from stumplib.stump.frozen import stage_marks
     return stage_marks(**{"beta0": 4.0, "beta_stop": 10.0, "beta_end": 45.0, **kw})
 
 
 def _stop_law_data():
     """Noisy squared errors of the head law at four shapes, with beta* and its replicates."""
-    from stumplib.frozen import head_mse
+    from stumplib.stump.frozen import head_mse
     rng = np.random.default_rng(0)
     head = {"A": 1.0, "p": 1.0, "B": 2.0, "q": 1.0}
     mn, Ns = np.array([128.0, 256.0, 512.0, 1024.0]), 2.0 ** np.arange(4, 9)
@@ -315,12 +315,12 @@ def _stop_law_data():
 
 
 def _bootstrap_stop_law(**kw):
-    from stumplib.frozen import bootstrap_stop_law
+    from stumplib.stump.frozen import bootstrap_stop_law
     return bootstrap_stop_law(**{**_stop_law_data(), "n_boot": 10, **kw})
 
 
 def _gain_past_stop(**kw):
-    from stumplib.frozen import gain_past_stop
+    from stumplib.stump.frozen import gain_past_stop
     return gain_past_stop(**{"stop_err": [2 * np.ones(2)], "end_err": [np.ones(2)], "n_boot": 10, **kw})
 
 
@@ -329,40 +329,40 @@ def _tau_grid():
 
 
 def _profile_errors(**kw):
-    from stumplib.boundary import profile_errors
+    from stumplib.stump.boundary import profile_errors
     return profile_errors(**{"x": _x(), "tau": _tau_grid(), "beta": 10.0, "b": 11.0, **kw})
 
 
 def _estimate_all(**kw):
-    from stumplib.boundary import estimate_all
+    from stumplib.stump.boundary import estimate_all
     x = _x()
     return estimate_all(**{"x": x, "y": (x >= 0.5).double(), "beta": 10.0, "b": 11.0, **kw})
 
 
 def _exact_mse(**kw):
-    from stumplib.boundary import exact_mse
+    from stumplib.stump.boundary import exact_mse
     return exact_mse(**{"name": "midpoint", "tau": 0.5, "N": 10, **kw})
 
 
 def _side_empty_probability(**kw):
-    from stumplib.boundary import side_empty_probability
+    from stumplib.stump.boundary import side_empty_probability
     return side_empty_probability(**{"tau": 0.5, "N": 10, **kw})
 
 
 def _boundary_excess(**kw):
-    from stumplib.boundary import boundary_excess
+    from stumplib.stump.boundary import boundary_excess
     err = torch.rand(5, 10, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     return boundary_excess(**{"err": err, "tau": _tau_grid(), "N": 10, "n_boot": 50, **kw})
 
 
 def _interior_ratio(**kw):
-    from stumplib.boundary import interior_ratio
+    from stumplib.stump.boundary import interior_ratio
     err = torch.rand(5, 10, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     return interior_ratio(**{"err_num": err, "err_den": err, "tau": _tau_grid(), "n_boot": 50, **kw})
 
 
 def _fit_power_law(**kw):
-    from stumplib.stats import fit_power_law
+    from stumplib.core.stats import fit_power_law
     return fit_power_law(**{"x": [1.0, 2.0, 4.0, 8.0], "y": [1.0, 0.5, 0.25, 0.125], "n_boot": 50, **kw})
 
 

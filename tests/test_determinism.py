@@ -51,24 +51,24 @@ def test_smoke_rerun_glues_identical_values(path: Path, tmp_path: Path, executed
 # ------------------------------------------------------------------------------------ library
 def _arrays(obj) -> list[np.ndarray]:
     """Every array of a result (dataclass, dict, array or number), in a fixed order."""
-    from stumplib.results_io import flatten
+    from stumplib.core.results_io import flatten
 
     arrays, layout = flatten(obj)
     return [arrays[k] for k in sorted(arrays)] + [np.asarray(repr(layout))]
 
 
 def _flow():
-    from stumplib.dynamics import integrate_flow
+    from stumplib.stump.dynamics import integrate_flow
     return integrate_flow(beta0=5.0, b0=0.0, t_max=1e3, n_records=20)
 
 
 def _sq_errors():
-    from stumplib.frozen import sq_errors
+    from stumplib.stump.frozen import sq_errors
     return sq_errors(beta=[20.0, 40.0], b=[17.0, 35.0], N=16, n_ctx=50, device="cpu", seed=3)
 
 
 def _certified_scale():
-    from stumplib.transfer import certified_scale
+    from stumplib.stump.transfer import certified_scale
     return certified_scale(m=16, n=16, n_corpora=4, device="cpu", seed=2)
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from stumplib import style
-from stumplib.plots import ch3
+from stumplib.core import style
+from stumplib.plots import corpus as ch3
 
 
 class _Fit:

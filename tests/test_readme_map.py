@@ -20,7 +20,8 @@ PACKAGE = ROOT / "stumplib"
 START, END = "<!-- map:start -->", "<!-- map:end -->"
 
 #: modules every chapter uses for its plumbing, shown in the last row with the book-wide tests
-SERVICES = ["book", "stats", "verdicts", "style", "validation", "device", "results_io", "sphinxext"]
+SERVICES = ["core/" + m for m in ("book", "cache", "stats", "verdicts", "style", "validation", "device",
+                                   "results_io", "sphinxext", "errors")]
 #: tests of the book as a whole
 BOOK_TESTS = ["test_notebooks.py", "test_determinism.py", "test_bad_input.py", "test_build_cache.py",
               "test_site.py", "test_readme_map.py"]
@@ -57,7 +58,7 @@ def module_tests(module: str) -> list[str]:
     parts = module.split("/")
     if parts[0] == "plots":
         return []
-    cands = [f"test_{parts[-1]}.py", "/".join(parts[:-1] + [f"test_{parts[-1]}.py"]), f"test_{parts[0]}.py"]
+    cands = ["/".join(parts[:-1] + [f"test_{parts[-1]}.py"]), f"test_{parts[-1]}.py", f"test_{parts[0]}.py"]
     for c in cands:
         if (ROOT / "tests" / c).is_file():
             return [c]
@@ -77,7 +78,7 @@ def table() -> str:
         mods.sort(key=lambda m: (m.startswith("plots/"), m))
         tests = sorted({t for m in mods for t in module_tests(m)})
         rows.append(f"| {int(num)} {words.replace('_', ' ')} | {_cell(mods)} | {_cell(tests)} |")
-    services = [m for m in SERVICES if _is_module(m)]
+    services = [m for m in SERVICES if _is_module(m.replace("/", "."))]
     tests = [t for m in services for t in module_tests(m)]
     tests += [t for t in BOOK_TESTS if (ROOT / "tests" / t).is_file() and t not in tests]
     rows.append(f"| all | {_cell(services)} | {_cell(tests)} |")

@@ -512,7 +512,7 @@ def test_landing_page_dashboards_fit_one_screen(facts):
         assert t["width"] <= t["parentWidth"] + 1, f"{t['id']}: needs sideways scrolling"
 
 
-#: plumbing a reader must not see: cache logs of stumplib.book.cached and set-up status lines
+#: plumbing a reader must not see: cache logs of stumplib.core.book.cached and set-up status lines
 PLUMBING = [
     (re.compile(r"\w+: (reloaded|computed in [\d.]+ s, stored as) \S+\.npz"), "a cache log"),
     (re.compile(r"profile=\w+\s+device=\S+"), "a set-up status line"),
@@ -575,8 +575,9 @@ def test_reference_page_lists_the_public_functions(facts):
         pytest.skip("no reference.html in the built site")
     entries = set(facts("reference.html")["apiEntries"])
     missing = []
-    for mod in ("model", "tasks", "baselines", "population", "dynamics", "boundary", "stats",
-                "verdicts", "book", "style", "validation", "device", "results_io"):
+    for mod in ("stump.model", "stump.tasks", "stump.baselines", "stump.population", "stump.dynamics",
+                "stump.boundary", "core.stats", "core.verdicts", "core.book", "core.cache", "core.style",
+                "core.validation", "core.device", "core.results_io", "core.errors"):
         m = importlib.import_module(f"stumplib.{mod}")
         for name in getattr(m, "__all__", []):
             obj = getattr(m, name)
@@ -650,7 +651,7 @@ def test_search_page_finds_pages(server, browser):
 
 
 # ------------------------------------------------------------------ figures and tables
-#: the book's panel width (stumplib.style: two panels share the 7-inch column) and its smallest
+#: the book's panel width (stumplib.core.style: two panels share the 7-inch column) and its smallest
 #: font (the legend, 9 pt; tick labels 9.5 pt)
 PANEL_INCHES = 3.5
 SMALLEST_FONT_PT = 9.0

@@ -18,5 +18,5 @@ semantic learning.
   chapter's verdicts.
 - :mod:`.diagram`: the phase diagram, alpha_c(omega) and alpha_l(omega) located by bracketing.
 """
-from .se import StateEvolutionError  # noqa: F401
-from .solver import AccuracyNotReached, Outcome, state_evolution  # noqa: F401
+from stumplib.phase.se import StateEvolutionError# noqa: F401
+from stumplib.phase.solver import AccuracyNotReached, Outcome, state_evolution# noqa: F401

@@ -28,15 +28,15 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from ..device import make_generator, resolve_device
-from ..trainer import TrainingDiverged
-from ..validation import check_choice, check_grid, check_int, check_real
-from .baseline import baseline_test_error_of
-from .data import positional_encodings, softmax_rows, teacher_of_scores
-from .minimise import Problem, gradient_descent, initial_points, make_problem
-from .se import check_A
+from stumplib.core.device import make_generator, resolve_device
+from stumplib.core.errors import TrainingDiverged
+from stumplib.core.validation import check_choice, check_grid, check_int, check_real
+from stumplib.phase.positional_baseline import baseline_test_error_of
+from stumplib.phase.data import positional_encodings, softmax_rows, teacher_of_scores
+from stumplib.phase.minimise import Problem, gradient_descent, initial_points, make_problem
+from stumplib.phase.se import check_A
 
-__all__ = ["INITS", "objective_and_grad", "attention_test_error", "train_attention_gd", "TrainingDiverged"]
+__all__ = ["INITS", "objective_and_grad", "attention_test_error", "train_attention_gd"]
 
 INITS = ("semantic", "positional", "random")
 

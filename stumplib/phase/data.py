@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from ..validation import check_int, check_real
-from .se import check_A
+from stumplib.core.validation import check_int, check_real
+from stumplib.phase.se import check_A
 
 __all__ = ["positional_encodings", "sample_teacher", "sample_tokens", "teacher_matrix", "teacher_of_scores",
            "softmax_rows"]

@@ -19,9 +19,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..stats import Estimate
-from ..validation import check_int, check_real
-from .transition import crossing_estimate
+from stumplib.core.stats import Estimate
+from stumplib.core.validation import check_int, check_real
+from stumplib.phase.transition import crossing_estimate
 
 __all__ = ["CROSSING_OUTCOMES", "bracket_crossing", "BranchPoints", "phase_diagram", "diagram_key", "crossing",
            "crossing_rows", "diagram_verdict", "omega_curves", "absent_reason", "Estimate"]
@@ -109,7 +109,7 @@ class BranchPoints:
 
     def __init__(self, omega: float, *, rtol: float, sigma: float = 0.5, lam: float = 0.01,
                  A: Any = ((0.6, 0.4), (0.4, 0.6)), seed: int = 0, **solver: Any) -> None:
-        from .baseline import linear_baseline_test_error
+        from stumplib.phase.positional_baseline import linear_baseline_test_error
 
         self.omega, self.sigma, self.lam, self.A = omega, sigma, lam, A
         self.kw = dict(rtol=rtol, seed=seed, on_accuracy="undecided", **solver)
@@ -125,7 +125,7 @@ class BranchPoints:
 
     def get(self, branch: str, alpha: float) -> dict[str, Any]:
         """The solver's result (scalars) for ``branch`` at ``alpha``."""
-        from .solver import state_evolution
+        from stumplib.phase.solver import state_evolution
 
         if alpha not in self.points[branch]:
             r = state_evolution(alpha, omega=self.omega, sigma=self.sigma, lam=self.lam, A=self.A,
@@ -179,7 +179,7 @@ def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *, rtol: float
     extra : ``{omega: alphas}`` solved besides the grid (for example the points of a comparison).
     xtol, max_refine : refinement of each crossing (:func:`bracket_crossing`).
     sigma, lam, A, seed : the model and the solver's seed. cache : keep the result with
-    :func:`stumplib.book.cached` (no log).
+    :func:`stumplib.core.cache.cached` (no log).
     **solver : passed to :func:`stumplib.phase.state_evolution` (``max_log2_points``, ...).
 
     Returns
@@ -206,9 +206,9 @@ def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *, rtol: float
 
     if not cache:
         return compute()
-    from .. import book
+    from stumplib.core.cache import cached
 
-    return book.cached("ch6_diagram", cfg, compute, verbose=False)
+    return cached("ch6_diagram", cfg, compute, verbose=False)
 
 
 def _diagram(om, grid, rt, ex, ml, *, xtol, max_refine, sigma, lam, A, seed, **solver) -> dict[str, np.ndarray]:
@@ -277,8 +277,8 @@ def crossing_rows(diag: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
 
 def diagram_verdict(diag: Mapping[str, np.ndarray]):
     """``phase_diagram``: at every omega both crossings found and ``alpha_l >= alpha_c``
-    (:func:`stumplib.verdicts.combine` of one :func:`stumplib.verdicts.ordering` per omega)."""
-    from .. import verdicts
+    (:func:`stumplib.core.verdicts.combine` of one :func:`stumplib.core.verdicts.ordering` per omega)."""
+    from stumplib.core import verdicts
 
     parts, good = [], []
     for i, w in enumerate(diag["omega"]):

@@ -27,11 +27,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from ..device import make_generator
-from ..validation import check_choice, check_int, check_real
-from .data import (positional_encodings, sample_teacher, sample_tokens, softmax_rows, teacher_matrix,
+from stumplib.core.device import make_generator
+from stumplib.core.validation import check_choice, check_int, check_real
+from stumplib.phase.data import (positional_encodings, sample_teacher, sample_tokens, softmax_rows, teacher_matrix,
                    teacher_of_scores)
-from .se import check_A
+from stumplib.phase.se import check_A
 
 __all__ = ["Problem", "make_problem", "initial_points", "gradient_descent", "minimise",
            "exact_test_error", "summaries", "minimiser_runs", "decide", "study", "read_runs", "DECIDING_RUN",
@@ -77,7 +77,7 @@ class Problem:
 
     def objective(self, Q: torch.Tensor, mask: torch.Tensor, sl: slice = slice(None)):
         """Objective (S', R) and gradient (S', d, R) of the runs ``Q`` (S', d, R) of seeds ``sl``."""
-        from .attention import _objective_and_grad
+        from stumplib.phase.attention import _objective_and_grad
 
         return _objective_and_grad(Q, self.X[sl], self.Gxx[sl], self.Gxz[sl], self.c0[sl], self.T[sl],
                                    mask, self.lam)
@@ -349,7 +349,7 @@ def decide(runs: Mapping[int, Mapping[str, np.ndarray]], accurate: Any, accurate
 
     Per ``alpha``: the mean exact test error over the converged runs at each ``d`` and its
     standard error over seeds, a weighted straight line in ``1/d`` through them
-    (:func:`stumplib.stats.extrapolate_linear`), and the distances ``z`` of its value at ``1/d = 0``
+    (:func:`stumplib.core.stats.extrapolate_linear`), and the distances ``z`` of its value at ``1/d = 0``
     from each theory in combined standard errors (the accurate theory's quadrature error included;
     the published curve carries none).
 
@@ -357,7 +357,7 @@ def decide(runs: Mapping[int, Mapping[str, np.ndarray]], accurate: Any, accurate
     ----------
     runs : ``{d: minimiser_runs(...)}`` with the same alphas. accurate, accurate_err, published :
         (A,) the theories at those alphas. follow, separate : the rule of
-        :func:`stumplib.verdicts.choose_theory`, used to size the seeds that would decide.
+        :func:`stumplib.core.verdicts.choose_theory`, used to size the seeds that would decide.
 
     Returns
     -------
@@ -367,7 +367,7 @@ def decide(runs: Mapping[int, Mapping[str, np.ndarray]], accurate: Any, accurate
     with one ``d``); ``seeds_to_decide`` (seeds per ``d`` at which the theories would be
     ``follow + separate`` standard errors apart at the best-separated alpha; -1 if unknown).
     """
-    from ..stats import Estimate, extrapolate_linear, ols
+    from stumplib.core.stats import Estimate, extrapolate_linear, ols
 
     ds = sorted(int(d) for d in runs)
     acc, acc_e, pub = (np.asarray(v, dtype=float).ravel() for v in (accurate, accurate_err, published))
@@ -403,7 +403,7 @@ def decide(runs: Mapping[int, Mapping[str, np.ndarray]], accurate: Any, accurate
 def study(alphas: Sequence[float], ds: Sequence[int], seeds: int, *, gd_steps: int = 5000,
           gd_seeds: int = 4, gd_max_d: int = 1000, cache: bool = True, **kw: Any) -> dict[int, dict]:
     """:func:`minimiser_runs` at every ``d`` of ``ds`` (the same seeds), kept with
-    :func:`stumplib.book.cached` (no log) when ``cache``.
+    :func:`stumplib.core.cache.cached` (no log) when ``cache``.
 
     Parameters
     ----------
@@ -414,7 +414,7 @@ def study(alphas: Sequence[float], ds: Sequence[int], seeds: int, *, gd_steps: i
     Returns
     -------
     ``{d: minimiser_runs output}``. The cache keeps ``{"ds": [...], "runs": [one
-    :func:`minimiser_runs` output per d]}`` and :func:`stumplib.book.cached` flattens it.
+    :func:`minimiser_runs` output per d]}`` and :func:`stumplib.core.cache.cached` flattens it.
     """
     def compute() -> dict[str, Any]:
         return {"ds": [int(d) for d in ds],
@@ -423,11 +423,11 @@ def study(alphas: Sequence[float], ds: Sequence[int], seeds: int, *, gd_steps: i
 
     if not cache:
         return _by_d(compute())
-    from .. import book
+    from stumplib.core.cache import cached
 
     cfg = dict(alphas=list(alphas), ds=list(ds), seeds=seeds, gd_steps=gd_steps, gd_seeds=gd_seeds,
                gd_max_d=gd_max_d, **{k: (str(v) if k == "device" else v) for k, v in kw.items()})
-    return _by_d(book.cached("ch6_minimisers", cfg, compute, verbose=False))
+    return _by_d(cached("ch6_minimisers", cfg, compute, verbose=False))
 
 
 def _by_d(res: Mapping[str, Any]) -> dict[int, dict[str, np.ndarray]]:
@@ -547,7 +547,7 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
     points : the fixed points (:func:`stumplib.phase.transition.lowest_points`). ds : dimensions.
     seeds : seeds per point and ``d``. m0_sqrt_d : the starting ``m sqrt(d)``. sigma, lam, A :
     the model. seed : the problems' seed. cache : keep the final ``m sqrt(d)`` with
-    :func:`stumplib.book.cached` (no log) as a list over points of lists over ``ds`` of
+    :func:`stumplib.core.cache.cached` (no log) as a list over points of lists over ``ds`` of
     (seeds,) arrays. device : torch device.
 
     Returns
@@ -568,11 +568,11 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
         return [[final_m(p, d) for d in ds] for p in points]
 
     if cache:
-        from .. import book
+        from stumplib.core.cache import cached
 
         cfg = dict(points=[dict(p) for p in points], ds=list(ds), seeds=seeds, m0=m0_sqrt_d, sigma=sigma,
                    lam=lam, A=np.asarray(A).tolist(), seed=seed)
-        res = book.cached("ch6_stability", cfg, compute, verbose=False)
+        res = cached("ch6_stability", cfg, compute, verbose=False)
     else:
         res = compute()
     rows = []

@@ -35,7 +35,7 @@ from typing import Any, Iterator, NamedTuple, Sequence
 import numpy as np
 from scipy.special import expit
 
-from ..validation import check_choice, check_grid, check_int, check_real
+from stumplib.core.validation import check_choice, check_grid, check_int, check_real
 
 __all__ = [
     "StateEvolutionError",
@@ -1037,7 +1037,7 @@ def theta_profile(alpha: float, thetas: Any, *, omega: float, sigma: float = 0.5
                                   f"updates at alpha={alphas[0]} (last relative change {ch:.2e})")
     up = se_update(a, q, zeros, V, th, **kw)
     g = up["theta"] - th
-    from ..stats import crossing
+    from stumplib.core.stats import crossing
     root = crossing(th, g, 0.0, direction="down", which="first") if th.size >= 2 else float("nan")
     return dict(theta=th, F_theta=up["theta"], residual=g, q=q, V=V, test_error=up["test_error"],
                 train_loss=up["train_loss"], root=root)

@@ -92,9 +92,9 @@ import numpy as np
 
 from scipy.special import expit
 
-from ..validation import check_choice, check_int, check_real
+from stumplib.core.validation import check_choice, check_int, check_real
 
-from .se import (DEFAULT_A, _PARALLEL_MIN, PhaseModel, StateEvolutionError, _geometry, _initial_point,
+from stumplib.phase.se import (DEFAULT_A, _PARALLEL_MIN, PhaseModel, StateEvolutionError, _geometry, _initial_point,
                  _MappingResult, check_alphas, check_model, num_threads, proximal, run_parallel, teacher_rows)
 
 __all__ = ["Outcome", "AccuracyNotReached", "state_evolution", "StateEvolutionResult", "scrambled_rules",
@@ -1171,7 +1171,7 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
 
 
 def estimate(result: Mapping[str, Any], key: str, index: int | None = None):
-    """One output of :func:`state_evolution` as a :class:`stumplib.stats.Estimate`.
+    """One output of :func:`state_evolution` as a :class:`stumplib.core.stats.Estimate`.
 
     Parameters
     ----------
@@ -1184,7 +1184,7 @@ def estimate(result: Mapping[str, Any], key: str, index: int | None = None):
     Estimate
         Kind ``"quadrature"``: the value +- its quadrature error.
     """
-    from ..stats import Estimate
+    from stumplib.core.stats import Estimate
     if key not in OUTPUT_KEYS:
         raise ValueError(f"key must be one of {OUTPUT_KEYS}; got {key!r}")
     v, e = result[key], result[f"{key}_err"]

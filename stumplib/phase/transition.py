@@ -1,7 +1,7 @@
 """Transition points and theory curves: where one branch's curve crosses another's, with intervals.
 
-Crossings go through :func:`stumplib.stats.crossing` (the book's one crossing function); intervals
-through :class:`stumplib.stats.Estimate`.
+Crossings go through :func:`stumplib.core.stats.crossing` (the book's one crossing function); intervals
+through :class:`stumplib.core.stats.Estimate`.
 """
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .. import verdicts
-from ..stats import Estimate, crossing
-from ..verdicts import Verdict
+from stumplib.core import verdicts
+from stumplib.core.stats import Estimate, crossing
+from stumplib.core.verdicts import Verdict
 
 __all__ = ["first_crossing", "theory_curves", "accurate_curves", "crossing_estimate", "branch_end",
            "stability_verdict", "gd_verdict", "replay_verdict", "read_published", "published_curves",
@@ -126,7 +126,7 @@ def stability_verdict(derivative: Any, outcome: Any, *, direction: str = "m") ->
 
     Returns
     -------
-    :func:`stumplib.verdicts.at_most` of the largest derivative against +1 (above +1 the point
+    :func:`stumplib.core.verdicts.at_most` of the largest derivative against +1 (above +1 the point
     repels along ``direction`` for every damping); undecided when no point carries one.
     """
     d = np.asarray(derivative, dtype=np.float64)
@@ -149,7 +149,7 @@ def gd_verdict(decision: Mapping[str, Any], *, qualifier: str = "") -> Verdict:
 
     Returns
     -------
-    :func:`stumplib.verdicts.choose_theory` with the accurate theory as the claimed one, the
+    :func:`stumplib.core.verdicts.choose_theory` with the accurate theory as the claimed one, the
     seeds that would decide shown when undecided.
     """
     za, zp = np.asarray(decision["z_accurate"], dtype=float), np.asarray(decision["z_published"], dtype=float)
@@ -179,7 +179,7 @@ def replay_verdict(pub: Mapping[str, Any], *, target: float = 1e-3) -> Verdict:
 
     Returns
     -------
-    :func:`stumplib.verdicts.combine` of one :func:`stumplib.verdicts.at_most` per branch.
+    :func:`stumplib.core.verdicts.combine` of one :func:`stumplib.core.verdicts.at_most` per branch.
     """
     parts, devs = [], []
     for b, name, ks in (("sem", "semantic", ("q", "V", "theta")), ("pos", "positional", ("q", "m", "V"))):
@@ -198,8 +198,8 @@ def accurate_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float
     ``{sem,pos}_{alpha, q, m, V, theta, test_error, train_loss}``, their ``_err``, ``_outcome``,
     ``_seconds``, ``_log2_points``, ``_suppressed_derivative``, and the exact ``baseline``.
     Points that miss the target at ``max_log2_points`` are reported undecided, not raised."""
-    from .baseline import linear_baseline_test_error
-    from .solver import state_evolution
+    from stumplib.phase.positional_baseline import linear_baseline_test_error
+    from stumplib.phase.solver import state_evolution
 
     out: dict[str, np.ndarray] = {}
     for br in branches:
@@ -229,8 +229,8 @@ def theory_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float =
     semantic training loss below the positional one) and ``alpha_l`` (semantic test error below the
     baseline).
     """
-    from .baseline import linear_baseline_test_error
-    from .se import solve_fixed_rule
+    from stumplib.phase.positional_baseline import linear_baseline_test_error
+    from stumplib.phase.se import solve_fixed_rule
 
     out: dict[str, np.ndarray] = {"alpha": np.asarray(alphas, dtype=np.float64)}
     for br, key in (("semantic", "sem"), ("positional", "pos")):
@@ -299,8 +299,8 @@ def replay_authors(alphas: Any, branch: str, *, start: Mapping[str, float] | Non
     dict of (K,) arrays ``alpha, q, m, V, theta, n_iter`` and ``residual`` (the last ``max |F(z) - z|``
     over ``q, m, theta``).
     """
-    from ..validation import check_int, check_real
-    from .se import check_alphas, check_model, se_update, stroud_secrest_4d
+    from stumplib.core.validation import check_int, check_real
+    from stumplib.phase.se import check_alphas, check_model, se_update, stroud_secrest_4d
 
     a, _ = check_alphas(alphas)
     omega, sigma, lam, A_, branch = check_model(omega=omega, sigma=sigma, lam=lam, A=A, branch=branch)
@@ -346,13 +346,13 @@ def published_curves(ref_dir: Path, *, alpha_min: float = 0.3, cache: bool = Fal
     ``q, m, theta`` that the 144-node rule (global proximal minimisers) gives at the published point
     ``z``, which the authors' stopping rule compares with 1e-4, and ``{br}_bfgs_resid_{k}``, the same
     with the authors' minimiser (:func:`.se.proximal_bfgs`; about 5 s a branch). ``cache``: keep
-    the result with :func:`stumplib.book.cached` (no log)."""
+    the result with :func:`stumplib.core.cache.cached` (no log)."""
     if cache:
-        from .. import book
+        from stumplib.core.cache import cached
 
-        return book.cached("ch6_published", dict(alpha_min=alpha_min, ref=str(ref_dir)),
+        return cached("ch6_published", dict(alpha_min=alpha_min, ref=str(ref_dir)),
                            lambda: published_curves(ref_dir, alpha_min=alpha_min), verbose=False)
-    from .se import se_update, solve_fixed_rule, stroud_secrest_4d, test_error_from_overlaps
+    from stumplib.phase.se import se_update, solve_fixed_rule, stroud_secrest_4d, test_error_from_overlaps
 
     out: dict[str, np.ndarray] = {}
     for key, br in (("sem", "semantic"), ("pos", "positional")):
@@ -486,9 +486,9 @@ def branch_tail(th: Mapping[str, np.ndarray], alphas: Any, *, omega: float, rtol
                                branches=("semantic",), init=init, **solver)
 
     if cache:
-        from .. import book
+        from stumplib.core.cache import cached
 
-        t = book.cached("ch6_sem_end", cfg, compute, verbose=False)
+        t = cached("ch6_sem_end", cfg, compute, verbose=False)
     else:
         t = compute()
     keys = ("alpha", "theta", "theta_err", "q", "outcome", "suppressed_derivative")
@@ -516,7 +516,7 @@ def window_profiles(alpha: float, thetas: Any, rules: Any, *, omega: float, sigm
     rules : ``(label, rule, size)`` per rule (:func:`.se.quadrature_4d`'s ``rule`` and ``n_nodes``).
     omega, sigma, lam : the model.
     tol : inner tolerance of :func:`.se.theta_profile` (``None``: its default).
-    cache : keep the result with :func:`stumplib.book.cached` (no log).
+    cache : keep the result with :func:`stumplib.core.cache.cached` (no log).
 
     Returns
     -------
@@ -525,7 +525,7 @@ def window_profiles(alpha: float, thetas: Any, rules: Any, *, omega: float, sigm
         (``theta``, ``F_theta``, ``residual``, ``q``, ``V``, ``test_error`` and ``train_loss``,
         each of shape ``(T,)``, and ``root``, 0-d).
     """
-    from .se import theta_profile
+    from stumplib.phase.se import theta_profile
 
     extra = {} if tol is None else dict(tol=tol)
 
@@ -536,11 +536,11 @@ def window_profiles(alpha: float, thetas: Any, rules: Any, *, omega: float, sigm
 
     if not cache:
         return compute()
-    from .. import book
+    from stumplib.core.cache import cached
 
     cfg = dict(alpha=alpha, thetas=list(map(float, thetas)), rules=[list(r[1:]) for r in rules],
                omega=omega, sigma=sigma, lam=lam, **extra)
-    return book.cached("ch6_window", cfg, compute, verbose=False)
+    return cached("ch6_window", cfg, compute, verbose=False)
 
 
 def lowest_points(diag: Mapping[str, np.ndarray], tail: Mapping[str, np.ndarray] | None = None,

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from stumplib.phase.diagram import bracket_crossing, diagram_key, phase_diagram
-from stumplib.stats import crossing
+from stumplib.core.stats import crossing
 
 
 def _dense(f, lo, hi):

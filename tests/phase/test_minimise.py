@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from stumplib.device import make_generator
+from stumplib.core.device import make_generator
 from stumplib.phase.minimise import (exact_test_error, gradient_descent, initial_points, make_problem,
                                      minimise, minimiser_runs)
 
@@ -151,7 +151,7 @@ def _stored_names(results):
 
 
 def test_study_cache_is_structured_and_reloads_what_it_computed(tmp_path, monkeypatch):
-    from stumplib import book
+    from stumplib.core import book
     from stumplib.phase.minimise import study
 
     monkeypatch.setenv(book.RESULTS_ENV, str(tmp_path))
@@ -171,7 +171,7 @@ def test_study_cache_is_structured_and_reloads_what_it_computed(tmp_path, monkey
 
 
 def test_stability_by_dynamics_cache_is_structured_and_reloads_the_same_rows(tmp_path, monkeypatch):
-    from stumplib import book
+    from stumplib.core import book
     from stumplib.phase.minimise import stability_by_dynamics
     from stumplib.phase.se import solve_fixed_rule
 

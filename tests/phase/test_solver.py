@@ -180,7 +180,7 @@ def test_solver_same_seed_same_numbers():
 
 
 def test_solver_estimate_is_the_book_type(accurate_alpha2):
-    from stumplib.stats import Estimate
+    from stumplib.core.stats import Estimate
     e = estimate(accurate_alpha2, "test_error")
     assert isinstance(e, Estimate) and e.kind == "quadrature"
     assert e.lo < accurate_alpha2["test_error"] < e.hi

@@ -174,7 +174,7 @@ def test_stroud_fixed_points_is_far_from_the_accurate_rule_at_alpha_1(stroud_fix
 
 
 def test_window_profiles_one_structured_entry_per_rule_reloaded_unchanged(tmp_path, monkeypatch):
-    from stumplib import book
+    from stumplib.core import book
     from stumplib.phase.se import theta_profile
     from stumplib.phase.transition import window_profiles
 

@@ -1,0 +1,281 @@
+"""Chapter services: profiles and settings, cached results, tables, glue and verdicts.
+
+Every chapter uses these and nothing else for its plumbing:
+
+- :func:`start` validates the parameters every chapter shares (``profile``, ``device``, ``seed``,
+  ``token``), resolves its settings, pins threads, starts the clock and applies the book style and
+  float64.
+- :func:`settings` resolves a profile's settings (with the chapter's parameter overrides) and
+  :func:`show_settings` shows all three profiles side by side.
+- :func:`cached` (from :mod:`stumplib.core.cache`, re-exported here) ``(name, config, compute)`` reloads a result from ``results/`` when both its
+  configuration *and* the library code that produced it (:func:`code_version`, a hash of every
+  ``stumplib`` source file) are unchanged, and otherwise computes and stores it atomically.
+  ``STUMPBOOK_CACHE=0`` turns reloading off (fresh computation, nothing reused). Results may be
+  flat dicts of arrays or structured (dataclasses, nested dicts and lists): the cache flattens
+  them itself. :func:`prune_results` (``python -m stumplib.core.book prune``) deletes the files of other
+  code versions.
+- :func:`shared_dir` finds the shared reference data (``$STUMPBOOK_SHARED``, else ``shared/`` next
+  to the repository).
+- :func:`glue_value`, :func:`glue_estimate` glue numbers (an estimate with its interval in one
+  call, as ``name``, ``name_lo``, ``name_hi``); :func:`glue_verdict` glues a
+  :class:`stumplib.core.verdicts.Verdict`;
+  :func:`table` shows rows as a Markdown table.
+
+Profiles: ``smoke`` (seconds; the tests), ``quick`` (the default; a 2-core CPU in minutes) and
+``full`` (paper scale, meant for a GPU). The parameters cell of every chapter reads
+``profile = os.environ.get("STUMPBOOK_PROFILE", "quick")``.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+
+# the cache's names, re-exported for the chapters and the command line below
+from stumplib.core.cache import (CACHE_ENV, PACKAGE, RESULTS_ENV, cache_enabled,  # noqa: F401
+                                 cached, code_version, prune_results, results_dir)
+from stumplib.core.device import resolve_device
+from stumplib.core.stats import Estimate
+from stumplib.core.validation import check_choice, check_int
+
+__all__ = ["PROFILES", "ENV_VAR", "resolve_profile", "Chapter", "start", "settings", "show_settings",
+           "shared_dir", "SHARED_ENV", "glue_value", "glue_estimate", "glue_verdict", "table"]
+
+PROFILES = ("smoke", "quick", "full")
+ENV_VAR = "STUMPBOOK_PROFILE"
+SHARED_ENV = "STUMPBOOK_SHARED"
+
+
+# ------------------------------------------------------------------------------------ set-up
+def resolve_profile(profile: Any) -> str:
+    """Validate a profile name (one of :data:`PROFILES`)."""
+    return check_choice(f"profile (or the environment variable {ENV_VAR})", profile, PROFILES)
+
+
+def _inline_figures() -> None:
+    """Inside a Jupyter kernel, render figures inline (PNG) whatever ``MPLBACKEND`` says: a
+    non-inline backend would glue figures as the text ``<Figure size ...>`` into the book."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython ships with the notebook stack
+        return
+    ip = get_ipython()
+    if ip is not None and getattr(ip, "kernel", None) is not None:
+        ip.run_line_magic("matplotlib", "inline")
+
+
+@dataclass
+class Chapter:
+    """What :func:`start` resolved for a chapter: validated parameters, settings and the clock.
+
+    Attributes
+    ----------
+    profile : ``"smoke"``, ``"quick"`` or ``"full"``. device : the torch device.
+    seed : the chapter's seed. token : whether this is a token run (the profile's largest shapes with
+    a token amount of work). S : the settings (the profile's, with overrides and token overrides).
+    t0 : ``time.time()`` at the start.
+    """
+
+    profile: str
+    device: torch.device
+    seed: int
+    token: bool
+    S: dict[str, Any]
+    t0: float
+
+    def elapsed(self) -> float:
+        """Seconds since :func:`start`."""
+        return time.time() - self.t0
+
+
+def start(profile: Any, device: Any, seed: Any = 0, *, token: Any = False,
+          table: Mapping[str, Mapping[str, Any]] | None = None,
+          token_overrides: Mapping[str, Any] | None = None, threads: int | None = None,
+          **overrides: Any) -> Chapter:
+    """Start a chapter: validate the shared parameters, resolve the settings, pin threads, start
+    the clock, apply the book style and float64. Prints nothing (the page shows no plumbing).
+
+    Parameters
+    ----------
+    profile, device, seed, token : the chapter's parameters of those names (see :data:`PROFILES`,
+        :func:`stumplib.core.device.resolve_device`); ``seed >= 0``; ``token`` a bool.
+    table : the chapter's settings ``{profile: {name: value}}`` (``None``: no settings).
+    token_overrides : settings replaced when ``token`` is true.
+    threads : torch intra-op threads to use (``None``: leave as is).
+    **overrides : chapter parameters that override a setting of the same name when not ``None``.
+
+    Returns
+    -------
+    Chapter
+    """
+    from stumplib.core import style
+    from stumplib.core.validation import check_bool
+
+    profile = resolve_profile(profile)
+    dev = resolve_device(device)
+    seed = check_int("seed", seed, minimum=0)
+    token = check_bool("token", token)
+    if threads is not None:
+        torch.set_num_threads(check_int("threads", threads, minimum=1, maximum=1024))
+    S: dict[str, Any] = {}
+    if table is not None:
+        S = settings(profile, table, **{**overrides, **(dict(token_overrides or {}) if token else {})})
+    elif overrides:
+        raise ValueError(f"overrides {', '.join(overrides)} given without a settings table")
+    _inline_figures()
+    style.use()
+    torch.set_default_dtype(torch.float64)
+    return Chapter(profile, dev, seed, token, S, time.time())
+
+
+def settings(profile: str, table: Mapping[str, Mapping[str, Any]], **overrides: Any) -> dict[str, Any]:
+    """The settings of ``profile`` from a chapter's table ``{profile: {name: value}}``, with every
+    override that is not ``None`` (a chapter parameter left at ``None`` means "from the profile").
+    An override naming no setting is an error."""
+    S = dict(table[resolve_profile(profile)])
+    for k, v in overrides.items():
+        if k not in S:
+            raise ValueError(f"{k} is not a setting of this chapter; settings: {', '.join(S)}")
+        if v is not None:
+            S[k] = v
+    return S
+
+
+def _fmt(v: Any, floatfmt: str = ".4g") -> str:
+    if isinstance(v, Estimate):
+        return format(v, floatfmt)
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (float, np.floating)):
+        return format(float(v), floatfmt)
+    if isinstance(v, (list, tuple)) and len(v) > 8:
+        return f"{len(v)} values, {_fmt(v[0])} to {_fmt(v[-1])}"
+    return str(v).replace("|", "\\|")
+
+
+def table(rows: Sequence[Mapping[str, Any]], *, floatfmt: str = ".4g", display: bool = True):
+    """Rows (dicts with the same keys) as a Markdown table; displayed, and returned as Markdown."""
+    from IPython.display import Markdown, display as _display
+
+    if not rows:
+        raise ValueError("rows must hold at least one row")
+    cols = list(rows[0])
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(_fmt(r.get(c, ""), floatfmt) for c in cols) + " |" for r in rows]
+    md = Markdown("\n".join(lines))
+    if display:
+        _display(md)
+    return md
+
+
+def show_settings(table_: Mapping[str, Mapping[str, Any]], profile: str,
+                  descriptions: Mapping[str, str] | None = None):
+    """All profiles' settings side by side, the running profile's column marked; one row a setting."""
+    descriptions = descriptions or {}
+    names = list(table_[PROFILES[1]] if PROFILES[1] in table_ else next(iter(table_.values())))
+    rows = []
+    for k in names:
+        row = {"setting": f"`{k}`"}
+        if descriptions:
+            row["meaning"] = descriptions.get(k, "")
+        for p in table_:
+            row[f"**{p}** (this run)" if p == profile else p] = table_[p].get(k, "")
+        rows.append(row)
+    return table(rows)
+
+
+def shared_dir() -> Path:
+    """The project's shared data (published reference curves, seeds): ``$STUMPBOOK_SHARED`` if set,
+    else ``shared/`` next to the repository. It may not exist (a plain clone has none): callers
+    check and skip what needs it.
+
+    Returns
+    -------
+    Path
+    """
+    env = os.environ.get(SHARED_ENV)
+    return Path(env) if env else PACKAGE.parent.parent / "shared"
+
+
+# ------------------------------------------------------------------------------------ glue
+def _glue(name: str, value: Any) -> None:
+    from myst_nb import glue
+
+    glue(name, value, display=False)
+
+
+def glue_value(name: str, value: Any) -> Any:
+    """Glue one value (numbers as plain Python floats/ints, so the page formats them); returns it.
+    A matplotlib figure is closed once glued and ``None`` is returned, so the cell does not show it a
+    second time without its caption."""
+    if isinstance(value, (np.floating, np.integer)):
+        value = value.item()
+    _glue(name, value)
+    if type(value).__name__ == "Figure" and type(value).__module__.startswith("matplotlib"):
+        import matplotlib.pyplot as plt
+
+        plt.close(value)  # shown once, where the page places the glued figure with its caption
+        return None  # a cell ending in glue_value(name, fig) must not display the figure again
+    return value
+
+
+def glue_estimate(name: str, est: Estimate) -> Estimate:
+    """Glue an estimate as ``name`` (value), ``name_lo`` and ``name_hi``; returns it."""
+    glue_value(name, float(est.value))
+    glue_value(f"{name}_lo", float(est.lo))
+    glue_value(f"{name}_hi", float(est.hi))
+    return est
+
+
+def glue_verdict(claim: str, v: "Verdict") -> "Verdict":
+    """Glue a :class:`~stumplib.core.verdicts.Verdict` for the claim ``claim`` under three names:
+    ``<claim>_status`` (the plain word: holds, fails, undecided, partly; the landing page renders its
+    badge from it), ``<claim>_verdict`` (``"Holds: sentence"``, for the chapter's verdict box) and
+    ``<claim>_reason`` (the sentence alone, for the landing page's reason column). Returns ``v``."""
+    from stumplib.core.verdicts import Verdict
+
+    if not isinstance(v, Verdict):
+        raise TypeError(f"v must be a stumplib.core.verdicts.Verdict; got {type(v).__name__}")
+    glue_value(f"{claim}_status", v.status)
+    glue_value(f"{claim}_verdict", v.text)
+    glue_value(f"{claim}_reason", v.sentence)
+    return v
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m stumplib.core.book prune [--dry-run]``: delete the results files of other code versions
+    (see :func:`prune_results`) and list them.
+
+    Parameters
+    ----------
+    argv : the command-line arguments (``None``: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int : the exit status.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m stumplib.core.book",
+                                     description="Maintenance of the results cache.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    prune = sub.add_parser("prune", help="delete results files made by other versions of stumplib")
+    prune.add_argument("--dry-run", action="store_true", help="only list them")
+    args = parser.parse_args(argv)
+    gone = prune_results(dry_run=args.dry_run)
+    size = sum(p.stat().st_size for p in gone if p.exists()) if args.dry_run else None
+    for p in gone:
+        print(p)
+    verb = "would delete" if args.dry_run else "deleted"
+    extra = f" ({size / 1e6:.1f} MB)" if size is not None else ""
+    print(f"{verb} {len(gone)} files under {results_dir()}{extra}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,150 @@
+"""The results cache: one job, storing heavy results under ``results/`` keyed by their configuration
+and by the library's code version, so that a change to either recomputes.
+
+- :func:`code_version`: a hash of every ``stumplib`` source file.
+- :func:`cached` ``(name, config, compute)``: reload ``results/<name>-<key>.npz`` or compute and store
+  it atomically (:mod:`stumplib.core.results_io`). ``STUMPBOOK_CACHE=0`` turns reloading off.
+- :func:`prune_results`: delete the files of other code versions.
+
+Computational modules of the paper packages call :func:`cached` directly (it knows nothing of the
+notebook layer); chapters reach it through :mod:`stumplib.core.book`.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import torch
+
+from stumplib.core.results_io import (config_key, flatten, is_flat, load_structured, read_config,
+                                     save_structured, unflatten)
+
+__all__ = ["CACHE_ENV", "RESULTS_ENV", "PACKAGE", "code_version", "results_dir", "cache_enabled",
+           "cached", "prune_results"]
+
+CACHE_ENV = "STUMPBOOK_CACHE"
+RESULTS_ENV = "STUMPBOOK_RESULTS"
+#: the ``stumplib`` package folder (its source files make the code version)
+PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def code_version() -> str:
+    """A hash (16 hex digits) of every ``stumplib`` source file: results computed by other code are
+    never reused."""
+    h = hashlib.sha256()
+    for p in sorted(PACKAGE.rglob("*.py")):
+        if "__pycache__" in p.parts:
+            continue
+        h.update(str(p.relative_to(PACKAGE)).encode())
+        h.update(b"\0")
+        h.update(p.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def results_dir() -> Path:
+    """``results/`` at the repository's root (or ``$STUMPBOOK_RESULTS``)."""
+    env = os.environ.get(RESULTS_ENV)
+    return Path(env) if env else PACKAGE.parent / "results"
+
+
+def cache_enabled() -> bool:
+    """Whether :func:`cached` may reload stored results (``STUMPBOOK_CACHE=0`` turns it off)."""
+    return os.environ.get(CACHE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _source_digest(fn: Callable) -> str:
+    """A hash of ``fn``'s source where Python can find it (functions defined in a chapter cell
+    included), so that editing the computation in a chapter recomputes too; ``""`` otherwise."""
+    import inspect
+
+    try:
+        src = inspect.getsource(fn)
+    except (OSError, TypeError):
+        return ""
+    return hashlib.sha256(src.encode()).hexdigest()[:16]
+
+
+def _result_path(name: str, config: Mapping[str, Any], compute: Callable[[], Any]
+                 ) -> tuple[Path, dict[str, Any]]:
+    """Where :func:`cached` stores ``name`` for this configuration, and the full stored configuration."""
+    if not name or not all(ch.isalnum() or ch in "_-" for ch in name):
+        raise ValueError(f"name must be non-empty letters, digits, '_' or '-'; got {name!r}")
+    if not isinstance(config, Mapping):
+        raise ValueError(f"config must be a dict describing the computation; got {type(config).__name__}")
+    full = {"config": dict(config), "code": code_version(), "compute": _source_digest(compute)}
+    key = hashlib.sha256(config_key(full).encode()).hexdigest()[:16]
+    return results_dir() / f"{name}-{key}.npz", full
+
+
+def cached(name: str, config: Mapping[str, Any], compute: Callable[[], Any], *,
+           verbose: bool = True) -> Any:
+    """Reload ``results/<name>-<key>.npz`` or compute and store it.
+
+    Parameters
+    ----------
+    name : a short name, ``chNN_what`` by convention (letters, digits, ``_`` and ``-``).
+    config : everything the result depends on besides the code (JSON-serialisable values; the
+        profile belongs here when the settings do not already pin the result).
+    compute : a function returning the result; called only when nothing matches. Either a flat
+        dict ``{array name: array}`` or a structured result: dataclasses, dicts, lists and tuples
+        nesting arrays, torch tensors, numbers, strings and ``None`` (see
+        :func:`stumplib.core.results_io.flatten`); the cache flattens and rebuilds it itself.
+    verbose : print one line saying whether the result was reloaded or computed (chapters pass
+        ``False``: no cache log on the page).
+
+    Returns
+    -------
+    The result as a reload gives it, whether it was just computed or reloaded: a flat dict as a dict
+    of numpy arrays; a structured result rebuilt with its dataclasses, tensors as numpy arrays. The
+    key is a hash of the configuration, of :func:`code_version` and of ``compute``'s own source
+    (where it can be found), so a smoke run never overwrites a quick one, and a change to the
+    library or to the chapter's computing function recomputes.
+    """
+    path, full = _result_path(name, config, compute)
+    if cache_enabled():
+        got = load_structured(path, full)
+        if got is not None:
+            if verbose:
+                print(f"{name}: reloaded {path.name}")
+            return got
+    t0 = time.time()
+    result = compute()
+    save_structured(path, result, full)
+    if verbose:
+        print(f"{name}: computed in {time.time() - t0:.1f} s, stored as {path.name}")
+    if is_flat(result):
+        return {k: np.asarray(v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v)
+                for k, v in result.items()}
+    return unflatten(*flatten(result))  # exactly what a reload returns
+
+
+def prune_results(*, dry_run: bool = False) -> list[Path]:
+    """Delete the files under :func:`results_dir` that :func:`cached` can never reload: results
+    made by another :func:`code_version` (every library edit leaves such files behind), unreadable
+    files and temporary files of interrupted writes.
+
+    Parameters
+    ----------
+    dry_run : only list them.
+
+    Returns
+    -------
+    list of Path: the files deleted (or, with ``dry_run``, those that would be).
+    """
+    root, current = results_dir(), code_version()
+    if not root.is_dir():
+        return []
+    stale = sorted(p for p in root.glob("*.tmp") if p.is_file())
+    for p in sorted(root.glob("*.npz")):
+        stored = read_config(p)
+        if stored is None or stored.get("code") != current:
+            stale.append(p)
+    if not dry_run:
+        for p in stale:
+            p.unlink(missing_ok=True)
+    return stale

@@ -1,0 +1,318 @@
+"""Sphinx extension of the book build: what the execution cache must not miss.
+
+The book executes its notebooks with myst-nb's execution cache (``execute_notebooks: cache`` in
+``_config.yml``, a jupyter-cache database in ``_build/.jupyter_cache``). That cache keys on the code
+cells of a notebook only, and Sphinx re-reads (so re-executes) a notebook only when its file
+changed. This extension adds the two things neither knows about:
+
+1. **What the code cells import and read from the environment.** A *stamp* of
+   :func:`stumplib.core.book.code_version` (a hash of every ``stumplib`` source file) and of the
+   ``STUMPBOOK_PROFILE`` and ``STUMPBOOK_CACHE`` environment variables is kept next to the cache
+   (``<cache>.stamp.json``) and in the pickled Sphinx environment. When the stamp of this build
+   differs from the cache's, the cache is cleared; when it differs from the environment's, every
+   notebook is marked outdated (``env-get-outdated``), so every notebook is re-read and therefore
+   re-executed. A failed build does not store its stamp in the environment, so the next build
+   retries every notebook (those that did execute are then reused from the cache).
+2. **Cross-document glue.** A page that glues values from a notebook (``{glue:text}`chapter::key```,
+   the landing page's claims table) only reads the notebook's glue store (``*.glue.json``) when the
+   page is written. Whenever a notebook is re-read, every page that glues from it is re-read too,
+   so it never shows values of an older execution.
+
+3. **Executed notebooks for the reader.** Jupyter Book's download button serves the committed
+   notebook, which has no outputs. Every notebook page gets a link "Download the executed notebook
+   (with outputs)" under its title, and at the end of the build the executed notebooks that
+   myst-nb wrote to ``_build/jupyter_execute`` are copied into the site as
+   ``_executed/<docname>.ipynb``, where the link points.
+
+At the end of every build the extension logs which notebooks were executed in this build (with
+their run times) and which were reused from the cache, e.g.::
+
+    stumpbook: executed chapters/01_setup (12.3 s); reused from cache: chapters/02_...
+
+Enable it with ``sphinx: extra_extensions: [stumplib.core.sphinxext]`` in ``_config.yml``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+STAMP_ENV_ATTR = "stumpbook_exec_stamp"
+#: folder of the site that holds the executed notebooks
+EXECUTED_DIR = "_executed"
+GLUE_REFS_ENV_ATTR = "stumpbook_glue_refs"
+
+
+def build_stamp() -> dict[str, str]:
+    """What an execution depends on besides the notebook's code cells."""
+    from stumplib.core import book# the book's own code_version(); imported here, not at Sphinx start-up
+
+    return {
+        "code_version": book.code_version(),
+        "profile": os.environ.get(book.ENV_VAR, ""),
+        "cache": "on" if book.cache_enabled() else "off",
+    }
+
+
+def _cache_path(app) -> Path:
+    cfg = getattr(app.env, "mystnb_config", None)
+    p = getattr(cfg, "execution_cache_path", "") if cfg is not None else ""
+    return Path(p) if p else Path(app.outdir).parent / ".jupyter_cache"
+
+
+def _stamp_file(cache: Path) -> Path:
+    return cache.with_name(cache.name + ".stamp.json")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _uses_cache(app) -> bool:
+    cfg = getattr(app.env, "mystnb_config", None)
+    return getattr(cfg, "execution_mode", None) == "cache"
+
+
+def write_stamp(cache: str | os.PathLike) -> Path:
+    """Store this process's :func:`build_stamp` as the stamp of the execution cache ``cache``, so
+    that the next build (same library, profile and cache setting) keeps the cache's outputs.
+
+    Parameters
+    ----------
+    cache : the jupyter-cache folder (``_build/.jupyter_cache``).
+
+    Returns
+    -------
+    Path : the stamp file.
+    """
+    sf = _stamp_file(Path(cache))
+    sf.parent.mkdir(parents=True, exist_ok=True)
+    tmp = sf.with_suffix(".tmp")
+    tmp.write_text(json.dumps(build_stamp(), indent=1))
+    os.replace(tmp, sf)
+    return sf
+
+
+def preexecute(notebooks: list[str | os.PathLike], cache: str | os.PathLike = "_build/.jupyter_cache",
+               *, timeout: int = 1800) -> dict[str, Any]:
+    """Execute notebooks into the build's execution cache, as many at a time as there are cores
+    (jupyter-cache's ``local-parallel`` executor, each in its own folder as the build would), then
+    stamp the cache (:func:`write_stamp`): the following ``jupyter-book build`` reuses their
+    outputs and executes nothing. A notebook that fails is not cached; the build then executes it
+    and reports the error as usual.
+
+    Parameters
+    ----------
+    notebooks : the notebooks, longest first (the pool starts them in this order).
+    cache : the execution cache of the build (``_build/.jupyter_cache`` for the default build folder).
+    timeout : seconds per cell.
+
+    Returns
+    -------
+    dict : ``{"succeeded": [...], "excepted": [...], "seconds": wall time}``.
+    """
+    from jupyter_cache import get_cache
+    from jupyter_cache.executors import load_executor
+
+    t0 = time.time()
+    jc = get_cache(str(cache))
+    for nb in notebooks:
+        jc.add_nb_to_project(str(Path(nb).resolve()))
+    write_stamp(cache)  # before executing: the book code the notebooks import is this one
+    res = load_executor("local-parallel", cache=jc).run_and_cache(timeout=timeout, allow_errors=False)
+    return {"succeeded": list(res.succeeded), "excepted": list(res.excepted),
+            "seconds": time.time() - t0}
+
+
+def _builder_inited(app) -> None:
+    """Compare this build's stamp with the execution cache's; clear the cache when they differ."""
+    app._stumpbook_t0 = time.time()
+    app._stumpbook_stamp = stamp = build_stamp()
+    if not _uses_cache(app):
+        return
+    cache = _cache_path(app)
+    sf = _stamp_file(cache)
+    old = _read_json(sf)
+    if old != stamp:
+        if cache.exists():
+            why = ", ".join(f"{k} {old.get(k)!r} -> {v!r}" for k, v in stamp.items()
+                            if old.get(k) != v) if isinstance(old, dict) else "no stamp"
+            logger.info(f"stumpbook: clearing the execution cache {cache} ({why})")
+            shutil.rmtree(cache)
+        write_stamp(cache)
+
+
+def _is_notebook(env, docname: str) -> bool:
+    try:
+        return str(env.doc2path(docname)).endswith(".ipynb")
+    except Exception:  # noqa: BLE001 - a doc Sphinx no longer knows
+        return False
+
+
+def _env_get_outdated(app, env, added, changed, removed) -> list[str]:
+    """Every notebook when the stamp changed; every page gluing from a notebook that is re-read."""
+    stamp = getattr(app, "_stumpbook_stamp", None) or build_stamp()
+    old = getattr(env, STAMP_ENV_ATTR, None)
+    extra: set[str] = set()
+    if old is not None and old != stamp:
+        extra = {d for d in env.found_docs if _is_notebook(env, d)}
+        why = ", ".join(k for k in stamp if old.get(k) != stamp[k])
+        logger.info(f"stumpbook: {why} changed: re-executing {len(extra)} notebooks")
+    # stored in the environment, which Sphinx pickles only once every document was read
+    setattr(env, STAMP_ENV_ATTR, stamp)
+    reread = set(added) | set(changed) | extra
+    refs: dict[str, set[str]] = getattr(env, GLUE_REFS_ENV_ATTR, {})
+    followers = {doc for doc, srcs in refs.items() if srcs & reread and doc in env.found_docs}
+    if followers - reread:
+        logger.info("stumpbook: re-reading pages that glue from re-read notebooks: "
+                    + ", ".join(sorted(followers - reread)))
+    return sorted(extra | followers)
+
+
+def _doctree_read(app, doctree) -> None:
+    """Record which documents this one glues from (cross-document glue references)."""
+    from myst_nb.ext.glue.utils import PendingGlueReference
+
+    env = app.env
+    srcs = {n.refdoc for n in doctree.findall(PendingGlueReference)
+            if getattr(n, "refdoc", None) and n.refdoc != env.docname}
+    refs = getattr(env, GLUE_REFS_ENV_ATTR, None)
+    if refs is None:
+        refs = {}
+        setattr(env, GLUE_REFS_ENV_ATTR, refs)
+    if srcs:
+        refs[env.docname] = srcs
+    else:
+        refs.pop(env.docname, None)
+
+
+def _env_purge_doc(app, env, docname) -> None:
+    getattr(env, GLUE_REFS_ENV_ATTR, {}).pop(docname, None)
+
+
+def _env_merge_info(app, env, docnames, other) -> None:
+    refs = getattr(env, GLUE_REFS_ENV_ATTR, None)
+    if refs is None:
+        refs = {}
+        setattr(env, GLUE_REFS_ENV_ATTR, refs)
+    for d in docnames:
+        if d in getattr(other, GLUE_REFS_ENV_ATTR, {}):
+            refs[d] = getattr(other, GLUE_REFS_ENV_ATTR)[d]
+
+
+def _env_before_read_docs(app, env, docnames) -> None:
+    app._stumpbook_read = list(docnames)
+
+
+def _build_finished(app, exception) -> None:
+    """Log which notebooks this build executed (with run times) and which came from the cache."""
+    if exception is not None:
+        return
+    try:
+        from myst_nb.sphinx_ import NbMetadataCollector
+    except ImportError:  # pragma: no cover
+        return
+    t0 = getattr(app, "_stumpbook_t0", 0.0)
+    ran, reused = [], []
+    for d in getattr(app, "_stumpbook_read", []):
+        try:
+            data = NbMetadataCollector.get_exec_data(app.env, d)
+        except KeyError:
+            data = None
+        if not data:
+            continue
+        if (data.get("mtime") or 0) >= t0 and data.get("method") != "off":
+            ran.append(f"{d} ({data.get('runtime') or 0:.1f} s)")
+        else:
+            reused.append(d)
+    logger.info("stumpbook: executed " + (", ".join(ran) or "no notebook")
+                + "; reused from cache: " + (", ".join(reused) or "none")
+                + f"; build took {time.time() - t0:.1f} s")
+
+
+def executed_notebook_href(docname: str) -> str:
+    """Relative URL, from the page of ``docname``, of its executed notebook in the site."""
+    return "../" * docname.count("/") + f"{EXECUTED_DIR}/{docname}.ipynb"
+
+
+def _add_executed_link(app, doctree, docname: str) -> None:
+    """Put a link to the executed notebook under the title of every notebook page (HTML only)."""
+    from docutils import nodes
+
+    if app.builder.format != "html" or not _is_notebook(app.env, docname):
+        return
+    href = executed_notebook_href(docname)
+    html = (f'<p class="executed-notebook"><a href="{href}" download>Download the executed '
+            f'notebook</a> (with its outputs, as this page was built)</p>')
+    raw = nodes.raw("", html, format="html")
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if section is not None and section.children and isinstance(section[0], nodes.title):
+        section.insert(1, raw)
+    else:
+        doctree.insert(0, raw)
+
+
+def _copy_executed(app, exception) -> None:
+    """Copy every executed notebook (``_build/jupyter_execute/**.ipynb``) into the site."""
+    if exception is not None or app.builder.format != "html":
+        return
+    src = Path(app.outdir).parent / "jupyter_execute"
+    dst = Path(app.outdir) / EXECUTED_DIR
+    n = 0
+    for d in sorted(app.env.found_docs):
+        if not _is_notebook(app.env, d):
+            continue
+        f = src / f"{d}.ipynb"
+        if f.is_file():
+            out = dst / f"{d}.ipynb"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, out)
+            if _uses_cache(app) and not _has_outputs(out):
+                _outputs_from_cache(_cache_path(app), Path(app.env.doc2path(d)), out)
+            n += 1
+    logger.info(f"stumpbook: copied {n} executed notebooks to {dst}")
+
+
+def _has_outputs(path: Path) -> bool:
+    nb = _read_json(path) or {}
+    return any(c.get("outputs") for c in nb.get("cells", []) if c.get("cell_type") == "code")
+
+
+def _outputs_from_cache(cache: Path, source: Path, out: Path) -> None:
+    """Write ``source`` with the outputs of its execution-cache record to ``out`` (myst-nb leaves
+    ``jupyter_execute`` without outputs for a notebook whose record was made before the build,
+    e.g. by :func:`preexecute`)."""
+    import nbformat
+    from jupyter_cache import get_cache
+
+    try:
+        _, nb = get_cache(str(cache)).merge_match_into_notebook(nbformat.read(source, as_version=4))
+    except Exception as exc:  # noqa: BLE001 - no record: keep what myst-nb wrote
+        logger.warning(f"stumpbook: no cached outputs for {source.name} ({exc})")
+        return
+    nbformat.write(nb, out)
+
+
+def setup(app) -> dict[str, Any]:
+    # after myst-nb's own builder-inited handler, which resolves the execution cache path
+    app.connect("builder-inited", _builder_inited, priority=900)
+    app.connect("env-get-outdated", _env_get_outdated)
+    app.connect("env-before-read-docs", _env_before_read_docs)
+    app.connect("doctree-read", _doctree_read)
+    app.connect("env-purge-doc", _env_purge_doc)
+    app.connect("env-merge-info", _env_merge_info)
+    app.connect("build-finished", _build_finished)
+    app.connect("doctree-resolved", _add_executed_link)
+    app.connect("build-finished", _copy_executed)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True,
+            "env_version": 1}

@@ -1,0 +1,116 @@
+"""Figures of chapter 4 (one function per figure; each returns the figure)."""
+from __future__ import annotations
+
+import numpy as np
+
+from stumplib.core import style
+
+C = style.COLORS
+
+
+def _cycle(k: int) -> list[str]:
+    base = [C["attention"], C["midpoint"], C["gd"], C["boundary-aware"], C["reflected"], C["min positive"],
+            C["Bayes"], C["population"]]
+    return [base[i % len(base)] for i in range(k)]
+
+
+def head_law(betas, Ns, rmse, fit):
+    """(a) RMSE against N for each beta with the fitted law; (b) against beta for each N."""
+    fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
+    Bg, Ng = np.meshgrid(betas, Ns, indexing="ij")
+    law = lambda b, N: np.sqrt(fit["A"] * b ** (-2 * fit["p"]) + fit["B"] * N ** (-2 * fit["q"]))  # noqa: E731
+    Nf = np.geomspace(min(Ns), max(Ns), 60)
+    for i, (b, col) in enumerate(zip(betas, _cycle(len(betas)))):
+        a0.loglog(Ns, rmse[i], "o", color=col, ms=4, label=rf"$\beta$ = {b:g}")
+        a0.loglog(Nf, law(b, Nf), "-", color=col, lw=1)
+    a0.set_xlabel("context size $N$")
+    a0.set_ylabel("RMSE over fresh contexts")
+    a0.legend(ncol=2)
+    bf = np.geomspace(min(betas), max(betas), 60)
+    for k, (N, col) in enumerate(zip(Ns, _cycle(len(Ns)))):
+        a1.loglog(betas, rmse[:, k], "s", color=col, ms=4, label=f"$N$ = {N}")
+        a1.loglog(bf, law(bf, N), "-", color=col, lw=1)
+    a1.set_xlabel(r"attention scale $\beta$ (label score calibrated)")
+    a1.legend(ncol=2)
+    style.label_panels([a0, a1])
+    return fig
+
+
+def headline(mn, Ns, err, lo, hi, fit, beta_star, show_N):
+    """(a) error at the certified stop against m∧n for several N, with the bound's rate and the fit;
+    (b) against N for each shape. ``err, lo, hi`` have shape (shapes, KN)."""
+    fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
+    law = lambda x, N: np.sqrt(fit["A"] * x ** (-2 * fit["p"]) + fit["B"] * N ** (-2 * fit["q"]))  # noqa: E731
+    order = np.argsort(mn, kind="stable")
+    xf = np.geomspace(mn.min(), mn.max(), 40)
+    for N, col in zip(show_N, _cycle(len(show_N))):
+        k = list(Ns).index(N)
+        a0.errorbar(mn[order], err[order, k], yerr=[err[order, k] - lo[order, k], hi[order, k] - err[order, k]],
+                    fmt="o", color=col, ms=4, capsize=2, label=f"$N$ = {N}")
+        a0.plot(xf, law(xf, N), "-", color=col, lw=1)
+    ref = err[order[0], list(Ns).index(show_N[-1])] * mn[order[0]]
+    a0.plot(xf, ref / xf, "k--", lw=1.2, label=r"bound's rate $(m\wedge n)^{-1}$")
+    a0.set_xscale("log", base=2)
+    a0.set_yscale("log")
+    a0.set_xlabel(r"$m\wedge n$")
+    a0.set_ylabel(r"RMSE at the certified stop $\beta^*(m,n)$")
+    a0.legend()
+    Nf = np.geomspace(min(Ns), max(Ns), 60)
+    for i, col in zip(order, _cycle(len(mn))):
+        a1.loglog(Ns, err[i], "o", color=col, ms=3.5, label=f"{int(mn[i])}, {beta_star[i]:.0f}")
+        a1.loglog(Nf, law(mn[i], Nf), "-", color=col, lw=0.9)
+    a1.loglog(Nf, np.sqrt(2) / Nf, "k:", lw=1.2, label=r"$\sqrt{2}/N$")
+    a1.set_xlabel("context size $N$")
+    a1.legend(ncol=2 if len(mn) > 4 else 1, loc="lower left", title=r"$m\wedge n$, $\beta^*$",
+               columnspacing=0.8, handletextpad=0.3)
+    style.label_panels([a0, a1])
+    return fig
+
+
+def past_stop(runs, label_of):
+    """(a) large-N error against GD steps for one run per shape, the certified stop marked;
+    (b) the same error times beta against beta. ``runs``: list of dicts with ``steps, beta, err,
+    stop_step, stop_err, key``."""
+    fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
+    for r, col in zip(runs, _cycle(len(runs))):
+        a0.loglog(r["steps"], r["err"], "-", color=col, lw=1.3, label=label_of(r["key"]))
+        a0.loglog([r["stop_step"]], [r["stop_err"]], "*", color=col, ms=11, mec="k", mew=0.5)
+        a1.semilogx(r["beta"], r["beta"] * r["err"], "-", color=col, lw=1.3)
+        a1.semilogx([r["stop_beta"]], [r["stop_beta"] * r["stop_err"]], "*", color=col, ms=11, mec="k", mew=0.5)
+    a0.set_xlabel("GD steps")
+    a0.set_ylabel("RMSE at the largest $N$")
+    a0.legend()
+    a1.set_xlabel(r"attention scale $\beta$ of the run")
+    a1.set_ylabel(r"$\beta\,\times$ RMSE")
+    a1.axhline(1.0, color="0.4", lw=0.8, ls=":")
+    style.label_panels([a0, a1])
+    return fig
+
+
+def calibration(ms, tau_fix, p_meas, p_lo, p_hi, p_pred, mae, mae_lo, mae_hi, rmse, mae_pred, rmse_pred):
+    """(a) P(c_T < tau) against m, measured and predicted; (b) prior-averaged MAE and RMSE against m
+    with the prediction from sampled label scores and the closed forms."""
+    fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
+    ms = np.asarray(ms, float)
+    for j, (t, col) in enumerate(zip(tau_fix, _cycle(len(tau_fix)))):
+        a0.errorbar(ms, p_meas[:, j], yerr=[p_meas[:, j] - p_lo[:, j], p_hi[:, j] - p_meas[:, j]], fmt="o",
+                    color=col, capsize=2, ms=4, label=rf"measured, $\tau$ = {t:g}")
+        a0.plot(ms, p_pred[:, j], "-", color=col, lw=1)
+    a0.set_xscale("log", base=2)
+    a0.set_xlabel("tasks $m$")
+    a0.set_ylabel(r"P(label score $c_T$ below $\tau$)")
+    a0.legend(title="lines: prediction", title_fontsize=9)
+    a1.errorbar(ms, mae, yerr=[mae - mae_lo, mae_hi - mae], fmt="o", color=C["attention"], capsize=2,
+                label="MAE, trained heads")
+    a1.plot(ms, rmse, "s", color=C["midpoint"], label="RMSE, trained heads")
+    a1.plot(ms, mae_pred, "-", color=C["attention"], lw=1, label="MAE, sampled label scores")
+    a1.plot(ms, rmse_pred, "-", color=C["midpoint"], lw=1, label="RMSE, sampled label scores")
+    a1.plot(ms, 0.75 / (ms + 1), "--", color=C["attention"], lw=1, label=r"$0.75/(m+1)$")
+    a1.plot(ms, 0.8 / np.sqrt(ms), "--", color=C["midpoint"], lw=1, label=r"$0.8/\sqrt{m}$")
+    a1.set_xscale("log", base=2)
+    a1.set_yscale("log")
+    a1.set_xlabel("tasks $m$")
+    a1.set_ylabel(r"error, $\tau$ averaged over the prior")
+    a1.legend()
+    style.label_panels([a0, a1])
+    return fig

@@ -1,0 +1,55 @@
+"""Figures of chapter 1 (the task and the one-head estimator)."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+
+from stumplib.core import style
+from stumplib.stump.model import attention_weights, estimate
+
+
+def weights(x, y, betas, c, tau=0.5):
+    """Attention weights over one context (``x``, ``y`` of shape ``(1, N)``) for each scale in
+    ``betas`` (four panels, 2 x 2) at the fixed ratio ``c = b / beta``."""
+    fig, axes = style.figure(ncols=2, nrows=2, height=2.5, sharey=True, sharex=True)
+    xs, ys = x[0].cpu().numpy(), y[0].cpu().numpy()
+    for ax, beta in zip(axes.ravel(), betas):
+        w = attention_weights(x, y, beta, c * beta)[0].cpu().numpy()
+        f = float(estimate(x, y, beta, c * beta)[0])
+        for lab, col, name in [(0, style.COLORS["max negative"], "negative ($y=0$)"),
+                               (1, style.COLORS["attention"], "positive ($y=1$)")]:
+            sel = ys == lab
+            ax.vlines(xs[sel], 0, w[sel], color=col, lw=1.5)
+            ax.plot(xs[sel], w[sel], "o", color=col, ms=3.5, label=name)
+        ax.axvline(tau, color="k", ls="--", lw=1, label=r"true $\tau$")
+        ax.axvline(f, color=style.COLORS["fit"], ls=":", lw=1.5, label=r"estimate $f$")
+        ax.set_title(rf"$\beta = {beta:g}$, $f = {f:.3f}$")
+    for ax in axes[1]:
+        ax.set_xlabel(r"feature $x_i$")
+    for ax in axes[:, 0]:
+        ax.set_ylabel(r"attention weight $w_i$")
+    axes[0, 0].legend(loc="upper left")
+    plt.close(fig)
+    return fig
+
+
+def estimator(taus, R, betas, c, N, tau_lo, tau_hi):
+    """The estimate against the threshold: mean, 10-90% band and exact population curve per scale
+    (``R`` from chapter 1's cached computation), three single contexts at the largest scale."""
+    cols = [style.COLORS[k] for k in ("beta small", "beta mid", "beta large")]
+    fig, ax = style.figure(height=3.9)
+    ax.plot([0, 1], [0, 1], color="0.6", lw=1, label=r"$f = \tau$")
+    for i, (beta, col) in enumerate(zip(betas, cols)):
+        ax.fill_between(taus, R["q10"][i], R["q90"][i], color=col, alpha=0.18, lw=0)
+        ax.plot(taus, R["mean"][i], color=col, label=rf"$\beta={beta:g}$, $N={N}$ (mean)")
+        ax.plot(taus, R["pop"][i], color=col, ls="--", lw=1)
+    for k in range(R["single"].shape[0]):  # the same draws, labels moving with tau
+        ax.plot(taus, R["single"][k], color=cols[-1], lw=0.6, alpha=0.7,
+                label="three single contexts" if k == 0 else None)
+    ax.plot([], [], color="k", ls="--", lw=1, label=r"exact $N\to\infty$ estimator")
+    ax.axvline(c, color=style.COLORS["fit"], ls=":", lw=1, label=rf"$c = b/\beta = {c}$")
+    ax.axvspan(tau_lo, tau_hi, color="0.9", alpha=0.5, lw=0, label="interior prior")
+    ax.set_xlabel(r"true threshold $\tau$")
+    ax.set_ylabel(r"estimate $f_{\beta,b}$")
+    ax.legend(loc="upper left")
+    plt.close(fig)
+    return fig

@@ -1,0 +1,108 @@
+"""The results cache (``stumplib.core.cache``): flat and structured results, reuse, configuration
+and code keys, ``STUMPBOOK_CACHE=0``, pruning and its command line. (The cache across a library
+change and the book build: ``test_build_cache.py``.)"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stumplib.core import book, cache
+from stumplib.core.results_io import save_results
+from stumplib.stump.trainer import RunConfig, TrainResult, train_gd
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch) -> Path:
+    """An empty results folder for :func:`cache.cached`, reuse on."""
+    monkeypatch.setenv(cache.RESULTS_ENV, str(tmp_path / "results"))
+    monkeypatch.delenv(cache.CACHE_ENV, raising=False)
+    return tmp_path / "results"
+
+
+def _counting(value):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return value() if callable(value) else value
+    return compute, calls
+
+
+def test_cached_flat_dict_is_computed_once_and_reloaded(results):
+    compute, calls = _counting({"x": np.arange(4.0), "n": 3})
+    first = cache.cached("unit", {"a": 1}, compute, verbose=False)
+    again = cache.cached("unit", {"a": 1}, compute, verbose=False)
+    assert len(calls) == 1 and set(first) == set(again) == {"x", "n"}
+    for k in first:
+        assert isinstance(first[k], np.ndarray)
+        np.testing.assert_array_equal(first[k], again[k])
+    cache.cached("unit", {"a": 2}, compute, verbose=False)  # another configuration: computes
+    assert len(calls) == 2 and len(list(results.glob("unit-*.npz"))) == 2
+
+
+def test_cached_turned_off_recomputes(results, monkeypatch):
+    compute, calls = _counting({"x": np.ones(2)})
+    cache.cached("unit", {}, compute, verbose=False)
+    monkeypatch.setenv(cache.CACHE_ENV, "0")
+    cache.cached("unit", {}, compute, verbose=False)
+    assert len(calls) == 2
+
+
+def test_cached_key_follows_the_code_version(results, monkeypatch):
+    compute, calls = _counting({"x": np.ones(2)})
+    cache.cached("unit", {}, compute, verbose=False)
+    monkeypatch.setattr(cache, "code_version", lambda: "0" * 16)
+    cache.cached("unit", {}, compute, verbose=False)
+    assert len(calls) == 2
+
+
+def test_cached_structured_result_comes_back_as_computed(results):
+    """A :class:`TrainResult` (a dataclass holding RunConfig dataclasses, arrays, ``None`` and an
+    int) is stored without any ``arrays()`` pair and reloads equal, with its types."""
+    cfgs = [RunConfig(6, 6, seed=0, lr=1e2, beta_stop=20.5, lr_marks=((20.2, 50.0),)),
+            RunConfig(6, 6, seed=1, lr=1e2)]
+    compute, calls = _counting(lambda: {"run": train_gd(cfgs, 40, device="cpu", progress=False),
+                                        "note": "two runs", "extra": None})
+    first = cache.cached("train", {"steps": 40}, compute, verbose=False)
+    again = cache.cached("train", {"steps": 40}, compute, verbose=False)
+    assert len(calls) == 1
+    for got in (first, again):
+        r = got["run"]
+        assert isinstance(r, TrainResult) and r.configs == cfgs and r.last_step == 40
+        assert got["note"] == "two runs" and got["extra"] is None and r.scale_step is None
+    for name in ("steps", "beta", "b", "loss", "diverged_at", "stop_step", "mark_step", "mark_beta"):
+        np.testing.assert_array_equal(getattr(first["run"], name), getattr(again["run"], name))
+
+
+def test_cached_prints_only_when_verbose(results, capsys):
+    def compute():
+        return {"x": np.ones(1)}
+    cache.cached("unit", {}, compute, verbose=False)
+    assert capsys.readouterr().out == ""
+    cache.cached("unit", {}, compute)
+    assert "reloaded" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------ prune
+def test_prune_deletes_only_what_cannot_be_reloaded(results):
+    cache.cached("current", {}, lambda: {"x": np.ones(1)}, verbose=False)
+    cache.cached("current_tree", {}, lambda: {"x": {"y": np.ones(1)}}, verbose=False)
+    old = save_results(results / "old-0123456789abcdef.npz", {"x": np.ones(1)},
+                       {"config": {}, "code": "0" * 16, "compute": ""})
+    (results / "broken-0000000000000000.npz").write_bytes(b"not a zip")
+    (results / "current-x.npz.123.tmp").write_bytes(b"half")
+    listed = cache.prune_results(dry_run=True)
+    assert {p.name for p in listed} == {old.name, "broken-0000000000000000.npz", "current-x.npz.123.tmp"}
+    assert all(p.exists() for p in listed)
+    assert cache.prune_results() == listed and not any(p.exists() for p in listed)
+    assert sorted(p.name.split("-")[0] for p in results.iterdir()) == ["current", "current_tree"]
+    assert cache.prune_results() == []
+
+
+def test_prune_command_line(results, capsys):
+    save_results(results / "old-0123456789abcdef.npz", {"x": np.ones(1)}, {"code": "0"})
+    assert book.main(["prune", "--dry-run"]) == 0
+    assert "would delete 1 files" in capsys.readouterr().out
+    assert book.main(["prune"]) == 0 and not list(results.iterdir())

@@ -1,0 +1,129 @@
+"""The verdict language (stumplib.core.verdicts): every branch of every kind, on synthetic estimates."""
+import math
+
+import numpy as np
+import pytest
+
+from stumplib.core import verdicts as V
+from stumplib.core.stats import Estimate, fit_replicates, resample_indices
+
+
+def est(v, lo, hi):
+    return Estimate(v, lo, hi, "bootstrap")
+
+
+def test_verdict_text_and_markdown():
+    v = V.Verdict("holds", "p = 1.")
+    assert v.text == "Holds: p = 1." and v.markdown == "**Holds**: p = 1." and str(v) == v.text
+
+
+@pytest.mark.parametrize("e, status", [
+    (est(0.991, 0.986, 0.996), "fails"),        # 1 outside
+    (est(0.99, 0.97, 1.01), "holds"),            # 1 inside
+    (est(0.8, 0.2, 1.5), "undecided"),           # inside but wider than max_width
+    (Estimate.nan(), "undecided"),
+])
+def test_against_target_branches(e, status):
+    v = V.against_target(e, 1.0, symbol="p", max_width=0.5)
+    assert v.status == status
+    if math.isfinite(e.value):
+        assert "p = " in v.sentence and "against 1" in v.sentence
+
+
+def test_against_target_tolerance_turns_a_near_miss_into_holds():
+    e = est(0.991, 0.986, 0.996)
+    assert V.against_target(e, 1.0, symbol="p").status == "fails"
+    v = V.against_target(e, 1.0, symbol="p", tol=0.05, qualifier="hand-set head")
+    assert v.status == "holds" and "tolerance 0.05" in v.sentence and "hand-set head" in v.sentence
+
+
+@pytest.mark.parametrize("fn, e, status", [
+    (V.at_least, est(4.1, 4.0, 4.2), "holds"),
+    (V.at_least, est(3.5, 3.4, 3.6), "fails"),
+    (V.at_least, est(3.9, 3.5, 4.3), "undecided"),
+    (V.at_least, Estimate.lower_bound(5.0), "holds"),
+    (V.at_most, est(3.5, 3.4, 3.6), "holds"),
+    (V.at_most, est(4.2, 4.1, 4.3), "fails"),
+    (V.at_most, est(3.9, 3.5, 4.3), "undecided"),
+])
+def test_one_sided_branches(fn, e, status):
+    assert fn(e, 4.0, symbol="gain").status == status
+
+
+def test_log_slopes_are_local_slopes_of_log_corrected_rates():
+    x = np.geomspace(100, 10000, 41)
+    mid = math.sqrt(100 * 10000)
+    for k, s in zip((1, 2), V.log_slopes(mid)):
+        y = x ** -1.0 * np.log(x) ** k
+        d = np.gradient(np.log(y), np.log(x))[20]
+        assert d == pytest.approx(s, abs=1e-3)
+
+
+def _slope_of(rate, seed, sigma):
+    """Slope of noisy draws of ``rate`` on a grid 128..1024 with 64 replicates per point."""
+    rng = np.random.default_rng(seed)
+    x = np.array([128.0, 256, 512, 1024])
+    reps = rate(x)[None, :] * np.exp(sigma * rng.standard_normal((64, 4)))
+    boot = reps[resample_indices(64, 400, seed)].mean(1)
+    return fit_replicates(x, reps.mean(0), boot).estimate, math.sqrt(128 * 1024)
+
+
+def test_rate_up_to_logs_holds_for_x_log_x_and_fails_for_root_x():
+    s, mid = _slope_of(lambda x: np.log(x) / x, 0, 0.1)
+    assert V.rate_up_to_logs(s, x_mid=mid, variable="m∧n").status == "holds"
+    s, mid = _slope_of(lambda x: x ** -0.5, 1, 0.1)
+    v = V.rate_up_to_logs(s, x_mid=mid, variable="m∧n")
+    assert v.status == "fails" and "slope in m∧n" in v.sentence
+
+
+def test_rate_up_to_logs_undecided_for_two_points_with_wide_errors():
+    s1, s2 = V.log_slopes(500.0)
+    wide = est((s1 + s2) / 2, (s1 + s2) / 2 - 0.01, 0.5)   # lower end between s1 and s2
+    assert V.rate_up_to_logs(wide, x_mid=500.0, variable="N").status == "undecided"
+    assert V.rate_up_to_logs(Estimate.nan(), x_mid=500.0, variable="N").status == "undecided"
+
+
+@pytest.mark.parametrize("za, zb, status", [
+    ([0.5, -1.2], [4.5, 1.0], "holds"),
+    ([4.5, 1.0], [0.5, -1.2], "fails"),
+    ([5.0, 1.0], [6.0, 2.0], "fails"),
+    ([1.5, 1.0], [3.0, 2.0], "undecided"),
+])
+def test_choose_theory_branches(za, zb, status):
+    v = V.choose_theory(za, zb, seeds_to_decide=80)
+    assert v.status == status
+    if status == "undecided":
+        assert "80 seeds" in v.sentence
+
+
+@pytest.mark.parametrize("a, b, status", [
+    (est(1.49, 1.48, 1.50), est(1.25, 1.24, 1.26), "holds"),
+    (est(1.20, 1.19, 1.21), est(1.25, 1.24, 1.26), "fails"),
+    (est(1.26, 1.20, 1.30), est(1.25, 1.24, 1.26), "undecided"),
+])
+def test_ordering_branches(a, b, status):
+    v = V.ordering(a, b, symbols=("α_l", "α_c"))
+    assert v.status == status
+    assert V.ordering(b, a, symbols=("α_c", "α_l"), relation="<=").status == status
+
+
+def test_combine_gives_common_status_or_partly():
+    h, f, u = V.Verdict("holds", "a."), V.Verdict("fails", "b."), V.Verdict("undecided", "c.")
+    assert V.combine([h, h], "both").status == "holds"
+    assert V.combine([u, u], "both").status == "undecided"
+    assert V.combine([h, f], "one of two").status == "partly"
+    assert V.combine([h, u], "one of two").sentence == "one of two."
+
+
+def test_located_branches():
+    from stumplib.core.stats import Estimate
+    from stumplib.core.verdicts import located
+
+    v = located(Estimate(1.25, 1.24, 1.26, "quadrature"), symbol="alpha_c")
+    assert v.status == "holds" and "1.25 [1.24, 1.26]" in v.sentence
+    assert located(Estimate.nan(), symbol="alpha_c").status == "undecided"
+    f = located(Estimate.nan(), symbol="alpha_c", absent="the losses do not cross for alpha in [0.8, 2.6]")
+    assert f.status == "fails" and "do not cross" in f.sentence
+    w = located(Estimate(1.25, 0.5, 2.0, "quadrature"), symbol="alpha_c", max_width=0.2)
+    assert w.status == "undecided" and "wider" in w.sentence
+    assert located(Estimate.lower_bound(0.9), symbol="alpha_c").status == "undecided"

@@ -1,0 +1,101 @@
+"""A corpus's own calibration (continuation) and the calibration-failure prediction."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from stumplib.stump.calibration import (OwnProfile, bisection_label_score, failure_probability, own_label_score,
+                                  predicted_label_scores, tracking_scale)
+from stumplib.stump.trainer import corpus_grad
+from stumplib.stump.transfer import draw_corpus_batch
+
+
+def _corpus():
+    """Seeded corpora of 16 tasks x 64 examples; at beta = 512 >> m the loss of corpora 1 and 4 in b
+    has, besides the minimum just above their largest threshold, spurious lower ones."""
+    tau, x, y = draw_corpus_batch(16, 64, 8, seed=1)
+    return tau[[1, 4]], x[[1, 4]], y[[1, 4]]
+
+
+def _loss(tau, x, y, beta, c):
+    L, _, gb = corpus_grad(x, y, tau, torch.tensor([beta]), torch.tensor([c * beta]))
+    return float(L), float(gb)
+
+
+def test_continuation_finds_the_highest_local_minimum_where_bisection_does_not():
+    tau, x, y = _corpus()
+    betas = 2.0 ** np.arange(1, 9.01, 0.5)
+    beta = betas[-1]
+    c_cont = own_label_score(tau, x, y, betas)[-1].numpy()
+    c_bis = bisection_label_score(tau, x, y, beta).numpy()
+    for k in range(2):
+        t, xx, yy = tau[k:k + 1], x[k:k + 1], y[k:k + 1]
+        for c in (c_cont[k], c_bis[k]):  # both are local minima of the loss in b
+            L0, g0 = _loss(t, xx, yy, beta, c)
+            assert abs(g0) < 1e-6
+            assert _loss(t, xx, yy, beta, c + 1e-3)[0] >= L0 and _loss(t, xx, yy, beta, c - 1e-3)[0] >= L0
+        top = float(t.max())
+        # continuation stays at the corpus's largest threshold; bisection lands far lower
+        assert c_cont[k] > top - 0.02 and c_bis[k] < c_cont[k] - 0.05
+        # the highest one: dL/db >= 0 from c_cont up to the start c0 = 1 (no minimum in between)
+        g = np.array([_loss(t, xx, yy, beta, c)[1] for c in np.linspace(c_cont[k] + 1e-3, 1.0, 300)])
+        assert np.all(g >= -1e-12)
+
+
+def test_failure_probability_matches_a_direct_simulation():
+    rng = np.random.default_rng(0)
+    beta = 256.0
+    for m in (2, 4, 8):
+        c = predicted_label_scores(m, beta, 40_000, seed=m)
+        for tau in (0.5, 0.7):
+            p_sim = np.mean(c < tau)
+            p = failure_probability(tau, m, beta)
+            assert abs(p_sim - p) < 4 * np.sqrt(p * (1 - p) / 40_000) + 1e-3
+        # and against tau_top drawn here directly
+        top = 0.2 + 0.6 * rng.random((40_000, m)).max(1)
+        assert abs(np.mean(top + np.log(0.8 * beta) / beta < 0.7) - failure_probability(0.7, m, beta)) < 0.01
+    assert failure_probability(0.1, 4, beta) == 0.0 and failure_probability(0.95, 4, beta) == 1.0
+
+
+def test_tracking_scale_censors_and_interpolates():
+    b = np.array([1.0, 2.0, 4.0, 8.0])
+    assert tracking_scale(b, [0.8, 0.2, 0.3, 0.4], 0.5) == (8.0, True)
+    s, cens = tracking_scale(b, [0.8, 0.2, 0.25, 1.0], 0.5)
+    assert not cens and s == pytest.approx(4 * 2 ** 0.5)  # log-log midpoint
+    assert np.isnan(tracking_scale(b, [0.8, 0.9, 1.0, 2.0], 0.5)[0])
+    p = OwnProfile(2, 2, b, -np.ones(4), -np.array([[1.0, 0.2], [1.0, 1.0], [np.nan, 1.0], [2.0, 2.0]]),
+                   np.zeros((4, 2)), np.zeros(4))
+    np.testing.assert_allclose(p.curve("short")[:2], [np.sqrt(0.32), 0.0])
+    np.testing.assert_allclose(p.curve("rms")[2], np.sqrt(0.5))  # NaN counts as an error of 1
+
+
+def test_scale_with_bootstrap_resamples_corpora_and_brackets_the_point():
+    from stumplib.stump.calibration import scale_with_bootstrap
+
+    betas = 2.0 ** np.arange(0, 12, 0.5)
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal(40)
+    g_pop = -np.ones(betas.size)
+    g = g_pop[:, None] * (1 + betas[:, None] / 300 * z[None, :])  # |ratio - 1| grows like beta
+    prof = OwnProfile(40, 40, betas, g_pop, g, np.ones((betas.size, 40)), np.ones(betas.size))
+    est, boots = scale_with_bootstrap(prof, 0.5, n_boot=100, seed=0)
+    truth = 150 / np.sqrt(np.mean(z ** 2))  # the RMS crosses 1/2 at beta = 150 / rms(z)
+    assert est.value == pytest.approx(truth, rel=0.1)
+    assert est.lo <= est.value <= est.hi and boots.shape == (100,)
+    assert np.array_equal(boots, scale_with_bootstrap(prof, 0.5, n_boot=100, seed=0)[1])
+
+
+def test_failure_fractions_and_mae_slope_on_a_synthetic_study():
+    from stumplib.stump.calibration import failure_fractions, mae_by_m
+
+    rng = np.random.default_rng(4)
+    study = {m: {"c": rng.uniform(0.5, 0.9, 20), "abs": (1.0 / m) * rng.uniform(0.5, 1.5, 20)}
+             for m in (8, 16, 32, 64)}
+    frac, lo, hi = failure_fractions(study, taus=(0.7,))
+    for (m, s), f in zip(study.items(), frac[:, 0]):
+        assert f == np.mean(s["c"] < 0.7)
+    assert np.all((lo <= frac) & (frac <= hi))
+    mae, reps, slope = mae_by_m(study, n_boot=100, seed=0)
+    assert reps.shape == (100, 4) and slope.contains(-1.0)
+    assert slope.value == pytest.approx(-1.0, abs=0.15)

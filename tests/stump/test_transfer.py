@@ -1,0 +1,125 @@
+"""Corpus gradient against population gradient along the path; the certified scale."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from stumplib.stump.population import population_loss_and_grad
+from stumplib.stump.transfer import (TransferProfile, bootstrap_certified, calibrated_label_score, certified_interval,
+                               certified_scale, certified_scales, crossing_scale,
+                               draw_corpus_batch, population_hessian, population_path, step_size_limit,
+                               transfer_profile, transfer_profiles)
+from stumplib.stump.trainer import corpus_grad
+
+
+def test_calibrated_label_score_minimises_population_loss_in_b():
+    betas = [8.0, 64.0, 1024.0]
+    c = calibrated_label_score(betas)
+    for beta, ci in zip(betas, c.tolist()):
+        L0 = population_loss_and_grad(beta, ci * beta)[0]
+        for d in (-2e-3, 2e-3):
+            assert population_loss_and_grad(beta, (ci + d) * beta)[0] > L0
+    # above the prior, decreasing towards tau_hi like log(beta)/beta
+    assert c[0] > c[1] > c[2] > 0.8
+    assert c[2] - 0.8 < 3 * math.log(1024) / 1024
+
+
+def test_population_path_gradient_points_along_beta():
+    p = population_path([16.0, 256.0])
+    g = p["g"]
+    assert bool((g[:, 0] < 0).all())  # progress increases beta
+    assert bool((g[:, 1].abs() < 1e-6 * g[:, 0].abs()).all())
+
+
+def test_corpus_gradient_tends_to_population_gradient_monte_carlo():
+    """At a fixed point of the path, the mean corpus gradient approaches the population gradient
+    as n grows (the bias), and the spread over corpora shrinks like 1/sqrt(m)."""
+    betas = [8.0]
+    path = population_path(betas)
+    gp = path["g"][0, 0].item()
+    prof_small = transfer_profile(32, 8, betas, n_corpora=64, device="cpu", path=path)
+    prof_large = transfer_profile(32, 512, betas, n_corpora=64, device="cpu", path=path)
+    bias_small = abs(prof_small.g_corpus[0, :, 0].mean() - gp)
+    bias_large = abs(prof_large.g_corpus[0, :, 0].mean() - gp)
+    se_large = prof_large.g_corpus[0, :, 0].std() / math.sqrt(64)
+    assert bias_large < bias_small
+    assert bias_large < 4 * se_large + 0.02 * abs(gp)  # consistent with zero bias at n = 512
+    sd_m = [transfer_profile(m, 256, betas, n_corpora=48, device="cpu", path=path).g_corpus[0, :, 0].std()
+            for m in (16, 256)]
+    ratio = sd_m[0] / sd_m[1]
+    assert 2.0 < ratio < 8.0  # sqrt(256 / 16) = 4
+
+
+def test_transfer_profile_uses_the_trainer_gradient():
+    tau, x, y = draw_corpus_batch(5, 7, 2, seed=3)
+    prof = transfer_profile(5, 7, [10.0, 20.0], n_corpora=2, seed=3, device="cpu")
+    b = prof.c[1] * 20.0
+    _, gb, gbb = corpus_grad(x[1:2], y[1:2], tau[1:2], torch.tensor([20.0]), torch.tensor([b]))
+    np.testing.assert_allclose(prof.g_corpus[1, 1], [gb.item(), gbb.item()], rtol=1e-12)
+
+
+def test_certified_interval_on_synthetic_curves():
+    betas = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    lo, hi = certified_interval(betas, [2.0, 0.25, 0.25, 1.0, 4.0], 0.5)
+    assert lo == pytest.approx(2 ** (2 / 3)) and hi == pytest.approx(8 * 2 ** -0.5)
+    assert crossing_scale(betas, [0.1, 0.1, 0.1, 0.1, 0.1], 0.5) == math.inf
+    assert math.isnan(crossing_scale(betas, [1.0] * 5, 0.5))
+    assert certified_interval(betas, [0.1, 0.2, 0.3, 0.4, 1.0], 0.5)[0] == 1.0
+
+
+def test_certified_scale_grows_with_m_and_n_and_is_deterministic():
+    a = certified_scale(128, 128, n_corpora=16, device="cpu")
+    b = certified_scale(256, 256, n_corpora=16, device="cpu")
+    assert 4.0 < a < b
+    assert certified_scale(128, 128, n_corpora=16, device="cpu") == a
+    s = certified_scales([128], [128], n_corpora=16, device="cpu")
+    assert s.shape == (1,) and s[0] == a
+
+
+def test_step_size_limit_grows_with_scale():
+    lim = step_size_limit([16.0, 32.0, 64.0])
+    assert np.all(np.diff(lim) > 0)
+    assert 4 < lim[2] / lim[1] < 16  # about beta^3
+    H = population_hessian([32.0], [27.0])
+    assert H.shape == (1, 2, 2) and H[0, 0, 1] == H[0, 1, 0]
+
+
+@pytest.mark.parametrize("factor, grows", [(0.8, False), (1.2, True)])
+def test_step_size_limit_separates_stable_from_oscillating_gd(factor, grows):
+    """Two population-GD runs from the path point at beta = 32, 1e-7 apart in b: below the limit
+    their difference shrinks, above it the stiff direction oscillates with growing amplitude."""
+    from stumplib.stump.population import population_loss_and_grad
+
+    path = population_path([32.0])
+    lr = factor * float(step_size_limit([32.0])[0])
+    runs = [torch.stack([path["beta"][0], path["b"][0] + eps]) for eps in (0.0, 1e-7)]
+    for _ in range(40):
+        for k, th in enumerate(runs):
+            _, gbeta, gb = population_loss_and_grad(th[0], th[1])
+            runs[k] = th - lr * torch.stack([gbeta, gb])
+    gap = float((runs[1] - runs[0]).abs().max())
+    assert (gap > 1e-6) if grows else (gap < 1e-7)
+
+
+def test_transfer_profiles_round_trip_and_bootstrap(tmp_path, monkeypatch):
+    monkeypatch.setenv("STUMPBOOK_RESULTS", str(tmp_path))
+    shapes = [(24, 24), (48, 48)]
+    a = transfer_profiles(shapes, n_corpora=4, device="cpu", progress=False, top_factor=0.5)
+    from stumplib.core import book
+    b = book.cached("rt_profiles", {"shapes": shapes}, lambda: a, verbose=False)
+    b = book.cached("rt_profiles", {"shapes": shapes}, lambda: a, verbose=False)[1]  # reloaded
+    np.testing.assert_array_equal(a[1].g_corpus, b.g_corpus)
+    assert isinstance(b, TransferProfile) and (b.m, b.n, b.n_corpora) == (48, 48, 4)
+    c = transfer_profiles(shapes[:1], n_corpora=4, seed=1, device="cpu", progress=False)
+    assert not np.array_equal(c[0].g_corpus, a[0].g_corpus)
+    est, boot = bootstrap_certified(a, 2.0, n_boot=20, seed=0)
+    assert est.shape == (2,) and boot.shape == (20, 2)
+    # each replicate is the certified scale of a profile built from resampled corpora (brute force)
+    from stumplib.core.stats import resample_indices
+    idx = resample_indices(a[1].n_corpora, 20, seed=1)[7]
+    rs = TransferProfile(48, 48, 4, 0, a[1].beta, a[1].c, a[1].g_pop, a[1].g_corpus[:, idx])
+    assert boot[7, 1] == rs.certified(2.0) or (np.isnan(boot[7, 1]) and np.isnan(rs.certified(2.0)))
+    assert est[1] == a[1].certified(2.0)
