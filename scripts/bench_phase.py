@@ -38,7 +38,8 @@ import time
 import numpy as np
 
 from stumplib.phase import state_evolution
-from stumplib.phase.se import num_threads, solve_fixed_rule
+from stumplib.phase.parallel import num_threads
+from stumplib.phase.replica import solve_fixed_rule
 from stumplib.phase.solver import _evaluate, _pooled_nodes
 from stumplib.core.validation import check_choice, check_int, check_real
 

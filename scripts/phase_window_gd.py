@@ -21,7 +21,8 @@ import torch
 from stumplib.core.device import make_generator
 from stumplib.phase import attention as at
 from stumplib.phase.data import positional_encodings, sample_teacher, sample_tokens, teacher_matrix
-from stumplib.phase.se import check_A
+from stumplib.phase.objective import objective_from_grams
+from stumplib.phase.setting import check_A
 
 
 def main() -> None:
@@ -53,7 +54,7 @@ def main() -> None:
     Q = (q_star.clone() if a.init == "semantic" else P[0].expand(a.seeds, a.d).clone())[:, :, None]
     t0 = time.time()
     for k in range(a.steps + 1):
-        L, g = at._objective_and_grad(Q, X, Gxx, Gxz, c0, T, mask, 0.01)
+        L, g = objective_from_grams(Q, X, Gxx, Gxz, c0, T, mask, 0.01)
         if k % max(1, a.steps // 10) == 0:
             te, _ = at.attention_test_error(Q, q_star, omega=0.3, sigma=0.5, A=A_, n_test=20000,
                                             generator=make_generator(777, dev))

@@ -6,7 +6,7 @@ samplers (``tasks``), the estimator (``model``), the population loss (``populati
 (``baselines``), the flows and population GD (``dynamics``), the trainer (``trainer``), the corpus
 gradient and the certified scales (``transfer``, ``certified``), the frozen-estimator evaluations and
 staged training (``frozen``), the boundary profiles (``boundary``) and the phase model (``phase.data``,
-``phase.se``, ``phase.solver``, ``phase.transition``, ``phase.attention``, ``phase.minimise``).
+``phase.setting``, ``phase.proximal``, ``phase.replica``, ``phase.solver``, ``phase.transition``, ``phase.attention``, ``phase.minimise``).
 ``TABLE`` replaces one argument of a valid call; ``COMBOS`` holds arguments that are valid alone but
 not together. Internal helpers and the validators themselves (``tests/test_validation.py``) are not
 checked here; chapter parameters are checked through papermill in ``tests/test_notebooks.py``.
@@ -383,30 +383,30 @@ def _positional_encodings(**kw):
 
 
 def _check_model(**kw):
-    from stumplib.phase.se import check_model
+    from stumplib.phase.setting import check_model
     return check_model(**{"omega": 0.3, **kw})
 
 
 def _proximal(**kw):
-    from stumplib.phase.se import proximal
+    from stumplib.phase.proximal import proximal
     rng = np.random.default_rng(0)
     center, t, V = rng.normal(0, 0.6, (3, 2)), rng.uniform(0.05, 0.95, (3, 2)), rng.uniform(2.0, 30.0, 3)
     return proximal(**{"center": center, "t": t, "V": V, **kw})
 
 
 def _se_update(**kw):
-    from stumplib.phase.se import se_update
+    from stumplib.phase.replica import se_update
     return se_update(**{"alpha": 1.0, "q": 0.1, "m": 0.0, "V": 10.0, "theta": 0.05, "omega": 0.3,
                         "n_nodes": 3, **kw})
 
 
 def _solve_fixed_rule(**kw):
-    from stumplib.phase.se import solve_fixed_rule
+    from stumplib.phase.replica import solve_fixed_rule
     return solve_fixed_rule(**{"alpha": 1.0, "omega": 0.3, "n_nodes": 4, **kw})
 
 
 def _theta_profile(**kw):
-    from stumplib.phase.se import theta_profile
+    from stumplib.phase.replica import theta_profile
     return theta_profile(**{"alpha": 1.0, "thetas": [0.1], "omega": 0.3, "n_nodes": 4, **kw})
 
 
@@ -609,17 +609,17 @@ TABLE = [
     ("phase.data.teacher_matrix", _teacher_matrix, {"omega": [(1.5, "omega")]}),
     ("phase.data.sample_tokens", _sample_tokens, {"sigma": [(-1.0, "sigma")]}),
     ("phase.data.positional_encodings", _positional_encodings, {"d": [(1, "d must")]}),
-    ("phase.se.check_model", _check_model, {
+    ("phase.setting.check_model", _check_model, {
         "omega": [(1.5, "omega"), (NAN, "omega")], "sigma": [(0.0, "sigma"), (1e3, "sigma")],
         "lam": [(0.0, "lam"), (-0.1, "lam")], "A": [(BAD_A, "A"), (((1, 0),), "A")],
         "branch": [("agnostic", "branch")]}),
-    ("phase.se.proximal", _proximal, {"V": [(-np.ones(3), "V")], "sigma": [(0.0, "sigma")]}),
-    ("phase.se.se_update", _se_update, {"minimiser": [("lbfgs", "minimiser")]}),
-    ("phase.se.solve_fixed_rule", _solve_fixed_rule, {
+    ("phase.proximal.proximal", _proximal, {"V": [(-np.ones(3), "V")], "sigma": [(0.0, "sigma")]}),
+    ("phase.replica.se_update", _se_update, {"minimiser": [("lbfgs", "minimiser")]}),
+    ("phase.replica.solve_fixed_rule", _solve_fixed_rule, {
         "alpha": [(-1.0, "alpha"), ([], "alpha"), (NAN, "alpha")], "omega": [(1.5, "omega")],
         "sigma": [(0.0, "sigma")], "lam": [(-0.1, "lam")], "branch": [("agnostic", "branch")],
         "A": [(BAD_A, "A")], "n_nodes": [(2, "n_nodes")], "damping": [(1.0, "damping")]}),
-    ("phase.se.theta_profile", _theta_profile, {
+    ("phase.replica.theta_profile", _theta_profile, {
         "thetas": [([0.3], "thetas")], "alpha": [([1.0, 2.0], "alpha")],
         "A": [(((0.3, 0.7), (0.8, 0.2)), "A")], "lam": [(0.0, "lam")]}),
     ("phase.state_evolution", _state_evolution_call, {
@@ -653,7 +653,7 @@ COMBOS = [
     ("dynamics.population_gd", _population_gd, {"beta0": [5.0, 6.0, 7.0], "lr": [1.0, 2.0]}, "lr"),
     ("certified.certified_scales", _certified_scales, {"shapes": [(8, 8), (16, 16)], "n_corpora": [8]},
      "n_corpora"),
-    ("phase.se.theta_profile", _theta_profile, {"rule": "sobol", "n_nodes": 6}, "n_nodes"),
+    ("phase.replica.theta_profile", _theta_profile, {"rule": "sobol", "n_nodes": 6}, "n_nodes"),
     ("phase.state_evolution", _state_evolution_call, {"min_log2_points": 12, "max_log2_points": 12},
      "max_log2_points"),
 ]

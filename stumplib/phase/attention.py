@@ -34,66 +34,10 @@ from stumplib.core.validation import check_choice, check_grid, check_int, check_
 from stumplib.phase.positional_baseline import baseline_test_error_of
 from stumplib.phase.data import positional_encodings, softmax_rows, teacher_of_scores
 from stumplib.phase.minimise import Problem, gradient_descent, initial_points, make_problem
-from stumplib.phase.se import check_A
+from stumplib.phase.objective import INITS, objective_and_grad  # noqa: F401 (re-exported)
+from stumplib.phase.setting import check_A
 
 __all__ = ["INITS", "objective_and_grad", "attention_test_error", "train_attention_gd"]
-
-INITS = ("semantic", "positional", "random")
-
-
-def objective_and_grad(Q: torch.Tensor, X: torch.Tensor, Z: torch.Tensor, T: torch.Tensor,
-                       mask: torch.Tensor, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Objective ``L`` and its gradient for a batch of runs.
-
-    Parameters
-    ----------
-    Q : (S, d, R) student vectors (R runs per seed).
-    X, Z : (S, n, 2, d) tokens with and without positions.
-    T : (S, n, 2, 2) teacher matrices.
-    mask : (S or 1, n, R) 0/1 weights of the samples of each run.
-    lam : ridge.
-
-    Returns
-    -------
-    L : (S, R); grad : (S, d, R).
-    """
-    Gxx = X @ X.transpose(-1, -2)
-    Gxz = X @ Z.transpose(-1, -2)
-    c0 = ((T @ (Z @ Z.transpose(-1, -2))) * T).sum((-1, -2))
-    return _objective_and_grad(Q, X, Gxx, Gxz, c0, T, mask, lam)
-
-
-def _objective_and_grad(Q, X, Gxx, Gxz, c0, T, mask, lam):
-    """Elementwise form: rows of S are (s_l, 1 - s_l), s_l = sigmoid(h_l (h_1 - h_2)); with
-    ``a, b, c`` the entries of ``Gxx`` and ``w_l = Gxz T_l`` (T_l the teacher's row l),
-    ``2 d loss = sum_l [s_l^2 a + 2 s_l (1 - s_l) b + (1 - s_l)^2 c - 2 (s_l w_l1 + (1 - s_l) w_l2)] + c0``."""
-    S_, n, _, d = X.shape
-    H = (X.reshape(S_, 2 * n, d) @ Q).reshape(S_, n, 2, -1) / math.sqrt(d)  # (S, n, 2, R)
-    h1, h2 = H[:, :, 0], H[:, :, 1]
-    a, b, c = Gxx[..., 0, 0, None], Gxx[..., 0, 1, None], Gxx[..., 1, 1, None]
-    w = Gxz @ T.transpose(-1, -2)  # w[..., k, l] = (Gxz T_l)_k
-    w11, w21, w12, w22 = w[..., 0, 0, None], w[..., 1, 0, None], w[..., 0, 1, None], w[..., 1, 1, None]
-    dlt = h1 - h2
-    s1 = torch.sigmoid(h1 * dlt)
-    s2 = torch.sigmoid(h2 * dlt)
-
-    def row(s, wa, wb):
-        val = s * s * a + 2 * s * (1 - s) * b + (1 - s) ** 2 * c - 2 * (s * wa + (1 - s) * wb)
-        der = 2 * s * a + 2 * (1 - 2 * s) * b - 2 * (1 - s) * c - 2 * (wa - wb)
-        return val, der
-
-    v1, e1 = row(s1, w11, w21)
-    v2, e2 = row(s2, w12, w22)
-    loss = (v1 + v2 + c0[..., None]) / (2 * d)
-    g1 = e1 * s1 * (1 - s1) * mask / (2 * d)
-    g2 = e2 * s2 * (1 - s2) * mask / (2 * d)
-    dh1 = g1 * (2 * h1 - h2) + g2 * h2
-    dh2 = -g1 * h1 + g2 * (h1 - 2 * h2)
-    L = (loss * mask).sum(1) + 0.5 * lam * (Q * Q).sum(1)
-    dH = torch.stack([dh1, dh2], 2).reshape(S_, 2 * n, -1)
-    grad = X.reshape(S_, 2 * n, d).transpose(1, 2) @ dH / math.sqrt(d) + lam * Q
-    return L, grad
-
 
 def attention_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float, sigma: float,
                          A: Any, n_test: int, generator: torch.Generator,

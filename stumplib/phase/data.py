@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from stumplib.core.validation import check_int, check_real
-from stumplib.phase.se import check_A
+from stumplib.phase.setting import check_A
 
 __all__ = ["positional_encodings", "sample_teacher", "sample_tokens", "teacher_matrix", "teacher_of_scores",
            "softmax_rows"]

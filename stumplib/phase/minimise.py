@@ -31,14 +31,13 @@ from stumplib.core.device import make_generator
 from stumplib.core.validation import check_choice, check_int, check_real
 from stumplib.phase.data import (positional_encodings, sample_teacher, sample_tokens, softmax_rows, teacher_matrix,
                    teacher_of_scores)
-from stumplib.phase.se import check_A
+from stumplib.phase.objective import INITS, objective_from_grams
+from stumplib.phase.setting import check_A
 
 __all__ = ["Problem", "make_problem", "initial_points", "gradient_descent", "minimise",
            "exact_test_error", "summaries", "minimiser_runs", "decide", "study", "read_runs", "DECIDING_RUN",
            "deciding_run", "gd_gap",
            "semantic_start", "classify_dynamics", "stability_by_dynamics"]
-
-INITS = ("semantic", "positional", "random")
 
 #: the deciding run committed with the book (``scripts/phase_minimisers.py``'s output, with its
 #: command, commit, machine and duration; ``scripts/PHASE_MINIMISERS.md`` describes it)
@@ -77,9 +76,7 @@ class Problem:
 
     def objective(self, Q: torch.Tensor, mask: torch.Tensor, sl: slice = slice(None)):
         """Objective (S', R) and gradient (S', d, R) of the runs ``Q`` (S', d, R) of seeds ``sl``."""
-        from stumplib.phase.attention import _objective_and_grad
-
-        return _objective_and_grad(Q, self.X[sl], self.Gxx[sl], self.Gxz[sl], self.c0[sl], self.T[sl],
+        return objective_from_grams(Q, self.X[sl], self.Gxx[sl], self.Gxz[sl], self.c0[sl], self.T[sl],
                                    mask, self.lam)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from stumplib.core.validation import check_int, check_real
-from stumplib.phase.se import check_A
+from stumplib.phase.setting import check_A
 
 __all__ = ["teacher_moments", "linear_baseline_test_error", "baseline_test_error_of"]
 

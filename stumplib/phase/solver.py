@@ -94,8 +94,13 @@ from scipy.special import expit
 
 from stumplib.core.validation import check_choice, check_int, check_real
 
-from stumplib.phase.se import (DEFAULT_A, _PARALLEL_MIN, PhaseModel, StateEvolutionError, _geometry, _initial_point,
-                 _MappingResult, check_alphas, check_model, num_threads, proximal, run_parallel, teacher_rows)
+from stumplib.phase.parallel import PARALLEL_MIN, num_threads, run_parallel
+
+from stumplib.phase.proximal import proximal
+
+from stumplib.phase.replica import geometry, initial_point
+
+from stumplib.phase.setting import (DEFAULT_A, PhaseModel, StateEvolutionError, MappingResult, check_alphas, check_model, teacher_rows)
 
 __all__ = ["Outcome", "AccuracyNotReached", "state_evolution", "StateEvolutionResult", "scrambled_rules",
            "estimate", "OUTPUT_KEYS"]
@@ -205,7 +210,7 @@ def _evaluate_block(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: 
     rho = sigma * sigma
     q, m, V, th = (np.ascontiguousarray(Z[:, j]) for j in range(4))
     R, KN = Z.shape[0], nodes.shape[-2]
-    center, u, vstar, xi, Y = _geometry(q, m, th, sigma, nodes)
+    center, u, vstar, xi, Y = geometry(q, m, th, sigma, nodes)
     t = teacher_rows(u, omega, A_)
     Vb = V[:, None]
     new_alts = None
@@ -286,7 +291,7 @@ def _evaluate(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: dict, 
     N = KN // K
     if nodes.ndim == 3 and K == 1 and R > 1 and alts is None and known is None:
         # rows on their own nodes (one scrambling each): split by rows
-        n_blocks = max(1, min(num_threads(), R, (R * KN) // _PARALLEL_MIN))
+        n_blocks = max(1, min(num_threads(), R, (R * KN) // PARALLEL_MIN))
         rb = np.linspace(0, R, n_blocks + 1).astype(int)
         parts = run_parallel(_evaluate_block, [
             (alpha, Z[a:b], nodes[a:b], 1, kw, None if warm is None else warm[a:b], None, restart, None)
@@ -296,7 +301,7 @@ def _evaluate(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: dict, 
         new_alts = None
         vstar = np.concatenate([p[3] for p in parts], 0)
     else:
-        n_blocks = max(1, min(num_threads(), K, (R * KN) // _PARALLEL_MIN))
+        n_blocks = max(1, min(num_threads(), K, (R * KN) // PARALLEL_MIN))
         kb = np.linspace(0, K, n_blocks + 1).astype(int)
         parts = run_parallel(_evaluate_block, [
             (alpha, Z, nodes[..., a * N:b * N, :], b - a, kw, None if warm is None else warm[..., a * N:b * N, :],
@@ -651,7 +656,7 @@ _Z95 = 1.959963984540054  # the 0.975 quantile of the standard normal
 
 
 @dataclass(eq=False)
-class StateEvolutionResult(_MappingResult):
+class StateEvolutionResult(MappingResult):
     """The result of :func:`state_evolution`: (A,) arrays (scalars for a scalar ``alpha``), read as
     attributes or by key like the dict of arrays it replaces (``r.theta`` or ``r["theta"]``,
     ``r.keys()``, ``r.items()``). The fields are described in :func:`state_evolution`'s Returns."""
@@ -770,7 +775,7 @@ class _Sweep:
             if init is not None:
                 z0 = np.array([float(init[k]) for k in ("q", "m", "V", "theta")])
             else:
-                z0 = np.array([v[0] for v in _initial_point(np.array([a]), s.branch, s.model.sigma)])
+                z0 = np.array([v[0] for v in initial_point(np.array([a]), s.branch, s.model.sigma)])
             p, jac = s.pmin, None
         if not s.continuation:
             self.alt_store = None

@@ -230,7 +230,7 @@ def theory_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float =
     baseline).
     """
     from stumplib.phase.positional_baseline import linear_baseline_test_error
-    from stumplib.phase.se import solve_fixed_rule
+    from stumplib.phase.replica import solve_fixed_rule
 
     out: dict[str, np.ndarray] = {"alpha": np.asarray(alphas, dtype=np.float64)}
     for br, key in (("semantic", "sem"), ("positional", "pos")):
@@ -300,7 +300,9 @@ def replay_authors(alphas: Any, branch: str, *, start: Mapping[str, float] | Non
     over ``q, m, theta``).
     """
     from stumplib.core.validation import check_int, check_real
-    from stumplib.phase.se import check_alphas, check_model, se_update, stroud_secrest_4d
+    from stumplib.phase.quadrature import stroud_secrest_4d
+    from stumplib.phase.replica import se_update
+    from stumplib.phase.setting import check_alphas, check_model
 
     a, _ = check_alphas(alphas)
     omega, sigma, lam, A_, branch = check_model(omega=omega, sigma=sigma, lam=lam, A=A, branch=branch)
@@ -352,7 +354,8 @@ def published_curves(ref_dir: Path, *, alpha_min: float = 0.3, cache: bool = Fal
 
         return cached("ch6_published", dict(alpha_min=alpha_min, ref=str(ref_dir)),
                            lambda: published_curves(ref_dir, alpha_min=alpha_min), verbose=False)
-    from stumplib.phase.se import se_update, solve_fixed_rule, stroud_secrest_4d, test_error_from_overlaps
+    from stumplib.phase.quadrature import stroud_secrest_4d
+    from stumplib.phase.replica import se_update, solve_fixed_rule, test_error_from_overlaps
 
     out: dict[str, np.ndarray] = {}
     for key, br in (("sem", "semantic"), ("pos", "positional")):
@@ -525,7 +528,7 @@ def window_profiles(alpha: float, thetas: Any, rules: Any, *, omega: float, sigm
         (``theta``, ``F_theta``, ``residual``, ``q``, ``V``, ``test_error`` and ``train_loss``,
         each of shape ``(T,)``, and ``root``, 0-d).
     """
-    from stumplib.phase.se import theta_profile
+    from stumplib.phase.replica import theta_profile
 
     extra = {} if tol is None else dict(tol=tol)
 

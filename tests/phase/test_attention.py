@@ -9,7 +9,7 @@ import torch
 
 from stumplib.phase import data
 from stumplib.phase.attention import attention_test_error, objective_and_grad, train_attention_gd
-from stumplib.phase.se import solve_fixed_rule
+from stumplib.phase.replica import solve_fixed_rule
 
 from conftest import A0, teacher_sample
 

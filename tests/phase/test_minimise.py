@@ -123,7 +123,7 @@ def test_dynamics_classification_on_a_constructed_map():
 
 def test_stability_by_dynamics_at_a_stable_semantic_point():
     from stumplib.phase.minimise import stability_by_dynamics
-    from stumplib.phase.se import solve_fixed_rule
+    from stumplib.phase.replica import solve_fixed_rule
     fp = solve_fixed_rule(1.5, omega=0.3, branch="semantic", n_nodes=6)
     pt = dict(omega=0.3, alpha=1.5, theta=float(fp["theta"]), q=float(fp["q"]), derivative=-1.6)
     rows = stability_by_dynamics([pt], [40, 160], 3, cache=False)
@@ -173,7 +173,7 @@ def test_study_cache_is_structured_and_reloads_what_it_computed(tmp_path, monkey
 def test_stability_by_dynamics_cache_is_structured_and_reloads_the_same_rows(tmp_path, monkeypatch):
     from stumplib.core import book
     from stumplib.phase.minimise import stability_by_dynamics
-    from stumplib.phase.se import solve_fixed_rule
+    from stumplib.phase.replica import solve_fixed_rule
 
     monkeypatch.setenv(book.RESULTS_ENV, str(tmp_path))
     monkeypatch.delenv(book.CACHE_ENV, raising=False)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from stumplib.phase import AccuracyNotReached, Outcome, state_evolution
-from stumplib.phase.se import se_update
+from stumplib.phase.replica import se_update
 from stumplib.phase.solver import OUTPUT_KEYS, StateEvolutionResult, estimate, scrambled_rules
 
 from conftest import POS_FILE, SEM_FILE, needs_shared

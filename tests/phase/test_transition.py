@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from stumplib.phase import Outcome, state_evolution
-from stumplib.phase.se import solve_fixed_rule
+from stumplib.phase.replica import solve_fixed_rule
 from stumplib.phase.transition import first_crossing
 
 from conftest import POS_FILE, REF, SEM_FILE, needs_shared
@@ -175,7 +175,7 @@ def test_stroud_fixed_points_is_far_from_the_accurate_rule_at_alpha_1(stroud_fix
 
 def test_window_profiles_one_structured_entry_per_rule_reloaded_unchanged(tmp_path, monkeypatch):
     from stumplib.core import book
-    from stumplib.phase.se import theta_profile
+    from stumplib.phase.replica import theta_profile
     from stumplib.phase.transition import window_profiles
 
     monkeypatch.setenv(book.RESULTS_ENV, str(tmp_path))

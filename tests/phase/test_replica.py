@@ -1,149 +1,22 @@
-"""Tests of stumplib.phase.se: the model checker, quadrature rules, the proximal step, one update of
-the state evolution, the fixed-rule damped solver and the theta profile (public functions only)."""
+"""Tests of ``stumplib.phase.replica``: one update of the state evolution, the fixed-rule damped solver
+against the published fixed points, and the theta profile."""
 from __future__ import annotations
-
-import itertools
-import math
 
 import numpy as np
 import pytest
 
-from stumplib.phase.se import (FixedRuleResult, PhaseModel, StateEvolutionError, check_A, check_alphas,
-                               check_model, prox_objective_and_derivatives, proximal, proximal_bfgs,
-                               quadrature_4d, se_update, solve_fixed_rule, stroud_secrest_4d, teacher_rows,
-                               theta_profile)
+from stumplib.phase.quadrature import quadrature_4d
+from stumplib.phase.replica import FixedRuleResult, se_update, solve_fixed_rule, theta_profile
+from stumplib.phase.setting import StateEvolutionError
 
-from conftest import A0, POS_FILE, SEM_FILE, needs_shared
+from conftest import POS_FILE, SEM_FILE, needs_shared
 from conftest import read_reference as _read
 
 #: the semantic branch's ill-conditioned window (see chapter 6)
 WINDOW = (0.6, 0.95)
 
 
-# ---------------------------------------------------------------- the model checker
-def test_check_model_returns_the_validated_model():
-    m = check_model(omega=0.3)
-    omega, sigma, lam, A, branch = m
-    assert isinstance(m, PhaseModel) and (omega, sigma, lam, branch) == (0.3, 0.5, 0.01, "semantic")
-    assert A.dtype == np.float64 and np.array_equal(A, A0)
-    assert m.rho == 0.25 and m.swap_symmetric
-    assert not check_model(omega=0.3, A=((0.7, 0.3), (0.4, 0.6)), branch="positional").swap_symmetric
 
-
-def test_check_alphas():
-    a, scalar = check_alphas(2.0)
-    assert scalar and a.tolist() == [2.0]
-    a, scalar = check_alphas(np.array([1.0, 0.5]))
-    assert not scalar and a.dtype == np.float64 and a.tolist() == [1.0, 0.5]
-    for bad in (-1.0, 0.0, [], [1.0, float("nan")], 2e3):
-        with pytest.raises(ValueError, match="alpha"):
-            check_alphas(bad)
-
-
-# ---------------------------------------------------------------- quadrature rules
-def test_sobol_rule_is_a_normal_rule():
-    """Moments of the Sobol rule: mean 0, identity covariance, E x^4 = 3 (to QMC accuracy)."""
-    nodes, w = quadrature_4d("sobol", 14)
-    assert nodes.shape == (2 ** 14, 4) and abs(w.sum() - 1) < 1e-12
-    np.testing.assert_allclose(w @ nodes, 0, atol=5e-3)
-    np.testing.assert_allclose((nodes * w[:, None]).T @ nodes, np.eye(4), atol=1e-2)
-    np.testing.assert_allclose(w @ nodes ** 4, 3, rtol=3e-2)
-    again, _ = quadrature_4d("sobol", 14)
-    assert again is nodes or np.array_equal(again, nodes)
-
-
-def test_stroud_secrest_rule_is_degree_seven():
-    """The 144-node rule integrates every monomial of degree <= 7 of four standard normals exactly."""
-    nodes, w = stroud_secrest_4d()
-    assert nodes.shape == (144, 4) and abs(w.sum() - 1) < 1e-14
-    mom = {0: 1, 1: 0, 2: 1, 3: 0, 4: 3, 5: 0, 6: 15, 7: 0}
-    for e in itertools.product(range(8), repeat=4):
-        if sum(e) <= 7 and max(e[0] + e[1], e[2] + e[3]) <= 7:
-            exact = np.prod([mom[k] for k in e])
-            got = float(w @ np.prod(nodes ** np.array(e), axis=1))
-            assert abs(got - exact) < 1e-10, (e, got, exact)
-
-
-# ---------------------------------------------------------------- proximal step
-def _random_problems(k=400, seed=0):
-    rng = np.random.default_rng(seed)
-    center = rng.normal(0, 0.6, (k, 2))
-    t = rng.uniform(0.05, 0.95, (k, 2))
-    V = rng.uniform(2.0, 30.0, k)
-    return center, t, V
-
-
-def test_prox_derivatives_match_finite_differences():
-    c, t, V = _random_problems(50)
-    x = np.random.default_rng(1).normal(0, 1, (50, 2))
-    G, g, H = prox_objective_and_derivatives(x, c, t, V, 0.5)
-    eps = 1e-6
-    for j in range(2):
-        e = np.zeros(2); e[j] = eps
-        Gp, gp = prox_objective_and_derivatives(x + e, c, t, V, 0.5, order=1)
-        Gm, gm = prox_objective_and_derivatives(x - e, c, t, V, 0.5, order=1)
-        np.testing.assert_allclose((Gp - Gm) / (2 * eps), g[:, j], rtol=1e-6, atol=1e-9)
-        np.testing.assert_allclose((gp - gm) / (2 * eps), H[:, :, j], rtol=1e-5, atol=1e-8)
-
-
-def test_prox_is_stationary_and_no_worse_than_other_starts():
-    c, t, V = _random_problems(200)
-    x, G, gnorm = proximal(c, t, V, 0.5)
-    assert np.all(gnorm < 1e-8)
-    # minimum: positive semi-definite Hessian
-    _, _, H = prox_objective_and_derivatives(x, c, t, V, 0.5)
-    assert np.all(np.linalg.eigvalsh(H)[:, 0] > -1e-8)
-    # no worse than a local search from each of 25 other starts (a grid)
-    grid = [np.broadcast_to(np.array([u, v]), c.shape) for u in np.linspace(-2, 2, 5) for v in np.linspace(-2, 2, 5)]
-    *_, Gs = proximal(c, t, V, 0.5, default_starts=False, match_starts=False, extra_starts=grid, return_all=True)
-    assert Gs.shape == (25, 200) and np.all(G <= Gs.min(0) + 1e-9)
-    # the brute-force minimum on a fine grid is not lower either
-    xx = np.linspace(-3, 3, 241)
-    P = np.stack(np.meshgrid(xx, xx, indexing="ij"), -1).reshape(-1, 1, 2)
-    Gb = prox_objective_and_derivatives(P, c[None], t[None], V[None], 0.5, order=0).min(0)
-    assert np.all(G <= Gb + 1e-9)
-
-
-def test_proximal_threads_give_the_same_bits(monkeypatch):
-    """A batch large enough to be split over threads gives the same minimisers, bit for bit, with
-    one thread and with three (every problem is solved on its own)."""
-    from stumplib.phase import se
-    rng = np.random.default_rng(3)
-    P = 3 * 2 ** 13 + 17
-    c, t, V = rng.normal(size=(P, 2)) * 0.7, rng.uniform(0.1, 0.9, size=(P, 2)), rng.uniform(1, 40, size=P)
-    out = {}
-    for n in ("1", "3"):
-        monkeypatch.setenv("STUMPLIB_THREADS", n)
-        assert se.num_threads() == int(n)
-        out[n] = proximal(c, t, V, 0.5)
-    for a, b in zip(out["1"], out["3"]):
-        assert np.array_equal(a, b)
-    monkeypatch.setenv("STUMPLIB_THREADS", "0")
-    with pytest.raises(ValueError, match="STUMPLIB_THREADS"):
-        se.num_threads()
-
-
-def test_bfgs_from_the_origin_finds_the_global_minimiser_where_newton_does_not():
-    """At the 144 nodes, at overlaps on the authors' path (V = 50), BFGS with finite-difference
-    gradients from the origin (scipy's default, their minimiser) reaches the multi-start global
-    minimiser at every node, while a local Newton method from the origin stops in another basin at
-    some nodes. Centres and teacher pre-activations from the model's definition:
-    ``h = sqrt(q) xi + (m, -m)``, ``u = V* Y + theta xi / sqrt(q)``, ``V* = sqrt(sigma^2 - theta^2 / q)``."""
-    nodes, _ = stroud_secrest_4d()
-    q, m, V, th = 0.05, 0.0, 50.0, 0.0335
-    xi, Y = nodes[:, :2], nodes[:, 2:]
-    center = math.sqrt(q) * xi + np.array([m, -m])
-    u = math.sqrt(0.25 - th ** 2 / q) * Y + th / math.sqrt(q) * xi
-    t = teacher_rows(u, 0.3, check_A(A0))
-    xg, _, _ = proximal(center, t, V, 0.5)
-    xo, _, _ = proximal(center, t, V, 0.5, default_starts=False, match_starts=False,
-                        extra_starts=[np.zeros_like(center)])
-    xb = proximal_bfgs(center, t, V, 0.5)
-    assert np.abs(xb - xg).max() < 1e-3, np.abs(xb - xg).max()
-    assert (np.abs(xo - xg).max(1) > 1e-2).sum() >= 1
-
-
-# ---------------------------------------------------------------- one update
 def test_update_is_linear_in_alpha_at_fixed_overlaps():
     """alpha enters the update only through the conjugates, which are linear in it (the proximal
     problems do not depend on alpha): at the same overlaps and nodes, the minimisers are the same
