@@ -38,7 +38,7 @@ import torch
 
 from stumplib.core.device import DEFAULT_DTYPE, resolve_device
 from stumplib.core.stats import PowerLawFit, fit_replicates, resample
-from stumplib.stump.trainer import _moments
+from stumplib.stump.trainer import corpus_moments
 from stumplib.stump.transfer import (DEFAULT_LEVEL, TransferProfile, certified_interval, draw_corpus_batch,
                        population_path)
 from stumplib.core.validation import check_int, check_prior, check_real, check_shapes
@@ -107,7 +107,7 @@ def _blocked_grads(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: fl
         k = xs.shape[0]
         bt = torch.full((k,), beta, dtype=x.dtype, device=x.device)
         bb = torch.full((k,), b, dtype=x.dtype, device=x.device)
-        f, dfb, dfbb = _moments(xs, ys, bt, bb, work=work if k == rows else None)
+        f, dfb, dfbb = corpus_moments(xs, ys, bt, bb, work=work if k == rows else None)
         e = f - T[r0:r0 + rows]
         gb[r0:r0 + k] = e * dfb
         gbb[r0:r0 + k] = e * dfbb

@@ -54,7 +54,6 @@ __all__ = [
     "crossing_scale",
     "certified_interval",
     "certified_scale",
-    "certified_scales",
     "DEFAULT_LEVEL",
     "default_beta_grid",
     "population_hessian",  # re-exported from stumplib.stump.population (chapter 3 imports it from here)
@@ -383,30 +382,6 @@ def certified_scale(m: int, n: int, *, level: float = DEFAULT_LEVEL, n_corpora: 
             if above.size and cur.size - (below[0] + above[0]) > chunk:
                 break
     return crossing_scale(np.asarray(betas_done), np.asarray(curve), level)
-
-
-def certified_scales(ms: Sequence[int], ns: Sequence[int], *, level: float = DEFAULT_LEVEL,
-                     n_corpora: int = 32, seed: int = 0, device: Any = "auto", progress: bool = False,
-                     **kw: Any) -> np.ndarray:
-    """:func:`certified_scale` for each pair ``(ms[i], ns[i])``; returns shape ``(len(ms),)``.
-
-    All arguments are validated before any work.
-    """
-    ms = check_grid("ms", ms, kind="int")
-    ns = check_grid("ns", ns, kind="int")
-    if len(ms) != len(ns):
-        raise ValueError(f"ms and ns must have the same length; got {len(ms)} and {len(ns)}")
-    check_real("level", level, low=0.0, low_open=True)
-    check_int("n_corpora", n_corpora, minimum=2)
-    check_int("seed", seed, minimum=0)
-    _check_bool("progress", progress)
-    resolve_device(device)
-    it = zip(ms, ns)
-    if progress:
-        from tqdm.auto import tqdm
-        it = tqdm(list(it), desc="certified scales")
-    return np.array([certified_scale(m, n, level=level, n_corpora=n_corpora, seed=seed, device=device,
-                                     **kw) for m, n in it])
 
 
 def step_size_limit(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8) -> np.ndarray:

@@ -9,7 +9,7 @@ import torch
 
 from stumplib.stump.population import population_loss_and_grad
 from stumplib.stump.transfer import (TransferProfile, bootstrap_certified, calibrated_label_score, certified_interval,
-                               certified_scale, certified_scales, crossing_scale,
+                               certified_scale, crossing_scale,
                                draw_corpus_batch, population_hessian, population_path, step_size_limit,
                                transfer_profile, transfer_profiles)
 from stumplib.stump.trainer import corpus_grad
@@ -75,8 +75,6 @@ def test_certified_scale_grows_with_m_and_n_and_is_deterministic():
     b = certified_scale(256, 256, n_corpora=16, device="cpu")
     assert 4.0 < a < b
     assert certified_scale(128, 128, n_corpora=16, device="cpu") == a
-    s = certified_scales([128], [128], n_corpora=16, device="cpu")
-    assert s.shape == (1,) and s[0] == a
 
 
 def test_step_size_limit_grows_with_scale():
