@@ -45,6 +45,9 @@ class Estimate:
     censored : ``None``, ``"lower"`` (``value`` is a lower bound: the truth lies in ``[value, inf]``) or
         ``"upper"`` (an upper bound).
     n : the number of replicates, points or resamples behind it, where meaningful.
+    n_dropped : how many replicates (resamples, seeds, shapes) were left out of the interval
+        (0: none); ``n`` counts the ones used.
+    dropped : why they were left out (empty when ``n_dropped == 0``).
     """
 
     value: float
@@ -54,6 +57,8 @@ class Estimate:
     level: float = 0.95
     censored: str | None = None
     n: int | None = None
+    n_dropped: int = 0
+    dropped: str = ""
 
     @classmethod
     def lower_bound(cls, value: float, n: int | None = None) -> "Estimate":
@@ -252,6 +257,18 @@ class PowerLawFit:
 
     ``ci`` is a ``level`` interval for the slope (``method`` says how it was obtained);
     :attr:`estimate` is the slope as an :class:`Estimate`.
+
+    Attributes
+    ----------
+    slope, prefactor : the fitted law.
+    ci : ``(lo, hi)``, the slope's interval.
+    stderr : the slope's least-squares standard error.
+    n_points : points in the fit (after ``points_dropped`` were left out).
+    method : how ``ci`` was obtained (an :data:`KINDS` entry or a description).
+    level : the interval's nominal coverage.
+    points_dropped : points left out (``y`` or ``x`` not finite and positive).
+    n_dropped : replicates left out of ``ci`` (not finite and positive at a kept point).
+    dropped : why (empty when nothing was left out).
     """
 
     slope: float
@@ -261,11 +278,16 @@ class PowerLawFit:
     n_points: int
     method: str = "bootstrap"
     level: float = 0.95
+    points_dropped: int = 0
+    n_dropped: int = 0
+    dropped: str = ""
 
     @property
     def estimate(self) -> Estimate:
+        """The slope as an :class:`Estimate` (carrying the count of dropped replicates)."""
         kind = self.method if self.method in KINDS else "bootstrap"
-        return Estimate(self.slope, self.ci[0], self.ci[1], kind, self.level, None, self.n_points)
+        return Estimate(self.slope, self.ci[0], self.ci[1], kind, self.level, None, self.n_points,
+                        self.n_dropped, self.dropped)
 
     @property
     def ci_width(self) -> float:
@@ -341,7 +363,27 @@ def fit_replicates(x: Any, y: Any, y_reps: Any, *, level: float = 0.95,
     ``y_reps`` (shape ``(B, K)``: bootstrap replicates of ``y``, or per-window/per-seed curves).
 
     Points where ``y`` is not finite and positive are dropped (and the same columns of ``y_reps``);
-    replicates with a non-finite entry in the kept columns are dropped. Needs >= 2 distinct ``x``.
+    replicates with an entry that is not finite and positive in the kept columns are dropped. Both
+    counts and the reason are recorded in the result (``points_dropped``, ``n_dropped``,
+    ``dropped``). Needs >= 2 distinct ``x``.
+
+    Parameters
+    ----------
+    x, y : array_like, shape ``(K,)``
+        The abscissae and the measured values.
+    y_reps : array_like, shape ``(B, K)``
+        Replicates of ``y`` (one row per bootstrap replicate, window or seed).
+    level : float
+        The interval's nominal coverage.
+    method : str
+        How the replicates were made (recorded in the fit; an :data:`KINDS` entry gives the kind
+        of its :attr:`PowerLawFit.estimate`).
+
+    Returns
+    -------
+    PowerLawFit
+        The slope of the kept points, its percentile interval over the kept replicates, and the
+        counts of what was left out.
     """
     x = np.asarray(x, dtype=float).ravel()
     y = np.asarray(y, dtype=float).ravel()
@@ -357,9 +399,13 @@ def fit_replicates(x: Any, y: Any, y_reps: Any, *, level: float = 0.95,
     ok = np.all(np.isfinite(yb) & (yb > 0), axis=1)
     boots = np.array([ols(lx, np.log(row))[0] for row in yb[ok]])
     lo, hi = _quantiles(boots, level)
+    n_pts, n_rep = int((~keep).sum()), int((~ok).sum())
+    why = "; ".join(w for w in (
+        f"{n_pts} of {keep.size} points without a finite positive value" * bool(n_pts),
+        f"{n_rep} of {ok.size} replicates not finite and positive at a kept point" * bool(n_rep)) if w)
     return PowerLawFit(slope=float(slope), prefactor=float(np.exp(icpt)), ci=(lo, hi),
                        stderr=_stderr(lx, ly, slope, icpt), n_points=int(lx.size), method=method,
-                       level=level)
+                       level=level, points_dropped=n_pts, n_dropped=n_rep, dropped=why)
 
 
 # ------------------------------------------------------------------------------------ fit windows

@@ -250,6 +250,29 @@ class CertifiedScales:
         """``beta*`` of one shape ``(m, n)`` (a float; NaN without a certified interval)."""
         return float(self.value[self.shapes.index(tuple(shape))])
 
+    def kept(self, keep_all: bool = False) -> tuple[list[int], int, str]:
+        """The shapes with a certified scale, and how many are left out and why.
+
+        Parameters
+        ----------
+        keep_all : bool
+            Keep every shape (a token run, whose few corpora certify nothing, uses placeholders).
+
+        Returns
+        -------
+        keep : list of int
+            Indices into :attr:`shapes` of the shapes kept (``beta*`` finite).
+        n_dropped : int
+            Shapes left out.
+        why : str
+            The reason, naming the shapes (empty when none is left out).
+        """
+        ok = [bool(np.isfinite(v) and v > 0) or keep_all for v in self.value]
+        out = [s for s, k in zip(self.shapes, ok) if not k]
+        why = (f"{len(out)} of {len(ok)} shapes without a certified interval (the RMS error never "
+               f"drops below the level): " + ", ".join(f"{m}x{n}" for m, n in out)) if out else ""
+        return [i for i, k in enumerate(ok) if k], len(out), why
+
     def interval(self, shape: tuple[int, int], level: float = 0.95) -> tuple[float, float]:
         """The percentile bootstrap interval ``(lo, hi)`` of one shape's ``beta*`` at ``level``."""
         from stumplib.core.stats import interval

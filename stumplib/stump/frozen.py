@@ -132,14 +132,20 @@ def _fit_vector(x: np.ndarray, N: np.ndarray, y2: np.ndarray) -> np.ndarray:
     return np.array([f["A"], f["p"], f["B"], f["q"]])
 
 
-def _estimates(fit: np.ndarray, reps: np.ndarray, level: float, n_boot: int) -> dict[str, Estimate]:
+def _estimates(fit: np.ndarray, reps: np.ndarray, level: float, n_boot: int,
+               n_missing: int = 0, why_missing: str = "") -> dict[str, Estimate]:
     """``{"A", "p", "B", "q"}`` from the fit and its replicates (percentile intervals, widened to
-    contain the point estimate)."""
+    contain the point estimate), each counting the replicates it leaves out: ``n_missing`` never
+    made (``why_missing``) and those whose refit is not finite."""
     out = {}
     for j, k in enumerate(("A", "p", "B", "q")):
         lo, hi = interval(reps[:, j], level)
         v = float(fit[j])
-        out[k] = Estimate(v, float(min(lo, v)), float(max(hi, v)), "bootstrap", level, None, n_boot)
+        n_bad = int((~np.isfinite(reps[:, j])).sum()) - n_missing
+        why = "; ".join(w for w in (why_missing * bool(n_missing),
+                                    f"{n_bad} refits not finite" * bool(n_bad)) if w)
+        out[k] = Estimate(v, float(min(lo, v)), float(max(hi, v)), "bootstrap", level, None,
+                          n_boot - n_missing - n_bad, n_missing + n_bad, why)
     return out
 
 
@@ -214,13 +220,16 @@ def bootstrap_stop_law(mn: Any, Ns: Any, sq_runs: Sequence[np.ndarray], beta_sta
     Ns : shape ``(K,)``: the fresh-context sizes.
     sq_runs : ``P`` arrays of shape ``(R_i, K, U)``: squared errors per run, ``N`` and context
         (``R_i >= 1`` runs; the same ``U`` contexts everywhere).
-    beta_star : shape ``(P,)``; beta_boot : shape ``(B, P)``: replicates of the certified scales
-        (non-finite replicates are skipped).
+    beta_star : shape ``(P,)``; beta_boot : shape ``(B, P)``: replicates of the certified scales.
+        Replicate ``b`` of the law uses the ``b``-th row of ``beta_boot`` that is finite and
+        positive at every shape, each row once: with fewer such rows than ``n_boot`` the law has
+        fewer replicates, and each estimate counts the missing ones (``n_dropped``, ``dropped``).
     head : ``{"A", "p", "B", "q"}`` of the frozen head's law (:func:`fit_two_term` on measurement 1).
 
     Returns
     -------
-    ``{"p", "q", "A", "B"}`` as :class:`~stumplib.core.stats.Estimate`.
+    ``{"p", "q", "A", "B"}`` as :class:`~stumplib.core.stats.Estimate` (``n``: the replicates
+    used; ``n_dropped`` and ``dropped``: those left out and why).
     """
     mn, Ns = np.asarray(mn, float).ravel(), np.asarray(Ns, float).ravel()
     bs, bb = np.asarray(beta_star, float).ravel(), np.asarray(beta_boot, float)
@@ -238,13 +247,16 @@ def bootstrap_stop_law(mn: Any, Ns: Any, sq_runs: Sequence[np.ndarray], beta_sta
     ctx = resample_indices(U.pop(), n_boot, seed)
     runs = [resample_indices(len(s), n_boot, seed + 1 + i) for i, s in enumerate(sq_runs)]
     rows = np.flatnonzero(np.all(np.isfinite(bb) & (bb > 0), axis=1))  # usable beta* replicates
+    n_use = min(n_boot, rows.size)  # each usable row once: no reuse
     reps = np.full((n_boot, 4), np.nan)
-    for b in range(n_boot if rows.size else 0):
-        bsb = bb[rows[b % rows.size]]  # independent of the run and context draws: pair by index
+    for b in range(n_use):
+        bsb = bb[rows[b]]  # independent of the run and context draws: pair by index
         move = head_mse(bsb[:, None], Ns[None, :], head) / head_mse(bs[:, None], Ns[None, :], head)
         cells = _stop_cells(sq_runs, [r[b] for r in runs], ctx[b]) * move
         reps[b] = _fit_vector(X.ravel(), NN.ravel(), cells.ravel())
-    return _estimates(fit, reps, level, n_boot)
+    why = (f"{n_boot - n_use} of {n_boot} replicates without a beta* replicate: only "
+           f"{rows.size} of {bb.shape[0]} are finite at every shape")
+    return _estimates(fit, reps, level, n_boot, n_boot - n_use, why)
 
 
 def gain_past_stop(stop_err: Sequence[np.ndarray], end_err: Sequence[np.ndarray], *,
