@@ -473,22 +473,45 @@ def deciding_run(path: str | Path | None = None) -> tuple[dict[int, dict], dict[
         return read_runs(flat), meta
 
 
-def gd_gap(runs: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+def gd_gap(runs: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, Any]:
     """How far the paper's plain GD stops from the minimiser: per ``d`` (with GD) and alpha, the
     mean relative difference of the test errors over the seeds that ran both, and its largest
-    relative gradient. Returns ``ds``, ``rel_diff`` (D, A), ``rel_diff_se``, ``gd_rel_grad_max``."""
+    relative gradient.
+
+    A seed whose GD or minimiser test error is not finite at some alpha is left out at that ``d``
+    and counted (``n_dropped``, ``dropped``).
+
+    Parameters
+    ----------
+    runs : mapping
+        ``{d: {key: array}}`` as :func:`study` returns them; the ``d`` holding ``gd_test_error``
+        (seeds, alphas) and ``gd_rel_grad`` are used, with ``test_error`` (seeds, alphas).
+
+    Returns
+    -------
+    dict
+        ``ds`` (D,); ``rel_diff`` (D, A) and ``rel_diff_se`` (D, A): the mean relative difference
+        and its standard error; ``gd_rel_grad_max`` (D,); ``n_seeds`` (D,): seeds used;
+        ``n_dropped`` (D,): seeds left out; ``dropped`` (str): why; ``max_abs``, ``mean``,
+        ``rel_grad_max`` (floats over all).
+    """
     ds = [d for d in sorted(runs) if "gd_test_error" in runs[d]]
-    diff, se, gmax = [], [], []
+    diff, se, gmax, used, lost = [], [], [], [], []
     for d in ds:
         r = runs[d]
         x = r["gd_test_error"] / r["test_error"] - 1
         ok = np.isfinite(x).all(1)
-        diff.append(x[ok].mean(0))
+        used.append(int(ok.sum()))
+        lost.append(int((~ok).sum()))
+        diff.append(x[ok].mean(0) if ok.any() else np.full(x.shape[1], np.nan))
         se.append(x[ok].std(0, ddof=1) / np.sqrt(max(1, ok.sum())) if ok.sum() > 1 else np.full(x.shape[1], np.nan))
         gmax.append(float(np.nanmax(r["gd_rel_grad"])))
     rd = np.asarray(diff, dtype=float)
     fin = rd[np.isfinite(rd)]
+    why = ", ".join(f"{k} of {k + u} seeds at d = {d}" for d, k, u in zip(ds, lost, used) if k)
     return dict(ds=np.asarray(ds), rel_diff=rd, rel_diff_se=np.asarray(se), gd_rel_grad_max=np.asarray(gmax),
+                n_seeds=np.asarray(used, dtype=int), n_dropped=np.asarray(lost, dtype=int),
+                dropped=f"{why} without a finite test error (GD or minimiser)" if why else "",
                 max_abs=float(np.abs(fin).max()) if fin.size else float("nan"),
                 mean=float(fin.mean()) if fin.size else float("nan"),
                 rel_grad_max=float(np.nanmax(gmax)) if gmax else float("nan"))
@@ -526,7 +549,8 @@ def classify_dynamics(m0: float, m_final: Mapping[int, Any], *, factor: float = 
     m0 : the starting positional overlap (> 0). m_final : ``{d: (seeds,) final m}``.
     """
     ds = sorted(m_final)
-    med = [float(np.median(np.abs(np.asarray(m_final[d])))) for d in ds]
+    med = [float(np.median(np.abs(np.asarray(m_final[d])))) if np.size(m_final[d]) else math.nan
+           for d in ds]
     if med[-1] < m0:
         return "decays"
     if med[-1] > factor * m0 and (len(med) == 1 or med[-1] >= med[0]):
@@ -554,17 +578,21 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
     -------
     rows: ``omega, alpha, dF_m/dm, solver`` (``"unstable"`` when the derivative exceeds +1, else
     ``"stable"``), ``median |m| sqrt(d)`` at each ``d``, ``dynamics`` (:func:`classify_dynamics`
-    on ``m sqrt(d)``) and ``agree``.
+    on ``m sqrt(d)``), ``agree`` and ``not converged``: the runs (over all ``d``) that did not
+    reach the relative gradient ``gtol`` of :func:`minimise`, left out of the medians (NaN where
+    none converged, and then ``dynamics`` is ``"unclear"``).
     """
-    def final_m(p: Mapping[str, float], d: int) -> np.ndarray:
+    def final_m(p: Mapping[str, float], d: int) -> dict[str, np.ndarray]:
         n = int(round(p["alpha"] * d))
         pb = make_problem(d, list(range(seeds)), n, seed=seed, omega=p["omega"], sigma=sigma,
                           lam=lam, A=A, device=device)
         Q0 = semantic_start(pb, p["theta"], p["q"], m0_sqrt_d / math.sqrt(d), seed=seed)
-        Q = torch.stack([minimise(pb, s, n, Q0[s])["Q"] for s in range(seeds)])
-        return summaries(Q, pb.q_star, sigma)["m"] * math.sqrt(d)
+        res = [minimise(pb, s, n, Q0[s]) for s in range(seeds)]
+        Q = torch.stack([r["Q"] for r in res])
+        return {"m": summaries(Q, pb.q_star, sigma)["m"] * math.sqrt(d),
+                "converged": np.array([r["converged"] for r in res])}
 
-    def compute() -> list[list[np.ndarray]]:  # [point][d] -> (seeds,) final m sqrt(d)
+    def compute() -> list[list[dict[str, np.ndarray]]]:  # [point][d] -> final m sqrt(d), converged
         return [[final_m(p, d) for d in ds] for p in points]
 
     if cache:
@@ -577,11 +605,14 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
         res = compute()
     rows = []
     for i, p in enumerate(points):
-        mf = dict(zip(ds, res[i]))
+        ok = {d: np.asarray(r["converged"], dtype=bool) for d, r in zip(ds, res[i])}
+        mf = {d: np.asarray(r["m"])[ok[d]] for d, r in zip(ds, res[i])}  # converged runs only
         dyn = classify_dynamics(m0_sqrt_d, mf)
         solver = "unstable" if p["derivative"] > 1 else "stable"
         row = {"omega": p["omega"], "alpha": p["alpha"], "dF_m/dm": p["derivative"], "solver": solver}
-        row.update({f"|m| sqrt(d), d = {d}": float(np.median(np.abs(mf[d]))) for d in ds})
+        row.update({f"|m| sqrt(d), d = {d}": float(np.median(np.abs(mf[d]))) if mf[d].size else float("nan")
+                    for d in ds})
         row.update(dynamics=dyn, agree=(dyn == "decays") == (solver == "stable") if dyn != "unclear" else None)
+        row["not converged"] = int(sum((~ok[d]).sum() for d in ds))
         rows.append(row)
     return rows
