@@ -44,8 +44,13 @@ class CacheWarning(UserWarning):
 
 
 def code_version() -> str:
-    """A hash (16 hex digits) of every ``stumplib`` source file: results computed by other code are
-    never reused."""
+    """A hash of every ``stumplib`` source file: results computed by other code are never reused.
+
+    Returns
+    -------
+    str
+        16 hex digits.
+    """
     h = hashlib.sha256()
     for p in sorted(PACKAGE.rglob("*.py")):
         if "__pycache__" in p.parts:
@@ -58,13 +63,25 @@ def code_version() -> str:
 
 
 def results_dir() -> Path:
-    """``results/`` at the repository's root (or ``$STUMPBOOK_RESULTS``)."""
+    """Where results are stored.
+
+    Returns
+    -------
+    Path
+        ``results/`` at the repository's root, or ``$STUMPBOOK_RESULTS`` when set.
+    """
     env = os.environ.get(RESULTS_ENV)
     return Path(env) if env else PACKAGE.parent / "results"
 
 
 def cache_enabled() -> bool:
-    """Whether :func:`cached` may reload stored results (``STUMPBOOK_CACHE=0`` turns it off)."""
+    """Whether :func:`cached` may reload stored results.
+
+    Returns
+    -------
+    bool
+        ``False`` when ``STUMPBOOK_CACHE`` is ``0``, ``false``, ``no`` or ``off``.
+    """
     return os.environ.get(CACHE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 

@@ -74,15 +74,27 @@ def _bisect(tau, x, y, beta, lo, hi, iters, work):
 
 def own_label_score(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, betas: Sequence[float], *,
                     c0: float = 1.0, iters: int = 24, max_walk: int = 60) -> torch.Tensor:
-    """The corpus's own calibrated label score ``c(beta)`` by continuation, shape ``(K, C)``.
+    """The corpus's own calibrated label score ``c(beta)`` by continuation.
 
     Parameters
     ----------
-    tau : (C, m); x, y : (C, m, n): ``C`` corpora.
-    betas : increasing scales ``(K,)``.
-    c0 : the high start (``>= tau_hi``) of the first scale.
-    iters : bisection halvings once a sign change is bracketed.
-    max_walk : walking steps (each 1.5 times the last, from ``0.25 / beta``) before giving up (NaN).
+    tau : torch.Tensor, shape ``(C, m)``
+        The thresholds of ``C`` corpora.
+    x, y : torch.Tensor, shape ``(C, m, n)``
+        Their examples and labels.
+    betas : sequence of float, shape ``(K,)``
+        Increasing scales.
+    c0 : float
+        The high start (``>= tau_hi``) of the first scale.
+    iters : int
+        Bisection halvings once a sign change is bracketed.
+    max_walk : int
+        Walking steps (each 1.5 times the last, from ``0.25 / beta``) before giving up (NaN).
+
+    Returns
+    -------
+    torch.Tensor, shape ``(K, C)``
+        NaN where no minimiser was found.
     """
     b = np.asarray(betas, dtype=float)
     if b.ndim != 1 or b.size == 0 or np.any(np.diff(b) <= 0) or np.any(b <= 0):
@@ -119,8 +131,25 @@ def own_label_score(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, betas: 
 
 def bisection_label_score(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: float, *,
                           tau_lo: float = 0.2, tau_hi: float = 0.8, iters: int = 50) -> torch.Tensor:
-    """Plain bisection of ``dL/db`` on ``c`` in ``[tau_lo, tau_hi + 1]`` (the rule continuation
-    replaces), shape ``(C,)``."""
+    """Plain bisection of ``dL/db`` on ``c`` in ``[tau_lo, tau_hi + 1]`` (the rule continuation replaces).
+
+    Parameters
+    ----------
+    tau : torch.Tensor, shape ``(C, m)``
+        The thresholds of ``C`` corpora.
+    x, y : torch.Tensor, shape ``(C, m, n)``
+        Their examples and labels.
+    beta : float
+        The scale.
+    tau_lo, tau_hi : float
+        The prior's ends (the bracket).
+    iters : int
+        Halvings.
+
+    Returns
+    -------
+    torch.Tensor, shape ``(C,)``
+    """
     tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
     C = x.shape[0]
     lo = torch.full((C,), tau_lo, dtype=x.dtype, device=x.device)
@@ -150,9 +179,22 @@ class OwnProfile:
         return self.g_corpus / self.g_pop[:, None]
 
     def curve(self, stat: str = "rms", corpora: np.ndarray | None = None) -> np.ndarray:
-        """Over corpora: ``rms`` or ``median`` of ``|ratio - 1|``, or ``short``: the RMS of the
-        shortfall ``max(0, 1 - ratio)`` (progress below the population's); NaN ratios (no
-        minimiser found) count as an error of 1."""
+        """The error curve over corpora along ``beta``.
+
+        NaN ratios (no minimiser found) count as an error of 1.
+
+        Parameters
+        ----------
+        stat : str
+            ``"rms"`` or ``"median"`` of ``|ratio - 1|``, or ``"short"``: the RMS of the shortfall
+            ``max(0, 1 - ratio)`` (progress below the population's).
+        corpora : np.ndarray of int, optional
+            The corpora to aggregate (e.g. a bootstrap resample; default all).
+
+        Returns
+        -------
+        np.ndarray, shape ``(K,)``
+        """
         check_choice("stat", stat, ("rms", "median", "short"))
         r = self.ratio if corpora is None else self.ratio[:, corpora]
         e = np.abs(r - 1.0) if stat != "short" else np.clip(1.0 - r, 0.0, None)
@@ -163,7 +205,31 @@ class OwnProfile:
 def own_profile(m: int, n: int, betas: Sequence[float], *, n_corpora: int = 16, seed: int = 0,
                 tau_lo: float = 0.2, tau_hi: float = 0.8, c0: float = 1.0, iters: int = 24,
                 device: Any = "cpu") -> OwnProfile:
-    """:class:`OwnProfile` of ``n_corpora`` seeded corpora of shape ``(m, n)`` on ``betas``."""
+    """:class:`OwnProfile` of ``n_corpora`` seeded corpora of shape ``(m, n)`` on ``betas``.
+
+    Parameters
+    ----------
+    m, n : int
+        Tasks per corpus and examples per task.
+    betas : sequence of float, shape ``(K,)``
+        Increasing scales.
+    n_corpora : int
+        Corpora (>= 2).
+    seed : int
+        The corpora's seed.
+    tau_lo, tau_hi : float
+        The threshold prior's ends.
+    c0 : float
+        The high start of :func:`own_label_score` (``>= tau_hi``).
+    iters : int
+        Bisection halvings of :func:`own_label_score`.
+    device : str or torch.device
+        Where to compute.
+
+    Returns
+    -------
+    OwnProfile
+    """
     m, n = check_int("m", m), check_int("n", n)
     n_corpora = check_int("n_corpora", n_corpora, minimum=2)
     tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
@@ -183,9 +249,21 @@ def own_profile(m: int, n: int, betas: Sequence[float], *, n_corpora: int = 16, 
 def tracking_scale(betas: Any, curve: Any, level: float = 0.5) -> tuple[float, bool]:
     """Where ``curve`` first rises to ``level`` after first being below it (log-log interpolated).
 
-    Returns ``(scale, censored)``: ``censored`` is True when the curve is still below ``level`` at
-    the end of the grid (then ``scale`` is the last grid point: a lower bound); ``(nan, False)`` if the
-    curve is never below ``level``.
+    Parameters
+    ----------
+    betas : array_like, shape ``(K,)``
+        Increasing scales.
+    curve : array_like, shape ``(K,)``
+        The error curve (e.g. :meth:`OwnProfile.curve`).
+    level : float
+        The level that ends tracking.
+
+    Returns
+    -------
+    (scale, censored) : tuple of float and bool
+        ``censored`` is True when the curve is still below ``level`` at the end of the grid (then
+        ``scale`` is the last grid point: a lower bound); ``(nan, False)`` if the curve is never
+        below ``level``.
     """
     betas = np.asarray(betas, float)
     curve = np.asarray(curve, float)

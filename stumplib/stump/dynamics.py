@@ -165,10 +165,13 @@ def log_time_rhs(s: float, y: np.ndarray, tau_lo: float = 0.2, tau_hi: float = 0
 
     Parameters
     ----------
-    s : log time.
+    s : float
+        Log time.
     y : np.ndarray, shape ``(2R,)`` or ``(2R, k)``
         ``y[:R]`` the scales ``beta``, ``y[R:]`` the label scores ``b`` of ``R`` runs (``k`` columns
         when the solver evaluates several states at once).
+    tau_lo, tau_hi : float
+        The threshold prior's ends.
 
     Returns
     -------
@@ -387,6 +390,7 @@ def population_gd(beta0: Any, b0: Any, lr: Any, steps: int, *, tau_lo: float = 0
     beta0, b0, lr : float or sequence, shape ``(R,)`` (length-1 entries are broadcast);
         ``beta0 > 0``, ``lr > 0``.
     steps : number of steps (>= 1).
+    tau_lo, tau_hi : the threshold prior's ends.
     n_records : log-spaced recorded step counts (>= 2), step 0 included.
     device, dtype : where and in which precision to compute (``float32`` or ``float64``).
     progress : show a tqdm bar.
@@ -625,6 +629,8 @@ def hessian_max_eig(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
     Parameters
     ----------
     beta, b : array_like, shape ``(P,)``; ``beta > 0``.
+    tau_lo, tau_hi : float
+        The threshold prior's ends.
     rel_step : difference step relative to ``beta``, in ``[1e-8, 1e-2]``.
 
     Returns
@@ -649,6 +655,10 @@ def gradient_field(c_grid: Any, log10_beta_grid: Any, tau_lo: float = 0.2, tau_h
     ----------
     c_grid : sequence, shape ``(Nc,)``, strictly increasing finite values.
     log10_beta_grid : sequence, shape ``(Nb,)``, strictly increasing, in ``[-3, 8]``.
+    tau_lo, tau_hi : float
+        The threshold prior's ends.
+    device : str or torch.device
+        Where to evaluate the population gradient.
 
     Returns
     -------
@@ -803,6 +813,8 @@ def exponent_verdict(fit: Estimate, target: float, *, symbol: str, tol: float, d
     decades : decades of ``t`` in the fit window; fewer than ``min_decades`` cannot decide.
     extrapolated : the asymptotic exponent (:func:`extrapolate_exponent`), judged with
         ``extrapolated_tol``; ``None`` to skip.
+    extrapolated_tol : the largest distance of the asymptotic exponent from the target that
+        counts as agreement.
     spread : the largest distance from the target over other starts and priors (must be within
         ``tol``); ``None`` to skip.
     min_decades : the shortest fit window, in decades, that can decide.

@@ -52,8 +52,24 @@ _NO_LOSS_LIMIT = 1e12
 
 def fresh_contexts(N: int, taus: torch.Tensor, n_ctx: int, *, seed: int = 0
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fresh contexts ``x, y`` of shape ``(len(taus), n_ctx, N)``; the same uniforms serve every
-    threshold, and the draw depends only on ``(seed, N)``."""
+    """Fresh contexts; the same uniforms serve every threshold, and the draw depends only on
+    ``(seed, N)``.
+
+    Parameters
+    ----------
+    N : int
+        Context size.
+    taus : torch.Tensor, shape ``(T,)``
+        The thresholds (labels ``y = 1{x >= tau}``).
+    n_ctx : int
+        Contexts per threshold.
+    seed : int
+        The draw's seed.
+
+    Returns
+    -------
+    x, y : torch.Tensor, shape ``(T, n_ctx, N)``
+    """
     N, n_ctx = check_int("N", N), check_int("n_ctx", n_ctx)
     gen = make_generator(check_int("seed", seed, minimum=0) * 1_000_003 + N, taus.device)
     u = torch.rand(n_ctx, N, generator=gen, device=taus.device, dtype=taus.dtype)
@@ -68,7 +84,12 @@ def sq_errors(beta: Any, b: Any, N: int, *, taus: Sequence[float] = FIXED_TAUS, 
     Parameters
     ----------
     beta, b : array_like, shape ``(P,)``, finite.
-    N : context size; taus : fixed thresholds in (0, 1); n_ctx : contexts per threshold.
+    N : context size.
+    taus : fixed thresholds in (0, 1).
+    n_ctx : contexts per threshold.
+    seed : the contexts' seed (:func:`fresh_contexts`).
+    device : where to evaluate.
+    max_elems : elements evaluated at once (heads are processed in chunks of this size).
 
     Returns
     -------
@@ -103,8 +124,20 @@ def _law(theta: np.ndarray, lx: np.ndarray, lN: np.ndarray) -> np.ndarray:
 
 
 def fit_two_term(x: Any, N: Any, y2: Any) -> dict[str, float]:
-    """Fit ``y2 = A x^(-2p) + B N^(-2q)`` by least squares on ``log y2`` (``A, B > 0``; ``p, q`` in
-    ``[0, 4]``). Returns ``{"A", "p", "B", "q"}``."""
+    """Fit ``y2 = A x^(-2p) + B N^(-2q)`` by least squares on ``log y2``.
+
+    ``A, B > 0``; ``p, q`` in ``[0, 4]``; the best of four starts.
+
+    Parameters
+    ----------
+    x, N, y2 : array_like, shape ``(K,)``, ``K >= 4``
+        The two variables and the mean squared error, finite and positive.
+
+    Returns
+    -------
+    dict
+        ``{"A", "p", "B", "q"}`` (floats).
+    """
     from scipy.optimize import least_squares
 
     x, N, y2 = (np.asarray(v, float).ravel() for v in (x, N, y2))
@@ -220,11 +253,15 @@ def bootstrap_stop_law(mn: Any, Ns: Any, sq_runs: Sequence[np.ndarray], beta_sta
     Ns : shape ``(K,)``: the fresh-context sizes.
     sq_runs : ``P`` arrays of shape ``(R_i, K, U)``: squared errors per run, ``N`` and context
         (``R_i >= 1`` runs; the same ``U`` contexts everywhere).
-    beta_star : shape ``(P,)``; beta_boot : shape ``(B, P)``: replicates of the certified scales.
+    beta_star : shape ``(P,)``: the certified scales.
+    beta_boot : shape ``(B, P)``: replicates of the certified scales.
         Replicate ``b`` of the law uses the ``b``-th row of ``beta_boot`` that is finite and
         positive at every shape, each row once: with fewer such rows than ``n_boot`` the law has
         fewer replicates, and each estimate counts the missing ones (``n_dropped``, ``dropped``).
     head : ``{"A", "p", "B", "q"}`` of the frozen head's law (:func:`fit_two_term` on measurement 1).
+    n_boot : replicates asked for (>= 10).
+    seed : seed of the context and run resamples.
+    level : the intervals' coverage.
 
     Returns
     -------
@@ -268,6 +305,9 @@ def gain_past_stop(stop_err: Sequence[np.ndarray], end_err: Sequence[np.ndarray]
     Parameters
     ----------
     stop_err, end_err : one array ``(R_i,)`` per shape: each run's error at the stop and at the end.
+    n_boot : resamples (>= 10).
+    seed : seed of the resamples (shape ``i`` uses ``seed + i``).
+    level : the interval's coverage.
 
     Returns
     -------
@@ -291,7 +331,17 @@ def gain_past_stop(stop_err: Sequence[np.ndarray], end_err: Sequence[np.ndarray]
 
 
 def bound(mn: Any, N: Any) -> np.ndarray:
-    """The abstract's rate without constants or logs: ``(m ∧ n)^-1 + N^-1`` (broadcast)."""
+    """The abstract's rate without constants or logs: ``(m ∧ n)^-1 + N^-1``.
+
+    Parameters
+    ----------
+    mn, N : array_like
+        ``m ∧ n`` and the context size, finite and positive (broadcast).
+
+    Returns
+    -------
+    np.ndarray of the broadcast shape
+    """
     mn, N = np.asarray(mn, float), np.asarray(N, float)
     if not (np.all(np.isfinite(mn) & (mn > 0)) and np.all(np.isfinite(N) & (N > 0))):
         raise ValueError("mn and N must be finite and > 0")
@@ -299,8 +349,18 @@ def bound(mn: Any, N: Any) -> np.ndarray:
 
 
 def bound_form_spread(mn: Any, N: Any, err: Any) -> tuple[float, float, float]:
-    """Fit ``err ≈ A1 / mn + B1 / N`` (least squares on relative errors, ``A1, B1 >= 0``) and return
-    ``(spread, A1, B1)`` with ``spread`` the largest over the smallest ``err / (A1/mn + B1/N)``."""
+    """Fit ``err ≈ A1 / mn + B1 / N`` (least squares on relative errors, ``A1, B1 >= 0``).
+
+    Parameters
+    ----------
+    mn, N, err : array_like, shape ``(K,)``
+        The grid cells and their errors.
+
+    Returns
+    -------
+    (spread, A1, B1) : tuple of float
+        ``spread`` is the largest over the smallest ``err / (A1/mn + B1/N)``.
+    """
     from scipy.optimize import nnls
 
     mn, N, e = (np.asarray(v, float).ravel() for v in (mn, N, err))
@@ -312,8 +372,19 @@ def bound_form_spread(mn: Any, N: Any, err: Any) -> tuple[float, float, float]:
 
 # ------------------------------------------------------------------------------- staged GD
 def stage_marks(beta0: float, beta_stop: float, beta_end: float) -> np.ndarray:
-    """The scales where the step is reset: every doubling of ``beta0`` below ``beta_end``, plus
-    ``beta_stop`` and ``beta_end`` (sorted, unique)."""
+    """The scales where the step is reset.
+
+    Parameters
+    ----------
+    beta0, beta_stop, beta_end : float
+        The start, the certified stop and the end scale.
+
+    Returns
+    -------
+    np.ndarray
+        Every doubling of ``beta0`` below ``beta_end``, plus ``beta_stop`` and ``beta_end``
+        (sorted, unique).
+    """
     beta0 = check_real("beta0", beta0, low=0.0, low_open=True)
     beta_stop = check_real("beta_stop", beta_stop, low=beta0, low_open=True)
     beta_end = check_real("beta_end", beta_end, low=beta_stop)
@@ -366,8 +437,13 @@ class StagedRuns:
         return ~np.asarray(self.diverged, bool)
 
     def at_stop(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(beta, b)``, each of shape ``(kept runs,)``: the state frozen at the certified stop, or
-        the last state where a run met the step cap first; diverged runs are left out."""
+        """The state frozen at the certified stop (or the last state where a run met the step cap
+        first); diverged runs are left out.
+
+        Returns
+        -------
+        beta, b : np.ndarray, each of shape ``(kept runs,)``
+        """
         ok = self.stop_step >= 0
         j = self.stop_index
         beta = np.where(ok, self.mark_beta[:, j], self.final_beta)
@@ -375,8 +451,12 @@ class StagedRuns:
         return beta[self.kept], b[self.kept]
 
     def at_end(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(beta, b)``, each of shape ``(kept runs,)``: the state at the end of the runs that did
-        not diverge."""
+        """The state at the end of the runs that did not diverge.
+
+        Returns
+        -------
+        beta, b : np.ndarray, each of shape ``(kept runs,)``
+        """
         return self.final_beta[self.kept], self.final_b[self.kept]
 
 
@@ -395,12 +475,15 @@ def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_sto
 
     Parameters
     ----------
-    m, n : the corpus shape; seeds : one corpus per seed (drawn as the trainer draws it).
+    m, n : the corpus shape.
+    seeds : one corpus per seed (drawn as the trainer draws it).
     beta0, beta_stop, beta_end : the start, the certified stop and the end scale.
     frac : the step as a fraction of the population stability limit, in (0, 1].
-    tau_lo, tau_hi : the prior; max_steps : the step cap; log_per_octave : recorded scales per octave.
-    device : where to train. steps : optional, caps every run at that many steps (the token check of
-        the ``full`` profile).
+    tau_lo, tau_hi : the prior.
+    max_steps : the step cap.
+    log_per_octave : recorded scales per octave.
+    device : where to train.
+    steps : optional, caps every run at that many steps (the token check of the ``full`` profile).
 
     Returns
     -------
@@ -497,7 +580,9 @@ def train_to_certified_stop(shapes: Sequence[tuple[int, int]], beta_star: Sequen
 
     Parameters
     ----------
-    shapes : ``(m, n)`` pairs; beta_star : the certified stop of each; n_seeds : corpora per shape.
+    shapes : ``(m, n)`` pairs.
+    beta_star : the certified stop of each.
+    n_seeds : corpora per shape.
     continue_to : per shape, the scale to continue to, or ``None``.
     seed, frac, tau_lo, tau_hi, max_steps, steps, device : see :func:`train_staged`.
 
@@ -532,9 +617,12 @@ def stop_errors(runs: Sequence[StagedRuns], Ns: Sequence[int], *, n_ctx: int, se
 
     Parameters
     ----------
-    runs : :func:`train_to_certified_stop` results; Ns : context sizes.
+    runs : :func:`train_to_certified_stop` results.
+    Ns : context sizes.
     n_ctx, seed : fresh contexts per threshold and ``N``, and their seed.
-    taus : thresholds pooled; extra_tau : one threshold kept apart.
+    taus : thresholds pooled.
+    extra_tau : one threshold kept apart.
+    device : where to evaluate.
 
     Returns
     -------
@@ -565,7 +653,8 @@ def end_errors(runs: Sequence[StagedRuns], N: int, *, n_ctx: int, n_ctx_path: in
 
     Parameters
     ----------
-    runs : continued :func:`train_staged` results; N : the context size.
+    runs : continued :func:`train_staged` results.
+    N : the context size.
     n_ctx, n_ctx_path, seed, taus, device : contexts at the end and along the path, their seed,
         the thresholds pooled, the device.
 

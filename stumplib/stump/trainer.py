@@ -162,6 +162,17 @@ class RunConfig:
         self.validated("RunConfig")
 
     def validated(self, where: str = "config") -> "RunConfig":
+        """This configuration with every field checked (lists of marks stored as tuples).
+
+        Parameters
+        ----------
+        where : str
+            How the configuration is named in an error message (e.g. ``"configs[3]"``).
+
+        Returns
+        -------
+        RunConfig
+        """
         check_int(f"{where}.m", self.m)
         check_int(f"{where}.n", self.n)
         check_int(f"{where}.seed", self.seed, minimum=0)
@@ -186,7 +197,19 @@ class RunConfig:
 
 
 def record_steps(steps: int, n_records: int = 60) -> np.ndarray:
-    """Log-spaced unique step counts in ``[0, steps]`` (0 and ``steps`` included)."""
+    """Log-spaced unique step counts in ``[0, steps]`` (0 and ``steps`` included).
+
+    Parameters
+    ----------
+    steps : int
+        The last step.
+    n_records : int
+        Records asked for (fewer come back where log spacing repeats a step).
+
+    Returns
+    -------
+    np.ndarray of int, shape ``(K,)``, ``K <= n_records``
+    """
     steps = check_int("steps", steps, minimum=1)
     n_records = check_int("n_records", n_records, minimum=2)
     if n_records == 2:  # geomspace with one point would give [1], not [steps]
@@ -198,6 +221,15 @@ def record_steps(steps: int, n_records: int = 60) -> np.ndarray:
 def make_corpora(configs: Sequence[RunConfig], device: Any = "auto", dtype: torch.dtype = DEFAULT_DTYPE
                  ) -> dict[str, torch.Tensor]:
     """Draw each run's corpus and pad them into one batch.
+
+    Parameters
+    ----------
+    configs : sequence of RunConfig, length ``R``
+        The runs (their shapes, seeds and priors).
+    device : str or torch.device
+        Where the corpora live (``"auto"``: CUDA when available).
+    dtype : torch.dtype
+        Their precision.
 
     Returns
     -------
@@ -634,10 +666,12 @@ class TrainResult:
 
     @property
     def final_beta(self) -> np.ndarray:
+        """Each run's last recorded ``beta``, shape ``(R,)``."""
         return self.beta[:, -1]
 
     @property
     def final_b(self) -> np.ndarray:
+        """Each run's last recorded ``b``, shape ``(R,)``."""
         return self.b[:, -1]
 
 
@@ -721,6 +755,7 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
     steps : GD steps for every run (>= 1).
     n_records : number of log-spaced records (>= 2), see :func:`record_steps`.
     device : ``"auto"``, ``"cpu"``, ``"cuda"``...
+    dtype : the precision (``torch.float64`` by default, the stump model's).
     progress : show a tqdm progress bar.
     check_every : steps between divergence checks (also checked at every record).
     max_loss_ratio : a run whose loss exceeds this multiple of its initial loss counts as diverged
