@@ -71,12 +71,37 @@ class Problem:
     A: np.ndarray
 
     def first(self, k: int) -> "Problem":
-        """The problem of the first ``k`` seeds."""
+        """The problem of the first ``k`` seeds.
+
+        Parameters
+        ----------
+        k : int
+            Seeds kept.
+
+        Returns
+        -------
+        Problem
+        """
         return replace(self, q_star=self.q_star[:k], X=self.X[:k], T=self.T[:k], Gxx=self.Gxx[:k],
                        Gxz=self.Gxz[:k], Gzz=self.Gzz[:k], c0=self.c0[:k])
 
     def objective(self, Q: torch.Tensor, mask: torch.Tensor, sl: slice = slice(None)):
-        """Objective (S', R) and gradient (S', d, R) of the runs ``Q`` (S', d, R) of seeds ``sl``."""
+        """Objective and gradient of the runs ``Q`` of the seeds ``sl``.
+
+        Parameters
+        ----------
+        Q : torch.Tensor, shape ``(S', d, R)``
+            ``R`` runs per seed.
+        mask : torch.Tensor, shape ``(1, n, R)``
+            The samples each run uses (1 or 0).
+        sl : slice
+            The seeds.
+
+        Returns
+        -------
+        L : torch.Tensor, shape ``(S', R)``
+        grad : torch.Tensor, shape ``(S', d, R)``
+        """
         from stumplib.phase.attention import _objective_and_grad
 
         return _objective_and_grad(Q, self.X[sl], self.Gxx[sl], self.Gxz[sl], self.c0[sl], self.T[sl],
@@ -91,8 +116,12 @@ def make_problem(d: int, seeds: Sequence[int], n: int, *, seed: int = 0, omega: 
 
     Parameters
     ----------
-    d : token dimension (>= 4). seeds : seed offsets. n : samples per seed (>= 1).
-    seed : the chapter's seed. omega, sigma, lam, A : the model. device, dtype : torch placement.
+    d : token dimension (>= 4).
+    seeds : seed offsets.
+    n : samples per seed (>= 1).
+    seed : the chapter's seed.
+    omega, sigma, lam, A : the model.
+    device, dtype : torch placement.
 
     Returns
     -------
@@ -118,8 +147,21 @@ def make_problem(d: int, seeds: Sequence[int], n: int, *, seed: int = 0, omega: 
 
 
 def initial_points(pb: Problem, init: str, *, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Initial ``Q`` (S, d) of every seed: ``"semantic"`` (``Q*``), ``"positional"`` (``p_1``) or
-    ``"random"`` (``N(0, I_d / d)``, needs ``generator``)."""
+    """Initial ``Q`` of every seed.
+
+    Parameters
+    ----------
+    pb : Problem
+        The problem.
+    init : str
+        ``"semantic"`` (``Q*``), ``"positional"`` (``p_1``) or ``"random"`` (``N(0, I_d / d)``).
+    generator : torch.Generator, optional
+        Needed by ``"random"``.
+
+    Returns
+    -------
+    torch.Tensor, shape ``(S, d)``
+    """
     init = check_choice("init", init, INITS)
     S_, d = pb.q_star.shape
     if init == "semantic":
@@ -133,8 +175,28 @@ def initial_points(pb: Problem, init: str, *, generator: torch.Generator | None 
 
 def gradient_descent(pb: Problem, Q: torch.Tensor, mask: torch.Tensor, *, lr: float, steps: int,
                      on_step=None) -> torch.Tensor:
-    """Plain full-batch GD ``Q <- Q - lr grad L`` on the runs ``Q`` (S, d, R) with sample ``mask``
-    (1, n, R); ``on_step(k, L, Q)`` is called after step ``k`` (1-based) if given. Returns ``Q``."""
+    """Plain full-batch GD ``Q <- Q - lr grad L``.
+
+    Parameters
+    ----------
+    pb : Problem
+        The problem.
+    Q : torch.Tensor, shape ``(S, d, R)``
+        The runs' start.
+    mask : torch.Tensor, shape ``(1, n, R)``
+        The samples each run uses.
+    lr : float
+        The step.
+    steps : int
+        Steps taken.
+    on_step : callable, optional
+        ``on_step(k, L, Q)`` is called after step ``k`` (1-based).
+
+    Returns
+    -------
+    torch.Tensor, shape ``(S, d, R)``
+        The runs after ``steps`` steps.
+    """
     for k in range(steps):
         L, grad = pb.objective(Q, mask)
         Q = Q - lr * grad
@@ -151,8 +213,11 @@ def minimise(pb: Problem, s: int, n: int, Q0: torch.Tensor, *, gtol: float = 1e-
 
     Parameters
     ----------
-    pb : the problem. s : seed index into ``pb``. n : samples used (<= ``pb.n``).
-    Q0 : (d,) start. gtol : relative-gradient tolerance (1e-14 to 1e-2).
+    pb : the problem.
+    s : seed index into ``pb``.
+    n : samples used (<= ``pb.n``).
+    Q0 : (d,) start.
+    gtol : relative-gradient tolerance (1e-14 to 1e-2).
     max_iter : iteration cap.
 
     Returns
@@ -231,7 +296,8 @@ def exact_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float, sig
     Parameters
     ----------
     Q, q_star : (R, d) students and their teachers (or (d,) each).
-    omega, sigma, A : the model. n_nodes : Gauss-Hermite nodes per axis (4 to 40).
+    omega, sigma, A : the model.
+    n_nodes : Gauss-Hermite nodes per axis (4 to 40).
 
     Returns
     -------
@@ -268,8 +334,22 @@ def _exact_chunk(Q, qs, G, W, omega, sigma, A) -> np.ndarray:
 
 
 def summaries(Q: torch.Tensor, q_star: torch.Tensor, sigma: float) -> dict[str, np.ndarray]:
-    """``m = p_1 . Q / sqrt(d)``, ``theta_emp = Q* . Q / d``, ``q_emp = sigma^2 |Q|^2 / d`` of
-    students ``Q`` (R, d)."""
+    """The overlaps of students.
+
+    Parameters
+    ----------
+    Q : torch.Tensor, shape ``(R, d)``
+        The students.
+    q_star : torch.Tensor, shape ``(R, d)``
+        Their teachers.
+    sigma : float
+        The tokens' standard deviation.
+
+    Returns
+    -------
+    dict of np.ndarray, each of shape ``(R,)``
+        ``m = p_1 . Q / sqrt(d)``, ``theta_emp = Q* . Q / d``, ``q_emp = sigma^2 |Q|^2 / d``.
+    """
     d = Q.shape[-1]
     p1 = positional_encodings(d, device=Q.device, dtype=Q.dtype)[0]
     return dict(m=((Q * p1).sum(-1) / math.sqrt(d)).cpu().numpy(),
@@ -287,11 +367,18 @@ def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, 
 
     Parameters
     ----------
-    alphas : sample ratios. d : dimension. seeds : a count or a list of seed offsets.
-    init : the start (:func:`initial_points`). omega, sigma, lam, A : the model.
-    gtol : relative-gradient tolerance of :func:`minimise`. gd_steps, lr : plain GD's steps (0: no
-    GD) and step size. gd_seeds : GD on the first ``gd_seeds`` seeds only (``None``: all; NaN for
-    the others). max_iter : L-BFGS iteration cap (a run that stops there is not converged). seed : the chapter's seed. n_nodes : rule of :func:`exact_test_error`.
+    alphas : sample ratios.
+    d : dimension.
+    seeds : a count or a list of seed offsets.
+    init : the start (:func:`initial_points`).
+    omega, sigma, lam, A : the model.
+    gtol : relative-gradient tolerance of :func:`minimise`.
+    gd_steps, lr : plain GD's steps (0: no GD) and step size.
+    gd_seeds : GD on the first ``gd_seeds`` seeds only (``None``: all; NaN for the others).
+    seed : the chapter's seed.
+    n_nodes : rule of :func:`exact_test_error`.
+    max_iter : L-BFGS iteration cap (a run that stops there is not converged).
+    device : torch device.
 
     Returns
     -------
@@ -355,9 +442,12 @@ def decide(runs: Mapping[int, Mapping[str, np.ndarray]], accurate: Any, accurate
 
     Parameters
     ----------
-    runs : ``{d: minimiser_runs(...)}`` with the same alphas. accurate, accurate_err, published :
-        (A,) the theories at those alphas. follow, separate : the rule of
-        :func:`stumplib.core.verdicts.choose_theory`, used to size the seeds that would decide.
+    runs : ``{d: minimiser_runs(...)}`` with the same alphas.
+    accurate, accurate_err, published : (A,) the theories at those alphas (the accurate one with
+        its quadrature error).
+    follow, separate : the rule of :func:`stumplib.core.verdicts.choose_theory`, used to size the
+        seeds that would decide.
+    level : the extrapolation's interval coverage.
 
     Returns
     -------
@@ -407,8 +497,11 @@ def study(alphas: Sequence[float], ds: Sequence[int], seeds: int, *, gd_steps: i
 
     Parameters
     ----------
-    alphas, seeds : as in :func:`minimiser_runs`. ds : dimensions. gd_steps, gd_seeds, gd_max_d :
-    the paper's plain GD on the first ``gd_seeds`` seeds at ``d <= gd_max_d``. cache : keep it.
+    alphas, seeds : as in :func:`minimiser_runs`.
+    ds : dimensions.
+    gd_steps, gd_seeds, gd_max_d : the paper's plain GD on the first ``gd_seeds`` seeds at
+        ``d <= gd_max_d``.
+    cache : keep it.
     **kw : passed to :func:`minimiser_runs` (``omega``, ``lam``, ``seed``, ``device``, ...).
 
     Returns
@@ -518,9 +611,25 @@ def gd_gap(runs: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, Any]:
 
 
 def semantic_start(pb: Problem, theta: float, q: float, m0: float, *, seed: int = 0) -> torch.Tensor:
-    """Starts ``Q`` (S, d) with the semantic fixed point's overlaps (``theta``, ``q``, in the theory's
-    normalisation) and a positional component ``m = m0``; the rest of ``|Q|`` along a random
-    direction orthogonal to ``Q*`` and ``p_1``."""
+    """Starts with the semantic fixed point's overlaps and a positional component ``m = m0``.
+
+    The rest of ``|Q|`` lies along a random direction orthogonal to ``Q*`` and ``p_1``.
+
+    Parameters
+    ----------
+    pb : Problem
+        The problem.
+    theta, q : float
+        The fixed point's overlaps, in the theory's normalisation.
+    m0 : float
+        The positional overlap of the start.
+    seed : int
+        Seed of the random direction.
+
+    Returns
+    -------
+    torch.Tensor, shape ``(S, d)``
+    """
     S_, d = pb.q_star.shape
     qs = pb.q_star
     p1 = positional_encodings(d, device=qs.device, dtype=qs.dtype)[0]
@@ -546,7 +655,14 @@ def classify_dynamics(m0: float, m_final: Mapping[int, Any], *, factor: float = 
 
     Parameters
     ----------
-    m0 : the starting positional overlap (> 0). m_final : ``{d: (seeds,) final m}``.
+    m0 : the starting positional overlap (> 0).
+    m_final : ``{d: (seeds,) final m}`` (an empty array: no run to judge at that ``d``).
+    factor : growth that counts as ``"grows"``.
+
+    Returns
+    -------
+    str
+        ``"decays"``, ``"grows"`` or ``"unclear"``.
     """
     ds = sorted(m_final)
     med = [float(np.median(np.abs(np.asarray(m_final[d])))) if np.size(m_final[d]) else math.nan
@@ -568,11 +684,15 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
 
     Parameters
     ----------
-    points : the fixed points (:func:`stumplib.phase.transition.lowest_points`). ds : dimensions.
-    seeds : seeds per point and ``d``. m0_sqrt_d : the starting ``m sqrt(d)``. sigma, lam, A :
-    the model. seed : the problems' seed. cache : keep the final ``m sqrt(d)`` with
-    :func:`stumplib.core.cache.cached` (no log) as a list over points of lists over ``ds`` of
-    (seeds,) arrays. device : torch device.
+    points : the fixed points (:func:`stumplib.phase.transition.lowest_points`).
+    ds : dimensions.
+    seeds : seeds per point and ``d``.
+    m0_sqrt_d : the starting ``m sqrt(d)``.
+    sigma, lam, A : the model.
+    seed : the problems' seed.
+    cache : keep the final ``m sqrt(d)`` and the converged flags with
+        :func:`stumplib.core.cache.cached` (no log), as a list over points of lists over ``ds``.
+    device : torch device.
 
     Returns
     -------
