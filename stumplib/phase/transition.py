@@ -340,8 +340,8 @@ def read_published(path: Path) -> dict[str, np.ndarray]:
 #: search (900 starts: q log-uniform over 1e-3-1, m over 0-0.8, V log-uniform over 0.3-100, a third
 #: of them perturbations of the best so far), 1.8e-3 (the grid's best start, q 0.01, m 0.25, V 10,
 #: gave 2.65e-3). Where the iteration stops depends on the side from which each overlap approaches
-#: its fixed point, hence on the start. Found in the session of commit 0f92b4a (the search scripts
-#: were not kept; its log says "test asserts measured tolerances"). Because the start was fitted to
+#: its fixed point, hence on the start. Found in the sessions of commits 0f7e4de (semantic grid)
+#: and 3729e8f (positional random search); the search code is not in the repository. Because the start was fitted to
 #: the published files (4 numbers per branch against the dozens of published points, the same start
 #: for every alpha), the replay's deviation (tests/phase/test_transition.py ``STOPPED_TOL``) is the
 #: best the procedure reaches, not an independent confirmation; the start-free comparison is the
