@@ -294,8 +294,10 @@ def scale_with_bootstrap(prof: Any, level: float = 0.5, *, stat: str = "rms", n_
     Returns
     -------
     (Estimate, replicates): the estimate (a censored lower bound where the point estimate is
-    censored; ``Estimate.nan`` where fewer than 10 replicates are finite) and the replicates
-    ``(n_boot,)`` (the grid end where a replicate is censored, NaN where it has no scale).
+    censored; ``Estimate.nan`` where fewer than 10 replicates are finite; otherwise ``n`` the
+    finite replicates and ``n_dropped`` the resamples without a scale, left out of the interval)
+    and the replicates ``(n_boot,)`` (the grid end where a replicate is censored, NaN where it has
+    no scale).
     """
     n_boot = check_int("n_boot", n_boot, minimum=10)
     if isinstance(prof, OwnProfile):
@@ -311,10 +313,13 @@ def scale_with_bootstrap(prof: Any, level: float = 0.5, *, stat: str = "rms", n_
     lo, hi = interval(boots, ci_level)
     if not np.isfinite(val):
         return Estimate.nan("bootstrap"), boots
+    n_bad = int((~np.isfinite(boots)).sum())  # resamples without a scale: left out, counted
+    why = f"{n_bad} of {n_boot} resamples without a scale" if n_bad else ""
     if not np.isfinite(lo):  # a scale, but too few finite replicates for an interval
-        return Estimate(val, float("nan"), float("nan"), "bootstrap", ci_level, None, n_boot), boots
+        return Estimate(val, float("nan"), float("nan"), "bootstrap", ci_level, None, n_boot - n_bad,
+                        n_bad, why), boots
     return Estimate(val, float(min(lo, val)), float(max(hi, val)), "bootstrap", ci_level, None,
-                    n_boot), boots
+                    n_boot - n_bad, n_bad, why), boots
 
 
 # ------------------------------------------------------------------------- calibration failure

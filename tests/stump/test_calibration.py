@@ -118,7 +118,25 @@ def test_scale_with_bootstrap_resamples_corpora_and_brackets_the_point():
     truth = 150 / np.sqrt(np.mean(z ** 2))  # the RMS crosses 1/2 at beta = 150 / rms(z)
     assert est.value == pytest.approx(truth, rel=0.1)
     assert est.lo <= est.value <= est.hi and boots.shape == (100,)
-    assert np.array_equal(boots, scale_with_bootstrap(prof, 0.5, n_boot=100, seed=0)[1])
+    assert est.n + est.n_dropped == 100 and est.n_dropped == int((~np.isfinite(boots)).sum())
+
+
+def test_scale_with_bootstrap_counts_the_resamples_without_a_scale():
+    """10 of 24 corpora never drop below the level (error 2 at every scale), the others are exact
+    until the last scale: the median curve has a scale, while resamples drawing 12 or more bad
+    corpora (probability 0.26) have none; they are left out of the interval and counted."""
+    from stumplib.stump.calibration import scale_with_bootstrap
+
+    betas = 2.0 ** np.arange(0, 8, 0.5)
+    g_pop = -np.ones(betas.size)
+    g = np.repeat(g_pop[:, None], 24, 1).copy()
+    g[:, :10] *= 3.0
+    g[-1, 10:] *= 3.0
+    prof = OwnProfile(4, 4, betas, g_pop, g, np.ones((betas.size, 24)), np.ones(betas.size))
+    est, boots = scale_with_bootstrap(prof, 0.9, stat="median", n_boot=200, seed=1)
+    bad = int((~np.isfinite(boots)).sum())
+    assert np.isfinite(est.value) and 20 < bad < 90  # 52 expected, 200 draws
+    assert (est.n, est.n_dropped) == (200 - bad, bad) and f"{bad} of 200" in est.dropped
 
 
 def test_failure_fractions_and_mae_slope_on_a_synthetic_study():
