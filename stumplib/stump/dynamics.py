@@ -570,7 +570,9 @@ def extrapolate_exponent(beta: Any, local: Any, *, beta_min: float, n_windows: i
     Returns
     -------
     Estimate
-        ``p_inf`` with its interval (kind ``"windows"``).
+        ``p_inf`` with its interval (kind ``"windows"``); ``n`` the records used, ``n_dropped``
+        those left out because ``beta`` or the local exponent is not finite (records below
+        ``beta_min`` are outside the window, not dropped).
     """
     beta = np.asarray(beta, dtype=float).ravel()
     local = np.asarray(local, dtype=float).ravel()
@@ -594,7 +596,9 @@ def extrapolate_exponent(beta: Any, local: Any, *, beta_min: float, n_windows: i
     icpts = window_refits(lb, lambda m: (icpt(m, True), icpt(m, False)), n_windows,
                           min_fraction=0.5, min_points=4, seed=seed)
     lo, hi = window_interval(p_inf, icpts, level)
-    return Estimate(p_inf, lo, hi, "windows", level, None, int(bb.size))
+    n_bad = int((~(np.isfinite(beta) & np.isfinite(local)) & ~(beta < beta_min)).sum())
+    why = f"{n_bad} records with a non-finite beta or local exponent" if n_bad else ""
+    return Estimate(p_inf, lo, hi, "windows", level, None, int(bb.size), n_bad, why)
 
 
 def interpolate_flow(result: FlowResult, t: Any, run: int = 0) -> tuple[np.ndarray, np.ndarray]:

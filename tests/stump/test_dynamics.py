@@ -155,6 +155,11 @@ def test_extrapolate_exponent_on_synthetic_corrections():
     p = 0.25 + 0.7 / beta + 0.1 * np.log(beta) / beta
     est = D.extrapolate_exponent(beta, p, beta_min=30)
     assert est.value == pytest.approx(0.25, abs=1e-9) and est.contains(0.25, tol=1e-6)
+    assert (est.n, est.n_dropped) == (60, 0)
+    holes = p.copy()
+    holes[[5, 40]] = np.nan
+    est2 = D.extrapolate_exponent(np.r_[10.0, beta], np.r_[0.3, holes], beta_min=30)
+    assert (est2.n, est2.n_dropped) == (58, 2) and "2 records" in est2.dropped
 
 
 def test_window_refits_draw_windows_of_the_requested_size():
