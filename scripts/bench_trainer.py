@@ -69,7 +69,7 @@ def _sync(dev: torch.device) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # the trainer before issue 12 (stumplib/trainer.py at commit 82fc7c9), kept as the reference: its
-# fused kernel lives on as stumplib.stump.trainer._moments
+# fused kernel lives on as stumplib.stump.trainer.corpus_moments
 # ---------------------------------------------------------------------------------------------
 def replaced_corpora(configs: list[RunConfig], dev: torch.device) -> tuple[torch.Tensor, ...]:
     out = [sample_tasks(c.m, c.n, c.tau_lo, c.tau_hi, seed=c.seed, device=dev) for c in configs]
@@ -83,7 +83,7 @@ def replaced_train(configs: list[RunConfig], steps: int, dev: torch.device, *, w
     step as it did; no records or checks); returns the final ``(beta, b)`` of every run, shape
     ``(R, 2)``, and with ``with_loss`` also the loss at those parameters, shape ``(R,)``.
 
-    Its kernel is :func:`stumplib.stump.trainer._moments` (max-shifted softmax, two-pass centred moments,
+    Its kernel is :func:`stumplib.stump.trainer.corpus_moments` (max-shifted softmax, two-pass centred moments,
     two buffers), which the library keeps for :func:`stumplib.stump.trainer.corpus_grad`; the trainer
     itself now uses the sorted fast kernel. ``tests/test_trainer.py`` imports this function as the
     reference the fast trainer must match.
@@ -94,7 +94,7 @@ def replaced_train(configs: list[RunConfig], steps: int, dev: torch.device, *, w
     lr = torch.tensor([c.lr for c in configs], dtype=torch.float64, device=dev)
     m, work = tau.shape[-1], []
     for t in range(steps + 1):
-        f, dfb, dfbb = trainer_module._moments(x, y, beta[:, None], b[:, None], ny, work)
+        f, dfb, dfbb = trainer_module.corpus_moments(x, y, beta[:, None], b[:, None], ny, work)
         e = f - tau
         loss = (e * e).sum(-1) / m
         if t == steps:

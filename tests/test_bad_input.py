@@ -245,12 +245,6 @@ def _bootstrap_certified(**kw):
     return bootstrap_certified(**{"profiles": [_transfer_profile()], "level": 0.5, "n_boot": 10, **kw})
 
 
-def _transfer_certified_scales(**kw):
-    from stumplib.stump.transfer import certified_scales
-    return certified_scales(**{"ms": [4, 8], "ns": [4, 8], "n_corpora": 4, "device": "cpu",
-                               "beta_max": 16.0, "per_octave": 1, **kw})
-
-
 def _default_beta_grid(**kw):
     from stumplib.stump.transfer import default_beta_grid
     return default_beta_grid(**{"beta_min": 1.0, "beta_max": 8.0, "per_octave": 2, **kw})
@@ -568,7 +562,6 @@ TABLE = [
         "stat": [("max", "stat")], "which": [("b", "which")], "tau_lo": [(0.9, "tau_lo")]}),
     ("transfer.transfer_profile", _transfer_profile, {"betas": [([4.0, 2.0], "betas"), ([], "betas")]}),
     ("transfer.bootstrap_certified", _bootstrap_certified, {"profiles": [([], "profiles")]}),
-    ("transfer.certified_scales", _transfer_certified_scales, {"ns": [([4], "ms and ns")]}),
     ("transfer.default_beta_grid", _default_beta_grid, {"per_octave": [(0, "per_octave")]}),
     ("transfer.crossing_scale", _crossing_scale, {"betas": [([1.0, 1.0], "betas")]}),
     ("certified.certified_scales", _certified_scales, {

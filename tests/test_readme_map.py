@@ -24,7 +24,7 @@ SERVICES = ["core/" + m for m in ("book", "cache", "stats", "verdicts", "style",
                                    "results_io", "sphinxext", "errors")]
 #: tests of the book as a whole
 BOOK_TESTS = ["test_notebooks.py", "test_determinism.py", "test_bad_input.py", "test_build_cache.py",
-              "test_site.py", "test_readme_map.py"]
+              "test_site.py", "test_readme_map.py", "test_glue_snapshot.py", "test_docstrings.py"]
 
 
 def _is_module(dotted: str) -> bool:

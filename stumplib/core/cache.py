@@ -5,15 +5,20 @@ and by the library's code version, so that a change to either recomputes.
 - :func:`cached` ``(name, config, compute)``: reload ``results/<name>-<key>.npz`` or compute and store
   it atomically (:mod:`stumplib.core.results_io`). ``STUMPBOOK_CACHE=0`` turns reloading off.
 - :func:`prune_results`: delete the files of other code versions.
+- :func:`cache_warnings`: the stored files that could not be reloaded (each also a
+  :class:`CacheWarning` when it happens), logged to ``results/cache_warnings.log`` for the build
+  record.
 
 Computational modules of the paper packages call :func:`cached` directly (it knows nothing of the
 notebook layer); chapters reach it through :mod:`stumplib.core.book`.
 """
 from __future__ import annotations
 
+import datetime
 import hashlib
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -23,18 +28,29 @@ import torch
 from stumplib.core.results_io import (config_key, flatten, is_flat, load_structured, read_config,
                                      save_structured, unflatten)
 
-__all__ = ["CACHE_ENV", "RESULTS_ENV", "PACKAGE", "code_version", "results_dir", "cache_enabled",
-           "cached", "prune_results"]
+__all__ = ["CACHE_ENV", "RESULTS_ENV", "PACKAGE", "WARNINGS_LOG", "CacheWarning", "code_version",
+           "results_dir", "cache_enabled", "cached", "prune_results", "cache_warnings"]
 
 CACHE_ENV = "STUMPBOOK_CACHE"
 RESULTS_ENV = "STUMPBOOK_RESULTS"
 #: the ``stumplib`` package folder (its source files make the code version)
 PACKAGE = Path(__file__).resolve().parents[1]
+#: file under :func:`results_dir` listing the stored results that could not be reloaded
+WARNINGS_LOG = "cache_warnings.log"
+
+
+class CacheWarning(UserWarning):
+    """A stored result exists for the configuration but could not be reloaded (it is recomputed)."""
 
 
 def code_version() -> str:
-    """A hash (16 hex digits) of every ``stumplib`` source file: results computed by other code are
-    never reused."""
+    """A hash of every ``stumplib`` source file: results computed by other code are never reused.
+
+    Returns
+    -------
+    str
+        16 hex digits.
+    """
     h = hashlib.sha256()
     for p in sorted(PACKAGE.rglob("*.py")):
         if "__pycache__" in p.parts:
@@ -47,13 +63,25 @@ def code_version() -> str:
 
 
 def results_dir() -> Path:
-    """``results/`` at the repository's root (or ``$STUMPBOOK_RESULTS``)."""
+    """Where results are stored.
+
+    Returns
+    -------
+    Path
+        ``results/`` at the repository's root, or ``$STUMPBOOK_RESULTS`` when set.
+    """
     env = os.environ.get(RESULTS_ENV)
     return Path(env) if env else PACKAGE.parent / "results"
 
 
 def cache_enabled() -> bool:
-    """Whether :func:`cached` may reload stored results (``STUMPBOOK_CACHE=0`` turns it off)."""
+    """Whether :func:`cached` may reload stored results.
+
+    Returns
+    -------
+    bool
+        ``False`` when ``STUMPBOOK_CACHE`` is ``0``, ``false``, ``no`` or ``off``.
+    """
     return os.environ.get(CACHE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
@@ -112,6 +140,8 @@ def cached(name: str, config: Mapping[str, Any], compute: Callable[[], Any], *,
             if verbose:
                 print(f"{name}: reloaded {path.name}")
             return got
+        if path.exists():
+            _warn_not_reloaded(path)
     t0 = time.time()
     result = compute()
     save_structured(path, result, full)
@@ -121,6 +151,48 @@ def cached(name: str, config: Mapping[str, Any], compute: Callable[[], Any], *,
         return {k: np.asarray(v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v)
                 for k, v in result.items()}
     return unflatten(*flatten(result))  # exactly what a reload returns
+
+
+def _warn_not_reloaded(path: Path) -> None:
+    """Warn (:class:`CacheWarning`) and log to :data:`WARNINGS_LOG` that ``path`` exists for this
+    configuration but could not be reloaded, with why."""
+    why = ("unreadable (not a results file, or a truncated one)" if read_config(path) is None
+           else "its contents could not be rebuilt (a stored class that no longer accepts its fields)")
+    msg = f"{path.name}: stored result not reloaded: {why}; recomputing"
+    warnings.warn(msg, CacheWarning, stacklevel=3)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        with open(path.parent / WARNINGS_LOG, "a", encoding="utf-8") as fh:
+            fh.write(f"{stamp}\t{code_version()}\t{path.name}\t{why}\n")
+    except OSError:  # pragma: no cover  (the warning itself was given)
+        pass
+
+
+def cache_warnings(current_only: bool = True) -> list[dict[str, str]]:
+    """The stored results that :func:`cached` could not reload, as logged in :data:`WARNINGS_LOG`.
+
+    Parameters
+    ----------
+    current_only : bool
+        Only those logged by the current :func:`code_version` (the build being recorded).
+
+    Returns
+    -------
+    list of dict
+        One ``{"time", "code", "file", "why"}`` per event (UTC time), oldest first.
+    """
+    log = results_dir() / WARNINGS_LOG
+    if not log.is_file():
+        return []
+    rows = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        parts = line.split("\t")
+        if len(parts) == 4:
+            rows.append(dict(zip(("time", "code", "file", "why"), parts)))
+    if current_only:
+        current = code_version()
+        rows = [r for r in rows if r["code"] == current]
+    return rows
 
 
 def prune_results(*, dry_run: bool = False) -> list[Path]:

@@ -45,6 +45,9 @@ class Estimate:
     censored : ``None``, ``"lower"`` (``value`` is a lower bound: the truth lies in ``[value, inf]``) or
         ``"upper"`` (an upper bound).
     n : the number of replicates, points or resamples behind it, where meaningful.
+    n_dropped : how many replicates (resamples, seeds, shapes) were left out of the interval
+        (0: none); ``n`` counts the ones used.
+    dropped : why they were left out (empty when ``n_dropped == 0``).
     """
 
     value: float
@@ -54,41 +57,111 @@ class Estimate:
     level: float = 0.95
     censored: str | None = None
     n: int | None = None
+    n_dropped: int = 0
+    dropped: str = ""
 
     @classmethod
     def lower_bound(cls, value: float, n: int | None = None) -> "Estimate":
-        """A censored estimate: the quantity is at least ``value``."""
+        """A censored estimate: the quantity is at least ``value``.
+
+        Parameters
+        ----------
+        value : float
+            The lower bound.
+        n : int, optional
+            Replicates or points behind it.
+
+        Returns
+        -------
+        Estimate
+            Of kind ``"censored"``, ``censored="lower"``, interval ``[value, inf]``.
+        """
         return cls(float(value), float(value), math.inf, "censored", float("nan"), "lower", n)
 
     @classmethod
     def nan(cls, kind: str = "plain", n: int | None = None) -> "Estimate":
-        """An estimate that could not be made (value and interval ``nan``)."""
+        """An estimate that could not be made (value and interval ``nan``).
+
+        Parameters
+        ----------
+        kind : str
+            The kind it would have had.
+        n : int, optional
+            Replicates or points behind it.
+
+        Returns
+        -------
+        Estimate
+        """
         nan = float("nan")
         return cls(nan, nan, nan, kind, nan, None, n)
 
     @classmethod
     def with_error(cls, value: float, err: float, kind: str = "quadrature", n: int | None = None) -> "Estimate":
-        """``value +- err`` (e.g. a quadrature error estimate)."""
+        """``value +- err`` (e.g. a quadrature error estimate).
+
+        Parameters
+        ----------
+        value : float
+            The point estimate.
+        err : float
+            The error bar (its absolute value is used).
+        kind : str
+            The interval's kind.
+        n : int, optional
+            Points behind it.
+
+        Returns
+        -------
+        Estimate
+            With ``level`` NaN (an error bar has no coverage).
+        """
         return cls(float(value), float(value - abs(err)), float(value + abs(err)), kind, float("nan"), None, n)
 
     @property
     def ci(self) -> tuple[float, float]:
+        """``(lo, hi)``."""
         return (self.lo, self.hi)
 
     @property
     def width(self) -> float:
+        """``hi - lo``."""
         return float(self.hi - self.lo)
 
     @property
     def half_width(self) -> float:
+        """Half of :attr:`width`."""
         return 0.5 * self.width
 
     def contains(self, v: float, tol: float = 0.0) -> bool:
-        """Whether ``v`` lies in ``[lo - tol, hi + tol]``."""
+        """Whether ``v`` lies in ``[lo - tol, hi + tol]``.
+
+        Parameters
+        ----------
+        v : float
+            The value.
+        tol : float
+            Slack on both ends.
+
+        Returns
+        -------
+        bool
+        """
         return bool(self.lo - tol <= v <= self.hi + tol)
 
     def scaled(self, factor: float) -> "Estimate":
-        """The estimate of ``factor * quantity`` (the interval flips for a negative factor)."""
+        """The estimate of ``factor * quantity`` (the interval flips for a negative factor).
+
+        Parameters
+        ----------
+        factor : float
+            The multiplier.
+
+        Returns
+        -------
+        Estimate
+            Every other field kept (a censored bound changes side for a negative factor).
+        """
         lo, hi = sorted((self.lo * factor, self.hi * factor))
         cens = self.censored
         if factor < 0 and cens is not None:
@@ -121,12 +194,18 @@ def mean_interval(values: Any, *, axis: int = 0, level: float = 0.95) -> Estimat
 
     Parameters
     ----------
-    values : array_like, replicates along ``axis`` (at least 2), finite.
+    values : array_like
+        Replicates along ``axis`` (at least 2), finite.
+    axis : int
+        The replicates' axis.
+    level : float
+        The interval's coverage.
 
     Returns
     -------
-    An :class:`Estimate` (kind ``"seeds"``) for 1-D input; for higher dimensions the arrays
-    ``(mean, lo, hi)`` of the shape of ``values`` without ``axis``.
+    Estimate or tuple of np.ndarray
+        An :class:`Estimate` (kind ``"seeds"``) for 1-D input; for higher dimensions the arrays
+        ``(mean, lo, hi)`` of the shape of ``values`` without ``axis``.
     """
     from scipy import stats as st
 
@@ -144,10 +223,24 @@ def mean_interval(values: Any, *, axis: int = 0, level: float = 0.95) -> Estimat
 
 
 def resample_indices(n_units: int, n_boot: int, seed: int = 0) -> np.ndarray:
-    """Bootstrap draws: an integer array of shape ``(n_boot, n_units)``, each row ``n_units`` draws
-    with replacement from ``range(n_units)`` (``numpy.random.default_rng(seed)``).
+    """Bootstrap draws with replacement (``numpy.random.default_rng(seed)``).
 
-    This is the book's one random stream for resampling: every bootstrap draws through it."""
+    This is the book's one random stream for resampling: every bootstrap draws through it.
+
+    Parameters
+    ----------
+    n_units : int
+        Units to draw from (``range(n_units)``).
+    n_boot : int
+        Resamples.
+    seed : int
+        The generator's seed.
+
+    Returns
+    -------
+    np.ndarray of int, shape ``(n_boot, n_units)``
+        Each row ``n_units`` draws.
+    """
     if n_units < 1 or n_boot < 1:
         raise ValueError(f"n_units and n_boot must be at least 1; got {n_units}, {n_boot}")
     return np.random.default_rng(seed).integers(0, n_units, size=(n_boot, n_units))
@@ -170,17 +263,23 @@ def resample(data: Any, statistic: Callable[..., Any], *, n_boot: int = 2000, se
 
     Parameters
     ----------
-    data : array_like of shape ``(C, ...)``, or a tuple of such arrays with the same ``C`` (paired:
-        every array is resampled with the same draws, e.g. numerator and denominator of a ratio).
-    statistic : for ``vectorised=False``, maps the resampled array(s) (shape ``(C, ...)``, one
-        positional argument per array) to a float or an array; for ``vectorised=True`` it receives
-        all resamples at once, shape ``(n_boot, C, ...)`` per array, and returns shape
-        ``(n_boot, ...)``.
-    n_boot : number of resamples. seed : seed of :func:`resample_indices`.
+    data : array_like of shape ``(C, ...)``, or a tuple of such arrays with the same ``C``
+        Paired arrays are resampled with the same draws (e.g. numerator and denominator of a ratio).
+    statistic : callable
+        For ``vectorised=False``, maps the resampled array(s) (shape ``(C, ...)``, one positional
+        argument per array) to a float or an array; for ``vectorised=True`` it receives all
+        resamples at once, shape ``(n_boot, C, ...)`` per array, and returns shape ``(n_boot, ...)``.
+    n_boot : int
+        Number of resamples.
+    seed : int
+        Seed of :func:`resample_indices`.
+    vectorised : bool
+        Call ``statistic`` once on all resamples.
 
     Returns
     -------
-    ndarray, shape ``(n_boot, ...)``: one replicate per resample.
+    np.ndarray, shape ``(n_boot, ...)``
+        One replicate per resample.
     """
     arrays, _ = _as_units(data)
     idx = resample_indices(arrays[0].shape[0], n_boot, seed)
@@ -190,8 +289,23 @@ def resample(data: Any, statistic: Callable[..., Any], *, n_boot: int = 2000, se
 
 
 def interval(replicates: Any, level: float = 0.95) -> tuple[float, float]:
-    """Central ``level`` percentile interval of bootstrap replicates (non-finite ones dropped);
-    ``(nan, nan)`` when fewer than 10 are finite."""
+    """Central ``level`` percentile interval of bootstrap replicates.
+
+    Non-finite replicates are left out of the quantiles (callers that drop replicates count them:
+    :attr:`Estimate.n_dropped`).
+
+    Parameters
+    ----------
+    replicates : array_like
+        The replicates (any shape, flattened).
+    level : float
+        The coverage.
+
+    Returns
+    -------
+    (lo, hi) : tuple of float
+        ``(nan, nan)`` when fewer than 10 are finite.
+    """
     return _quantiles(np.asarray(replicates, dtype=float).ravel(), level)
 
 
@@ -201,14 +315,20 @@ def bootstrap(data: Any, statistic: Callable[..., Any], *, n_boot: int = 2000,
 
     Parameters
     ----------
-    data : array_like, shape ``(C, ...)``: ``C`` independent units (contexts, corpora, seeds); or a
-        tuple of such arrays resampled together (paired).
-    statistic : see :func:`resample`; must return a float (``(n_boot,)`` when vectorised).
-    n_boot, level, seed : resamples, interval level, seed.
+    data : array_like, shape ``(C, ...)``
+        ``C`` independent units (contexts, corpora, seeds); or a tuple of such arrays resampled
+        together (paired).
+    statistic : callable
+        See :func:`resample`; must return a float (``(n_boot,)`` when vectorised).
+    n_boot, level, seed : int, float, int
+        Resamples, interval level, seed.
+    vectorised : bool
+        See :func:`resample`.
 
     Returns
     -------
-    Estimate of kind ``"bootstrap"``: the statistic on the data, with the percentile interval.
+    Estimate
+        Of kind ``"bootstrap"``: the statistic on the data, with the percentile interval.
     """
     arrays, _ = _as_units(data)
     boots = resample(data, statistic, n_boot=n_boot, seed=seed, vectorised=vectorised)
@@ -221,7 +341,20 @@ def bootstrap(data: Any, statistic: Callable[..., Any], *, n_boot: int = 2000,
 
 
 def ratio_of_means(num: Any, den: Any, *, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> Estimate:
-    """``mean(num) / mean(den)`` over paired samples (shape ``(C,)``) with a pairs-bootstrap interval."""
+    """``mean(num) / mean(den)`` over paired samples with a pairs-bootstrap interval.
+
+    Parameters
+    ----------
+    num, den : array_like or torch.Tensor, shape ``(C,)``
+        Paired samples, finite, with a positive mean denominator.
+    n_boot, level, seed : int, float, int
+        Resamples, interval level, seed.
+
+    Returns
+    -------
+    Estimate
+        Of kind ``"bootstrap"``.
+    """
     a = np.asarray(num.detach().cpu() if hasattr(num, "detach") else num, dtype=float).ravel()
     d = np.asarray(den.detach().cpu() if hasattr(den, "detach") else den, dtype=float).ravel()
     if a.shape != d.shape or a.size < 2:
@@ -234,7 +367,20 @@ def ratio_of_means(num: Any, den: Any, *, n_boot: int = 2000, level: float = 0.9
 
 # ------------------------------------------------------------------------------------ power laws
 def ols(lx: np.ndarray, ly: np.ndarray, w: np.ndarray | None = None) -> tuple[float, float]:
-    """Weighted least-squares line ``ly = slope * lx + intercept``; ``(nan, nan)`` if ``lx`` is constant."""
+    """Weighted least-squares line ``ly = slope * lx + intercept``.
+
+    Parameters
+    ----------
+    lx, ly : np.ndarray, shape ``(K,)``
+        The points.
+    w : np.ndarray, shape ``(K,)``, optional
+        Non-negative weights (default: all 1).
+
+    Returns
+    -------
+    (slope, intercept) : tuple of float
+        ``(nan, nan)`` if ``lx`` is constant.
+    """
     if w is None:
         w = np.ones_like(lx)
     W = w.sum()
@@ -252,6 +398,18 @@ class PowerLawFit:
 
     ``ci`` is a ``level`` interval for the slope (``method`` says how it was obtained);
     :attr:`estimate` is the slope as an :class:`Estimate`.
+
+    Attributes
+    ----------
+    slope, prefactor : the fitted law.
+    ci : ``(lo, hi)``, the slope's interval.
+    stderr : the slope's least-squares standard error.
+    n_points : points in the fit (after ``points_dropped`` were left out).
+    method : how ``ci`` was obtained (an :data:`KINDS` entry or a description).
+    level : the interval's nominal coverage.
+    points_dropped : points left out (``y`` or ``x`` not finite and positive).
+    n_dropped : replicates left out of ``ci`` (not finite and positive at a kept point).
+    dropped : why (empty when nothing was left out).
     """
 
     slope: float
@@ -261,18 +419,34 @@ class PowerLawFit:
     n_points: int
     method: str = "bootstrap"
     level: float = 0.95
+    points_dropped: int = 0
+    n_dropped: int = 0
+    dropped: str = ""
 
     @property
     def estimate(self) -> Estimate:
+        """The slope as an :class:`Estimate` (carrying the count of dropped replicates)."""
         kind = self.method if self.method in KINDS else "bootstrap"
-        return Estimate(self.slope, self.ci[0], self.ci[1], kind, self.level, None, self.n_points)
+        return Estimate(self.slope, self.ci[0], self.ci[1], kind, self.level, None, self.n_points,
+                        self.n_dropped, self.dropped)
 
     @property
     def ci_width(self) -> float:
+        """Width of the slope's interval."""
         return float(self.ci[1] - self.ci[0])
 
     def contains(self, value: float) -> bool:
-        """Whether ``value`` lies in the interval."""
+        """Whether ``value`` lies in the slope's interval.
+
+        Parameters
+        ----------
+        value : float
+            A slope.
+
+        Returns
+        -------
+        bool
+        """
         return bool(self.ci[0] <= value <= self.ci[1])
 
     def __call__(self, x: Any) -> np.ndarray:
@@ -318,10 +492,18 @@ def fit_power_law(x: Any, y: Any, *, n_boot: int = 2000, level: float = 0.95, se
     ----------
     x, y : array_like, shape ``(K,)``
         Positive values; ``K >= 3`` points with at least two distinct ``x``.
-    n_boot : bootstrap resamples.
-    level : interval level in (0, 1).
+    n_boot : int
+        Bootstrap resamples.
+    level : float
+        Interval level in (0, 1).
+    seed : int
+        Seed of the resamples.
     weights : array_like, shape ``(K,)``, optional
         Non-negative weights of the log-space least squares (e.g. inverse variances of ``log y``).
+
+    Returns
+    -------
+    PowerLawFit
     """
     lx, ly = _log_xy(x, y)
     w = None if weights is None else np.asarray(weights, dtype=float).ravel()
@@ -341,7 +523,27 @@ def fit_replicates(x: Any, y: Any, y_reps: Any, *, level: float = 0.95,
     ``y_reps`` (shape ``(B, K)``: bootstrap replicates of ``y``, or per-window/per-seed curves).
 
     Points where ``y`` is not finite and positive are dropped (and the same columns of ``y_reps``);
-    replicates with a non-finite entry in the kept columns are dropped. Needs >= 2 distinct ``x``.
+    replicates with an entry that is not finite and positive in the kept columns are dropped. Both
+    counts and the reason are recorded in the result (``points_dropped``, ``n_dropped``,
+    ``dropped``). Needs >= 2 distinct ``x``.
+
+    Parameters
+    ----------
+    x, y : array_like, shape ``(K,)``
+        The abscissae and the measured values.
+    y_reps : array_like, shape ``(B, K)``
+        Replicates of ``y`` (one row per bootstrap replicate, window or seed).
+    level : float
+        The interval's nominal coverage.
+    method : str
+        How the replicates were made (recorded in the fit; an :data:`KINDS` entry gives the kind
+        of its :attr:`PowerLawFit.estimate`).
+
+    Returns
+    -------
+    PowerLawFit
+        The slope of the kept points, its percentile interval over the kept replicates, and the
+        counts of what was left out.
     """
     x = np.asarray(x, dtype=float).ravel()
     y = np.asarray(y, dtype=float).ravel()
@@ -357,9 +559,13 @@ def fit_replicates(x: Any, y: Any, y_reps: Any, *, level: float = 0.95,
     ok = np.all(np.isfinite(yb) & (yb > 0), axis=1)
     boots = np.array([ols(lx, np.log(row))[0] for row in yb[ok]])
     lo, hi = _quantiles(boots, level)
+    n_pts, n_rep = int((~keep).sum()), int((~ok).sum())
+    why = "; ".join(w for w in (
+        f"{n_pts} of {keep.size} points without a finite positive value" * bool(n_pts),
+        f"{n_rep} of {ok.size} replicates not finite and positive at a kept point" * bool(n_rep)) if w)
     return PowerLawFit(slope=float(slope), prefactor=float(np.exp(icpt)), ci=(lo, hi),
                        stderr=_stderr(lx, ly, slope, icpt), n_points=int(lx.size), method=method,
-                       level=level)
+                       level=level, points_dropped=n_pts, n_dropped=n_rep, dropped=why)
 
 
 # ------------------------------------------------------------------------------------ fit windows
@@ -369,11 +575,29 @@ def window_refits(u: np.ndarray, refit, n_windows: int, *, min_fraction: float =
 
     Each sub-window ``[a, a + w]`` has a width ``w`` drawn uniformly in ``[min_fraction, 1]`` times
     the span of ``u`` and a start ``a`` drawn uniformly so that it fits; windows holding fewer than
-    ``min_points`` points are redrawn. ``refit(mask)`` returns a number or a sequence of numbers
-    for the points ``mask``; the result stacks them, shape ``(n_windows,)`` or ``(n_windows, k)``.
-    A deterministic curve has no sampling noise: the spread of these refits measures how much a
-    fitted quantity depends on where one fits (an :class:`~stumplib.core.stats.Estimate` of kind
-    ``"windows"``).
+    ``min_points`` points are redrawn. A deterministic curve has no sampling noise: the spread of
+    these refits measures how much a fitted quantity depends on where one fits (an
+    :class:`~stumplib.core.stats.Estimate` of kind ``"windows"``).
+
+    Parameters
+    ----------
+    u : np.ndarray, shape ``(K,)``
+        The coordinate the windows are drawn on.
+    refit : callable
+        ``refit(mask)`` returns a number or a sequence of numbers for the points ``mask``.
+    n_windows : int
+        Windows drawn.
+    min_fraction : float
+        The narrowest window, as a fraction of the span of ``u``.
+    min_points : int
+        Fewest points in a window.
+    seed : int
+        Seed of the draws.
+
+    Returns
+    -------
+    np.ndarray, shape ``(n_windows,)`` or ``(n_windows, k)``
+        The refits, stacked.
     """
     lo = float(u.min())
     span = float(u.max()) - lo
@@ -390,7 +614,21 @@ def window_refits(u: np.ndarray, refit, n_windows: int, *, min_fraction: float =
 
 
 def window_interval(point: float, reps: np.ndarray, level: float) -> tuple[float, float]:
-    """Central ``level`` range of the refits, widened to contain the point estimate."""
+    """Central ``level`` range of the refits, widened to contain the point estimate.
+
+    Parameters
+    ----------
+    point : float
+        The fit on the whole window.
+    reps : np.ndarray
+        The refits (:func:`window_refits`).
+    level : float
+        The central fraction.
+
+    Returns
+    -------
+    (lo, hi) : tuple of float
+    """
     a = (1 - level) / 2
     lo, hi = np.quantile(np.ravel(reps), [a, 1 - a])
     return float(min(lo, point)), float(max(hi, point))
@@ -403,6 +641,19 @@ def interp_crossing(x0: float, x1: float, y0: float, y1: float, level: float = 0
 
     Interpolation is linear in ``log x`` / ``log y`` where asked (then the values must be positive);
     the result is clipped to ``[x0, x1]``; a flat or non-finite segment returns ``x1``.
+
+    Parameters
+    ----------
+    x0, x1, y0, y1 : float
+        The segment's ends.
+    level : float
+        The level crossed.
+    log_x, log_y : bool
+        Interpolate in log space.
+
+    Returns
+    -------
+    float
     """
     fx = np.log if log_x else (lambda v: v)
     fy = np.log if log_y else (lambda v: v)
@@ -420,16 +671,27 @@ def crossing(x: Any, y: Any, level: float = 0.0, *, direction: str = "up", which
 
     Parameters
     ----------
-    x : (K,) strictly increasing grid. y : (K,) values (NaN counts as above ``level``).
-    direction : ``"up"`` (from below ``level`` to at-or-above it) or ``"down"``.
-    which : ``"first"`` crossing at or after index ``start``, or ``"last"``: the crossing that starts
-        the final run of points on the far side (``x[0]`` if the whole curve is there).
-    log_x, log_y : interpolate in log space.
+    x : array_like, shape ``(K,)``
+        Strictly increasing grid.
+    y : array_like, shape ``(K,)``
+        Values (NaN counts as above ``level``).
+    level : float
+        The level crossed.
+    direction : str
+        ``"up"`` (from below ``level`` to at-or-above it) or ``"down"``.
+    which : str
+        ``"first"`` crossing at or after index ``start``, or ``"last"``: the crossing that starts the
+        final run of points on the far side (``x[0]`` if the whole curve is there).
+    start : int
+        The first index considered (``which="first"``).
+    log_x, log_y : bool
+        Interpolate in log space.
 
     Returns
     -------
-    The crossing; ``nan`` if there is none (the curve never gets to the far side, or for
-    ``which="last"`` does not end there).
+    float
+        The crossing; ``nan`` if there is none (the curve never gets to the far side, or for
+        ``which="last"`` does not end there).
     """
     x = np.asarray(x, dtype=float).ravel()
     y = np.asarray(y, dtype=float).ravel()
@@ -490,14 +752,18 @@ def extrapolate_linear(x: Any, y: Any, se: Any, *, x0: float = 0.0, level: float
 
     Parameters
     ----------
-    x, y, se : (K,) points and the standard errors of ``y`` (positive). With one point the value
-        at ``x0`` is that point (no extrapolation).
-    x0 : where to evaluate the line. level : the interval's coverage (normal quantile: the errors
-        are known, not fitted).
+    x, y, se : array_like, shape ``(K,)``
+        Points and the standard errors of ``y`` (positive). With one point the value at ``x0`` is
+        that point (no extrapolation).
+    x0 : float
+        Where to evaluate the line.
+    level : float
+        The interval's coverage (normal quantile: the errors are known, not fitted).
 
     Returns
     -------
-    (estimate, standard error) of the line's value at ``x0`` (kind ``"seeds"``).
+    (estimate, standard error) : tuple of Estimate and float
+        The line's value at ``x0`` (kind ``"seeds"``).
     """
     from scipy.stats import norm
 

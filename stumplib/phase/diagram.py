@@ -34,7 +34,18 @@ POINT_KEYS = ("q", "m", "V", "theta", "test_error", "train_loss")
 
 
 def diagram_key(omega: float) -> str:
-    """The glue suffix of ``omega``: ``"w030"`` for 0.3 (``round(100 omega)``, three digits)."""
+    """The glue suffix of ``omega``.
+
+    Parameters
+    ----------
+    omega : float
+        The positional share.
+
+    Returns
+    -------
+    str
+        ``"w030"`` for 0.3 (``round(100 omega)``, three digits).
+    """
     return f"w{int(round(100 * omega)):03d}"
 
 
@@ -49,8 +60,10 @@ def bracket_crossing(fn: Callable[[float], tuple[float, float]], grid: Sequence[
     fn : ``x -> (y, err)``; NaN ``y`` where the curve is not available (a branch not converged).
         Called on ``grid`` from the largest ``x`` down until the first point at or above 0 (which,
         with the point above it, brackets the last crossing), then inside the bracket.
-    grid : at least two distinct values. xtol : stop refining when the bracket is narrower.
-    max_refine : at most this many refinement evaluations. nsig : interval from ``y -+ nsig err``.
+    grid : at least two distinct values.
+    xtol : stop refining when the bracket is narrower.
+    max_refine : at most this many refinement evaluations.
+    nsig : interval from ``y -+ nsig err``.
 
     Returns
     -------
@@ -105,6 +118,21 @@ class BranchPoints:
     """Both branches at one ``omega``, solved on demand at any ``alpha`` and kept.
 
     Each new ``alpha`` of a branch starts from that branch's converged point nearest in ``alpha``.
+
+    Parameters
+    ----------
+    omega : float
+        The positional share.
+    rtol : float
+        The solver's accuracy target.
+    sigma, lam : float
+        The tokens' standard deviation and the regularisation.
+    A : array_like, shape ``(2, 2)``
+        The positional attention matrix.
+    seed : int
+        The solver's seed.
+    **solver
+        Passed to :func:`stumplib.phase.solver.state_evolution`.
     """
 
     def __init__(self, omega: float, *, rtol: float, sigma: float = 0.5, lam: float = 0.01,
@@ -124,7 +152,19 @@ class BranchPoints:
         return {k: float(done[a0][k]) for k in ("q", "m", "V", "theta")}
 
     def get(self, branch: str, alpha: float) -> dict[str, Any]:
-        """The solver's result (scalars) for ``branch`` at ``alpha``."""
+        """The solver's result (scalars) for ``branch`` at ``alpha``, solved on first request.
+
+        Parameters
+        ----------
+        branch : str
+            ``"semantic"`` or ``"positional"``.
+        alpha : float
+            The sample ratio.
+
+        Returns
+        -------
+        dict
+        """
         from stumplib.phase.solver import state_evolution
 
         if alpha not in self.points[branch]:
@@ -135,22 +175,54 @@ class BranchPoints:
         return self.points[branch][alpha]
 
     def loss_gap(self, alpha: float) -> tuple[float, float]:
-        """Training loss (per d), semantic minus positional, and its quadrature error."""
+        """Training loss (per d), semantic minus positional, and its quadrature error.
+
+        Parameters
+        ----------
+        alpha : float
+            The sample ratio.
+
+        Returns
+        -------
+        (gap, err) : tuple of float
+        """
         s, p = self.get("semantic", alpha), self.get("positional", alpha)
         if s["outcome"] != "converged" or p["outcome"] != "converged":
             return float("nan"), float("nan")
         return s["train_loss"] - p["train_loss"], float(np.hypot(s["train_loss_err"], p["train_loss_err"]))
 
     def test_gap(self, alpha: float) -> tuple[float, float]:
-        """Semantic test error minus the linear baseline's, and its quadrature error."""
+        """Semantic test error minus the linear baseline's, and its quadrature error.
+
+        Parameters
+        ----------
+        alpha : float
+            The sample ratio.
+
+        Returns
+        -------
+        (gap, err) : tuple of float
+        """
         s = self.get("semantic", alpha)
         if s["outcome"] != "converged":
             return float("nan"), float("nan")
         return s["test_error"] - self.baseline, float(s["test_error_err"])
 
     def table(self, branch: str, alphas: Sequence[float]) -> dict[str, np.ndarray]:
-        """The points of ``branch`` at ``alphas`` as arrays (NaN and outcome ``"not_solved"``
-        where it was not solved)."""
+        """The points of ``branch`` at ``alphas`` as arrays.
+
+        Parameters
+        ----------
+        branch : str
+            ``"semantic"`` or ``"positional"``.
+        alphas : sequence of float
+            The sample ratios.
+
+        Returns
+        -------
+        dict of np.ndarray, each of shape ``(len(alphas),)``
+            NaN and outcome ``"not_solved"`` where it was not solved.
+        """
         nan = {k: np.nan for k in (*POINT_KEYS, *(f"{k}_err" for k in POINT_KEYS),
                                    "suppressed_derivative", "seconds")}
         P = [self.points[branch].get(a, dict(nan, unstable=False, outcome="not_solved")) for a in alphas]
@@ -172,14 +244,15 @@ def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *, rtol: float
 
     Parameters
     ----------
-    omegas : positional shares, each in [0, 0.95]. grid : the coarse ``alpha`` grid (>= 2 values).
+    omegas : positional shares, each in [0, 0.95].
+    grid : the coarse ``alpha`` grid (>= 2 values).
     rtol : the solver's accuracy target, or ``{omega: rtol}`` (missing omegas: 5e-3).
     max_log2_points : the solver's largest rule (points per scrambling ``2**p``), or
         ``{omega: p}`` (missing omegas: 14).
     extra : ``{omega: alphas}`` solved besides the grid (for example the points of a comparison).
     xtol, max_refine : refinement of each crossing (:func:`bracket_crossing`).
-    sigma, lam, A, seed : the model and the solver's seed. cache : keep the result with
-    :func:`stumplib.core.cache.cached` (no log).
+    sigma, lam, A, seed : the model and the solver's seed.
+    cache : keep the result with :func:`stumplib.core.cache.cached` (no log).
     **solver : passed to :func:`stumplib.phase.state_evolution` (``max_log2_points``, ...).
 
     Returns
@@ -239,7 +312,21 @@ def _diagram(om, grid, rt, ex, ml, *, xtol, max_refine, sigma, lam, A, seed, **s
 
 
 def crossing(diag: Mapping[str, np.ndarray], name: str, i: int) -> Estimate:
-    """The crossing ``name`` (``"alpha_c"`` or ``"alpha_l"``) at the ``i``-th omega as an Estimate."""
+    """The crossing ``name`` at the ``i``-th omega as an Estimate.
+
+    Parameters
+    ----------
+    diag : mapping
+        :func:`phase_diagram`'s result.
+    name : str
+        ``"alpha_c"`` or ``"alpha_l"``.
+    i : int
+        The omega's index.
+
+    Returns
+    -------
+    Estimate
+    """
     return Estimate(float(diag[name][i]), float(diag[f"{name}_lo"][i]), float(diag[f"{name}_hi"][i]),
                     "quadrature", float("nan"))
 
@@ -254,8 +341,23 @@ _ABSENT = {("alpha_c", "above_range"): "the semantic training loss stays above t
 
 
 def absent_reason(diag: Mapping[str, np.ndarray], name: str, i: int) -> str | None:
-    """Why the crossing ``name`` at the ``i``-th omega is NaN when the search showed it absent from
-    the grid's range (``None`` when found or when no points were available)."""
+    """Why the crossing ``name`` at the ``i``-th omega is NaN when the search showed it absent from the
+    grid's range.
+
+    Parameters
+    ----------
+    diag : mapping
+        :func:`phase_diagram`'s result.
+    name : str
+        ``"alpha_c"`` or ``"alpha_l"``.
+    i : int
+        The omega's index.
+
+    Returns
+    -------
+    str or None
+        ``None`` when found or when no points were available.
+    """
     out = str(diag[f"{name}_outcome"][i])
     if out in ("found", "no_points"):
         return None
@@ -263,7 +365,17 @@ def absent_reason(diag: Mapping[str, np.ndarray], name: str, i: int) -> str | No
 
 
 def crossing_rows(diag: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
-    """One table row per omega: both crossings with their intervals, or the reason they are NaN."""
+    """One table row per omega: both crossings with their intervals, or the reason they are NaN.
+
+    Parameters
+    ----------
+    diag : mapping
+        :func:`phase_diagram`'s result.
+
+    Returns
+    -------
+    list of dict
+    """
     rows = []
     for i, w in enumerate(diag["omega"]):
         row: dict[str, Any] = {"omega": float(w)}
@@ -276,8 +388,19 @@ def crossing_rows(diag: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
 
 
 def diagram_verdict(diag: Mapping[str, np.ndarray]):
-    """``phase_diagram``: at every omega both crossings found and ``alpha_l >= alpha_c``
-    (:func:`stumplib.core.verdicts.combine` of one :func:`stumplib.core.verdicts.ordering` per omega)."""
+    """``phase_diagram``: at every omega both crossings found and ``alpha_l >= alpha_c``.
+
+    Parameters
+    ----------
+    diag : mapping
+        :func:`phase_diagram`'s result.
+
+    Returns
+    -------
+    stumplib.core.verdicts.Verdict
+        :func:`stumplib.core.verdicts.combine` of one :func:`stumplib.core.verdicts.ordering` per
+        omega.
+    """
     from stumplib.core import verdicts
 
     parts, good = [], []
@@ -292,8 +415,20 @@ def diagram_verdict(diag: Mapping[str, np.ndarray]):
 
 
 def omega_curves(diag: Mapping[str, np.ndarray], omega: float) -> dict[str, np.ndarray]:
-    """The solved points at one omega in the layout of :func:`.transition.accurate_curves`
-    (``sem_alpha``, ``sem_test_error``, ``pos_outcome``, ..., ``baseline``)."""
+    """The solved points at one omega in the layout of :func:`.transition.accurate_curves`.
+
+    Parameters
+    ----------
+    diag : mapping
+        :func:`phase_diagram`'s result.
+    omega : float
+        One of its omegas.
+
+    Returns
+    -------
+    dict of np.ndarray
+        ``sem_alpha``, ``sem_test_error``, ``pos_outcome``, ..., ``baseline``.
+    """
     i = int(np.argmin(np.abs(np.asarray(diag["omega"]) - omega)))
     sel = np.asarray(diag["pt_w"]) == i
     out = {f"{b}_alpha": np.asarray(diag["pt_alpha"])[sel] for b in ("sem", "pos")}

@@ -70,12 +70,37 @@ class Problem:
     A: np.ndarray
 
     def first(self, k: int) -> "Problem":
-        """The problem of the first ``k`` seeds."""
+        """The problem of the first ``k`` seeds.
+
+        Parameters
+        ----------
+        k : int
+            Seeds kept.
+
+        Returns
+        -------
+        Problem
+        """
         return replace(self, q_star=self.q_star[:k], X=self.X[:k], T=self.T[:k], Gxx=self.Gxx[:k],
                        Gxz=self.Gxz[:k], Gzz=self.Gzz[:k], c0=self.c0[:k])
 
     def objective(self, Q: torch.Tensor, mask: torch.Tensor, sl: slice = slice(None)):
-        """Objective (S', R) and gradient (S', d, R) of the runs ``Q`` (S', d, R) of seeds ``sl``."""
+        """Objective and gradient of the runs ``Q`` of the seeds ``sl``.
+
+        Parameters
+        ----------
+        Q : torch.Tensor, shape ``(S', d, R)``
+            ``R`` runs per seed.
+        mask : torch.Tensor, shape ``(1, n, R)``
+            The samples each run uses (1 or 0).
+        sl : slice
+            The seeds.
+
+        Returns
+        -------
+        L : torch.Tensor, shape ``(S', R)``
+        grad : torch.Tensor, shape ``(S', d, R)``
+        """
         return objective_from_grams(Q, self.X[sl], self.Gxx[sl], self.Gxz[sl], self.c0[sl], self.T[sl],
                                    mask, self.lam)
 
@@ -88,8 +113,12 @@ def make_problem(d: int, seeds: Sequence[int], n: int, *, seed: int = 0, omega: 
 
     Parameters
     ----------
-    d : token dimension (>= 4). seeds : seed offsets. n : samples per seed (>= 1).
-    seed : the chapter's seed. omega, sigma, lam, A : the model. device, dtype : torch placement.
+    d : token dimension (>= 4).
+    seeds : seed offsets.
+    n : samples per seed (>= 1).
+    seed : the chapter's seed.
+    omega, sigma, lam, A : the model.
+    device, dtype : torch placement.
 
     Returns
     -------
@@ -115,8 +144,21 @@ def make_problem(d: int, seeds: Sequence[int], n: int, *, seed: int = 0, omega: 
 
 
 def initial_points(pb: Problem, init: str, *, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Initial ``Q`` (S, d) of every seed: ``"semantic"`` (``Q*``), ``"positional"`` (``p_1``) or
-    ``"random"`` (``N(0, I_d / d)``, needs ``generator``)."""
+    """Initial ``Q`` of every seed.
+
+    Parameters
+    ----------
+    pb : Problem
+        The problem.
+    init : str
+        ``"semantic"`` (``Q*``), ``"positional"`` (``p_1``) or ``"random"`` (``N(0, I_d / d)``).
+    generator : torch.Generator, optional
+        Needed by ``"random"``.
+
+    Returns
+    -------
+    torch.Tensor, shape ``(S, d)``
+    """
     init = check_choice("init", init, INITS)
     S_, d = pb.q_star.shape
     if init == "semantic":
@@ -130,8 +172,28 @@ def initial_points(pb: Problem, init: str, *, generator: torch.Generator | None 
 
 def gradient_descent(pb: Problem, Q: torch.Tensor, mask: torch.Tensor, *, lr: float, steps: int,
                      on_step=None) -> torch.Tensor:
-    """Plain full-batch GD ``Q <- Q - lr grad L`` on the runs ``Q`` (S, d, R) with sample ``mask``
-    (1, n, R); ``on_step(k, L, Q)`` is called after step ``k`` (1-based) if given. Returns ``Q``."""
+    """Plain full-batch GD ``Q <- Q - lr grad L``.
+
+    Parameters
+    ----------
+    pb : Problem
+        The problem.
+    Q : torch.Tensor, shape ``(S, d, R)``
+        The runs' start.
+    mask : torch.Tensor, shape ``(1, n, R)``
+        The samples each run uses.
+    lr : float
+        The step.
+    steps : int
+        Steps taken.
+    on_step : callable, optional
+        ``on_step(k, L, Q)`` is called after step ``k`` (1-based).
+
+    Returns
+    -------
+    torch.Tensor, shape ``(S, d, R)``
+        The runs after ``steps`` steps.
+    """
     for k in range(steps):
         L, grad = pb.objective(Q, mask)
         Q = Q - lr * grad
@@ -148,8 +210,11 @@ def minimise(pb: Problem, s: int, n: int, Q0: torch.Tensor, *, gtol: float = 1e-
 
     Parameters
     ----------
-    pb : the problem. s : seed index into ``pb``. n : samples used (<= ``pb.n``).
-    Q0 : (d,) start. gtol : relative-gradient tolerance (1e-14 to 1e-2).
+    pb : the problem.
+    s : seed index into ``pb``.
+    n : samples used (<= ``pb.n``).
+    Q0 : (d,) start.
+    gtol : relative-gradient tolerance (1e-14 to 1e-2).
     max_iter : iteration cap.
 
     Returns
@@ -228,7 +293,8 @@ def exact_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float, sig
     Parameters
     ----------
     Q, q_star : (R, d) students and their teachers (or (d,) each).
-    omega, sigma, A : the model. n_nodes : Gauss-Hermite nodes per axis (4 to 40).
+    omega, sigma, A : the model.
+    n_nodes : Gauss-Hermite nodes per axis (4 to 40).
 
     Returns
     -------
@@ -265,8 +331,22 @@ def _exact_chunk(Q, qs, G, W, omega, sigma, A) -> np.ndarray:
 
 
 def summaries(Q: torch.Tensor, q_star: torch.Tensor, sigma: float) -> dict[str, np.ndarray]:
-    """``m = p_1 . Q / sqrt(d)``, ``theta_emp = Q* . Q / d``, ``q_emp = sigma^2 |Q|^2 / d`` of
-    students ``Q`` (R, d)."""
+    """The overlaps of students.
+
+    Parameters
+    ----------
+    Q : torch.Tensor, shape ``(R, d)``
+        The students.
+    q_star : torch.Tensor, shape ``(R, d)``
+        Their teachers.
+    sigma : float
+        The tokens' standard deviation.
+
+    Returns
+    -------
+    dict of np.ndarray, each of shape ``(R,)``
+        ``m = p_1 . Q / sqrt(d)``, ``theta_emp = Q* . Q / d``, ``q_emp = sigma^2 |Q|^2 / d``.
+    """
     d = Q.shape[-1]
     p1 = positional_encodings(d, device=Q.device, dtype=Q.dtype)[0]
     return dict(m=((Q * p1).sum(-1) / math.sqrt(d)).cpu().numpy(),
@@ -284,11 +364,18 @@ def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, 
 
     Parameters
     ----------
-    alphas : sample ratios. d : dimension. seeds : a count or a list of seed offsets.
-    init : the start (:func:`initial_points`). omega, sigma, lam, A : the model.
-    gtol : relative-gradient tolerance of :func:`minimise`. gd_steps, lr : plain GD's steps (0: no
-    GD) and step size. gd_seeds : GD on the first ``gd_seeds`` seeds only (``None``: all; NaN for
-    the others). max_iter : L-BFGS iteration cap (a run that stops there is not converged). seed : the chapter's seed. n_nodes : rule of :func:`exact_test_error`.
+    alphas : sample ratios.
+    d : dimension.
+    seeds : a count or a list of seed offsets.
+    init : the start (:func:`initial_points`).
+    omega, sigma, lam, A : the model.
+    gtol : relative-gradient tolerance of :func:`minimise`.
+    gd_steps, lr : plain GD's steps (0: no GD) and step size.
+    gd_seeds : GD on the first ``gd_seeds`` seeds only (``None``: all; NaN for the others).
+    seed : the chapter's seed.
+    n_nodes : rule of :func:`exact_test_error`.
+    max_iter : L-BFGS iteration cap (a run that stops there is not converged).
+    device : torch device.
 
     Returns
     -------
@@ -352,9 +439,12 @@ def decide(runs: Mapping[int, Mapping[str, np.ndarray]], accurate: Any, accurate
 
     Parameters
     ----------
-    runs : ``{d: minimiser_runs(...)}`` with the same alphas. accurate, accurate_err, published :
-        (A,) the theories at those alphas. follow, separate : the rule of
-        :func:`stumplib.core.verdicts.choose_theory`, used to size the seeds that would decide.
+    runs : ``{d: minimiser_runs(...)}`` with the same alphas.
+    accurate, accurate_err, published : (A,) the theories at those alphas (the accurate one with
+        its quadrature error).
+    follow, separate : the rule of :func:`stumplib.core.verdicts.choose_theory`, used to size the
+        seeds that would decide.
+    level : the extrapolation's interval coverage.
 
     Returns
     -------
@@ -404,8 +494,11 @@ def study(alphas: Sequence[float], ds: Sequence[int], seeds: int, *, gd_steps: i
 
     Parameters
     ----------
-    alphas, seeds : as in :func:`minimiser_runs`. ds : dimensions. gd_steps, gd_seeds, gd_max_d :
-    the paper's plain GD on the first ``gd_seeds`` seeds at ``d <= gd_max_d``. cache : keep it.
+    alphas, seeds : as in :func:`minimiser_runs`.
+    ds : dimensions.
+    gd_steps, gd_seeds, gd_max_d : the paper's plain GD on the first ``gd_seeds`` seeds at
+        ``d <= gd_max_d``.
+    cache : keep it.
     **kw : passed to :func:`minimiser_runs` (``omega``, ``lam``, ``seed``, ``device``, ...).
 
     Returns
@@ -470,31 +563,70 @@ def deciding_run(path: str | Path | None = None) -> tuple[dict[int, dict], dict[
         return read_runs(flat), meta
 
 
-def gd_gap(runs: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+def gd_gap(runs: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, Any]:
     """How far the paper's plain GD stops from the minimiser: per ``d`` (with GD) and alpha, the
     mean relative difference of the test errors over the seeds that ran both, and its largest
-    relative gradient. Returns ``ds``, ``rel_diff`` (D, A), ``rel_diff_se``, ``gd_rel_grad_max``."""
+    relative gradient.
+
+    A seed whose GD or minimiser test error is not finite at some alpha is left out at that ``d``
+    and counted (``n_dropped``, ``dropped``).
+
+    Parameters
+    ----------
+    runs : mapping
+        ``{d: {key: array}}`` as :func:`study` returns them; the ``d`` holding ``gd_test_error``
+        (seeds, alphas) and ``gd_rel_grad`` are used, with ``test_error`` (seeds, alphas).
+
+    Returns
+    -------
+    dict
+        ``ds`` (D,); ``rel_diff`` (D, A) and ``rel_diff_se`` (D, A): the mean relative difference
+        and its standard error; ``gd_rel_grad_max`` (D,); ``n_seeds`` (D,): seeds used;
+        ``n_dropped`` (D,): seeds left out; ``dropped`` (str): why; ``max_abs``, ``mean``,
+        ``rel_grad_max`` (floats over all).
+    """
     ds = [d for d in sorted(runs) if "gd_test_error" in runs[d]]
-    diff, se, gmax = [], [], []
+    diff, se, gmax, used, lost = [], [], [], [], []
     for d in ds:
         r = runs[d]
         x = r["gd_test_error"] / r["test_error"] - 1
         ok = np.isfinite(x).all(1)
-        diff.append(x[ok].mean(0))
+        used.append(int(ok.sum()))
+        lost.append(int((~ok).sum()))
+        diff.append(x[ok].mean(0) if ok.any() else np.full(x.shape[1], np.nan))
         se.append(x[ok].std(0, ddof=1) / np.sqrt(max(1, ok.sum())) if ok.sum() > 1 else np.full(x.shape[1], np.nan))
         gmax.append(float(np.nanmax(r["gd_rel_grad"])))
     rd = np.asarray(diff, dtype=float)
     fin = rd[np.isfinite(rd)]
+    why = ", ".join(f"{k} of {k + u} seeds at d = {d}" for d, k, u in zip(ds, lost, used) if k)
     return dict(ds=np.asarray(ds), rel_diff=rd, rel_diff_se=np.asarray(se), gd_rel_grad_max=np.asarray(gmax),
+                n_seeds=np.asarray(used, dtype=int), n_dropped=np.asarray(lost, dtype=int),
+                dropped=f"{why} without a finite test error (GD or minimiser)" if why else "",
                 max_abs=float(np.abs(fin).max()) if fin.size else float("nan"),
                 mean=float(fin.mean()) if fin.size else float("nan"),
                 rel_grad_max=float(np.nanmax(gmax)) if gmax else float("nan"))
 
 
 def semantic_start(pb: Problem, theta: float, q: float, m0: float, *, seed: int = 0) -> torch.Tensor:
-    """Starts ``Q`` (S, d) with the semantic fixed point's overlaps (``theta``, ``q``, in the theory's
-    normalisation) and a positional component ``m = m0``; the rest of ``|Q|`` along a random
-    direction orthogonal to ``Q*`` and ``p_1``."""
+    """Starts with the semantic fixed point's overlaps and a positional component ``m = m0``.
+
+    The rest of ``|Q|`` lies along a random direction orthogonal to ``Q*`` and ``p_1``.
+
+    Parameters
+    ----------
+    pb : Problem
+        The problem.
+    theta, q : float
+        The fixed point's overlaps, in the theory's normalisation.
+    m0 : float
+        The positional overlap of the start.
+    seed : int
+        Seed of the random direction.
+
+    Returns
+    -------
+    torch.Tensor, shape ``(S, d)``
+    """
     S_, d = pb.q_star.shape
     qs = pb.q_star
     p1 = positional_encodings(d, device=qs.device, dtype=qs.dtype)[0]
@@ -520,10 +652,18 @@ def classify_dynamics(m0: float, m_final: Mapping[int, Any], *, factor: float = 
 
     Parameters
     ----------
-    m0 : the starting positional overlap (> 0). m_final : ``{d: (seeds,) final m}``.
+    m0 : the starting positional overlap (> 0).
+    m_final : ``{d: (seeds,) final m}`` (an empty array: no run to judge at that ``d``).
+    factor : growth that counts as ``"grows"``.
+
+    Returns
+    -------
+    str
+        ``"decays"``, ``"grows"`` or ``"unclear"``.
     """
     ds = sorted(m_final)
-    med = [float(np.median(np.abs(np.asarray(m_final[d])))) for d in ds]
+    med = [float(np.median(np.abs(np.asarray(m_final[d])))) if np.size(m_final[d]) else math.nan
+           for d in ds]
     if med[-1] < m0:
         return "decays"
     if med[-1] > factor * m0 and (len(med) == 1 or med[-1] >= med[0]):
@@ -541,27 +681,35 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
 
     Parameters
     ----------
-    points : the fixed points (:func:`stumplib.phase.transition.lowest_points`). ds : dimensions.
-    seeds : seeds per point and ``d``. m0_sqrt_d : the starting ``m sqrt(d)``. sigma, lam, A :
-    the model. seed : the problems' seed. cache : keep the final ``m sqrt(d)`` with
-    :func:`stumplib.core.cache.cached` (no log) as a list over points of lists over ``ds`` of
-    (seeds,) arrays. device : torch device.
+    points : the fixed points (:func:`stumplib.phase.transition.lowest_points`).
+    ds : dimensions.
+    seeds : seeds per point and ``d``.
+    m0_sqrt_d : the starting ``m sqrt(d)``.
+    sigma, lam, A : the model.
+    seed : the problems' seed.
+    cache : keep the final ``m sqrt(d)`` and the converged flags with
+        :func:`stumplib.core.cache.cached` (no log), as a list over points of lists over ``ds``.
+    device : torch device.
 
     Returns
     -------
     rows: ``omega, alpha, dF_m/dm, solver`` (``"unstable"`` when the derivative exceeds +1, else
     ``"stable"``), ``median |m| sqrt(d)`` at each ``d``, ``dynamics`` (:func:`classify_dynamics`
-    on ``m sqrt(d)``) and ``agree``.
+    on ``m sqrt(d)``), ``agree`` and ``not converged``: the runs (over all ``d``) that did not
+    reach the relative gradient ``gtol`` of :func:`minimise`, left out of the medians (NaN where
+    none converged, and then ``dynamics`` is ``"unclear"``).
     """
-    def final_m(p: Mapping[str, float], d: int) -> np.ndarray:
+    def final_m(p: Mapping[str, float], d: int) -> dict[str, np.ndarray]:
         n = int(round(p["alpha"] * d))
         pb = make_problem(d, list(range(seeds)), n, seed=seed, omega=p["omega"], sigma=sigma,
                           lam=lam, A=A, device=device)
         Q0 = semantic_start(pb, p["theta"], p["q"], m0_sqrt_d / math.sqrt(d), seed=seed)
-        Q = torch.stack([minimise(pb, s, n, Q0[s])["Q"] for s in range(seeds)])
-        return summaries(Q, pb.q_star, sigma)["m"] * math.sqrt(d)
+        res = [minimise(pb, s, n, Q0[s]) for s in range(seeds)]
+        Q = torch.stack([r["Q"] for r in res])
+        return {"m": summaries(Q, pb.q_star, sigma)["m"] * math.sqrt(d),
+                "converged": np.array([r["converged"] for r in res])}
 
-    def compute() -> list[list[np.ndarray]]:  # [point][d] -> (seeds,) final m sqrt(d)
+    def compute() -> list[list[dict[str, np.ndarray]]]:  # [point][d] -> final m sqrt(d), converged
         return [[final_m(p, d) for d in ds] for p in points]
 
     if cache:
@@ -574,11 +722,14 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
         res = compute()
     rows = []
     for i, p in enumerate(points):
-        mf = dict(zip(ds, res[i]))
+        ok = {d: np.asarray(r["converged"], dtype=bool) for d, r in zip(ds, res[i])}
+        mf = {d: np.asarray(r["m"])[ok[d]] for d, r in zip(ds, res[i])}  # converged runs only
         dyn = classify_dynamics(m0_sqrt_d, mf)
         solver = "unstable" if p["derivative"] > 1 else "stable"
         row = {"omega": p["omega"], "alpha": p["alpha"], "dF_m/dm": p["derivative"], "solver": solver}
-        row.update({f"|m| sqrt(d), d = {d}": float(np.median(np.abs(mf[d]))) for d in ds})
+        row.update({f"|m| sqrt(d), d = {d}": float(np.median(np.abs(mf[d]))) if mf[d].size else float("nan")
+                    for d in ds})
         row.update(dynamics=dyn, agree=(dyn == "decays") == (solver == "stable") if dyn != "unclear" else None)
+        row["not converged"] = int(sum((~ok[d]).sum() for d in ds))
         rows.append(row)
     return rows

@@ -20,10 +20,25 @@ __all__ = ["teacher_moments", "linear_baseline_test_error", "baseline_test_error
 
 def teacher_moments(*, omega: float, sigma: float = 0.5, A: Any = ((0.6, 0.4), (0.4, 0.6)),
                     n_nodes: int = 80) -> tuple[np.ndarray, np.ndarray]:
-    """Mean (2, 2) and entrywise variance (2, 2) of the teacher matrix ``T`` over ``u ~ N(0, sigma^2 I_2)``.
+    """Mean and entrywise variance of the teacher matrix ``T`` over ``u ~ N(0, sigma^2 I_2)``.
 
     Tensor Gauss-Hermite rule with ``n_nodes`` per axis (the integrand is smooth; 80 nodes give
     about 1e-10 relative accuracy).
+
+    Parameters
+    ----------
+    omega : float
+        The positional share.
+    sigma : float
+        The tokens' standard deviation.
+    A : array_like, shape ``(2, 2)``
+        The positional attention matrix.
+    n_nodes : int
+        Gauss-Hermite nodes per axis.
+
+    Returns
+    -------
+    mean, var : np.ndarray, each of shape ``(2, 2)``
     """
     omega = check_real("omega", omega, low=0.0, high=1.0)
     sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
@@ -46,14 +61,40 @@ def teacher_moments(*, omega: float, sigma: float = 0.5, A: Any = ((0.6, 0.4), (
 def linear_baseline_test_error(*, omega: float, sigma: float = 0.5,
                                A: Any = ((0.6, 0.4), (0.4, 0.6))) -> float:
     """Exact asymptotic per-sample test error of the best linear positional baseline,
-    ``(sigma^2 / 2) sum_{lk} Var T_lk`` (independent of ``alpha``)."""
+    ``(sigma^2 / 2) sum_{lk} Var T_lk`` (independent of ``alpha``).
+
+    Parameters
+    ----------
+    omega, sigma : float
+        The positional share and the tokens' standard deviation.
+    A : array_like, shape ``(2, 2)``
+        The positional attention matrix.
+
+    Returns
+    -------
+    float
+    """
     _, var = teacher_moments(omega=omega, sigma=sigma, A=A)
     return float(0.5 * sigma ** 2 * var.sum())
 
 
 def baseline_test_error_of(B: Any, *, omega: float, sigma: float = 0.5,
                            A: Any = ((0.6, 0.4), (0.4, 0.6))) -> np.ndarray:
-    """Asymptotic test error ``(sigma^2/2) (|B - E T|_F^2 + sum Var T)`` of given matrices ``B`` (..., 2, 2)."""
+    """Asymptotic test error ``(sigma^2/2) (|B - E T|_F^2 + sum Var T)`` of given matrices ``B``.
+
+    Parameters
+    ----------
+    B : array_like, shape ``(..., 2, 2)``
+        The linear baselines' matrices.
+    omega, sigma : float
+        The positional share and the tokens' standard deviation.
+    A : array_like, shape ``(2, 2)``
+        The positional attention matrix.
+
+    Returns
+    -------
+    np.ndarray, shape ``(...)``
+    """
     B = np.asarray(B, dtype=np.float64)
     if B.shape[-2:] != (2, 2) or not np.all(np.isfinite(B)):
         raise ValueError(f"B must be a finite array of 2x2 matrices; got shape {B.shape}")

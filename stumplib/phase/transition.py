@@ -27,7 +27,8 @@ def first_crossing(x: Any, above: Any, below: Any) -> float:
 
     Parameters
     ----------
-    x : (K,) increasing grid. above, below : (K,) curves.
+    x : (K,) increasing grid.
+    above, below : (K,) curves.
 
     Returns
     -------
@@ -50,7 +51,21 @@ def crossing_estimate(x: Any, y: Any, err: Any, *, direction: str = "up", nsig: 
     interval from the crossings of ``y -+ nsig err`` (kind ``"quadrature"``: the curve's own
     numerical error; the linear interpolation between grid points is not included).
 
-    Returns an :class:`Estimate`; NaN value when the curve does not end on the far side.
+    Parameters
+    ----------
+    x : array_like, shape ``(K,)``
+        Increasing grid.
+    y, err : array_like, shape ``(K,)``
+        The curve and its numerical error.
+    direction : str
+        ``"up"`` or ``"down"`` (:func:`stumplib.core.stats.crossing`).
+    nsig : float
+        Errors on each side that make the interval.
+
+    Returns
+    -------
+    Estimate
+        NaN value when the curve does not end on the far side.
     """
     x, y, err = (np.asarray(v, dtype=np.float64) for v in (x, y, err))
     c = crossing(x, y, 0.0, direction=direction, which="last")
@@ -72,6 +87,17 @@ def branch_end(alphas: Any, outcomes: Any) -> Estimate:
     it with no fixed point, or the grid's smallest ``alpha`` if none (undecided points in between
     widen the bracket). If every point converged, the branch continues: an upper-censored estimate
     (the end, if any, lies below ``alpha.min()``); if none converged, a lower-censored one.
+
+    Parameters
+    ----------
+    alphas : array_like, shape ``(A,)``
+        The points followed down.
+    outcomes : array_like of str, shape ``(A,)``
+        Their named outcomes (:class:`stumplib.phase.solver.Outcome`).
+
+    Returns
+    -------
+    Estimate
     """
     a = np.asarray(alphas, dtype=np.float64)
     o = np.asarray(outcomes, dtype=object)
@@ -93,7 +119,8 @@ def semantic_end_verdict(end: Estimate, alphas: Any, outcomes: Any) -> Verdict:
 
     Parameters
     ----------
-    end : :func:`branch_end`'s estimate. alphas, outcomes : (A,) the points followed down.
+    end : :func:`branch_end`'s estimate.
+    alphas, outcomes : (A,) the points followed down.
 
     Returns
     -------
@@ -194,10 +221,34 @@ def replay_verdict(pub: Mapping[str, Any], *, target: float = 1e-3) -> Verdict:
 def accurate_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
                     A: Any = ((0.6, 0.4), (0.4, 0.6)), rtol: float = 3e-3, max_log2_points: int = 14,
                     branches=("semantic", "positional"), **kw) -> dict[str, np.ndarray]:
-    """Both branches with the accuracy-controlled solver (:func:`stumplib.phase.state_evolution`):
-    ``{sem,pos}_{alpha, q, m, V, theta, test_error, train_loss}``, their ``_err``, ``_outcome``,
-    ``_seconds``, ``_log2_points``, ``_suppressed_derivative``, and the exact ``baseline``.
-    Points that miss the target at ``max_log2_points`` are reported undecided, not raised."""
+    """Both branches with the accuracy-controlled solver (:func:`stumplib.phase.state_evolution`).
+
+    Points that miss the target at ``max_log2_points`` are reported undecided, not raised.
+
+    Parameters
+    ----------
+    alphas : array_like, shape ``(K,)``
+        Sample ratios.
+    omega, sigma, lam : float
+        The model.
+    A : array_like, shape ``(2, 2)``
+        The positional attention matrix.
+    rtol : float
+        The solver's accuracy target.
+    max_log2_points : int
+        The solver's largest rule.
+    branches : tuple of str
+        The branches solved.
+    **kw
+        Passed to the solver.
+
+    Returns
+    -------
+    dict of np.ndarray
+        ``{sem,pos}_{alpha, q, m, V, theta, test_error, train_loss}``, their ``_err``,
+        ``_outcome``, ``_seconds``, ``_log2_points``, ``_suppressed_derivative``, and the exact
+        ``baseline``.
+    """
     from stumplib.phase.positional_baseline import linear_baseline_test_error
     from stumplib.phase.solver import state_evolution
 
@@ -221,6 +272,19 @@ def theory_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float =
                   ) -> dict[str, np.ndarray]:
     """Both branches of the state evolution with a fixed rule (:func:`.se.solve_fixed_rule`) on a
     grid of alpha and the linear baseline (no error estimate: see :func:`accurate_curves`).
+
+    Parameters
+    ----------
+    alphas : array_like, shape ``(K,)``
+        Sample ratios.
+    omega, sigma, lam : float
+        The model.
+    A : array_like, shape ``(2, 2)``
+        The positional attention matrix.
+    n_nodes : int
+        Nodes of the rule (per axis).
+    rule : str
+        The fixed rule (:func:`.se.solve_fixed_rule`).
 
     Returns
     -------
@@ -250,8 +314,18 @@ FILES = {"sem": "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv",
 
 
 def read_published(path: Path) -> dict[str, np.ndarray]:
-    """One published theory file (columns q, m, V, theta, mse, alpha, lambda, Phi), rows sorted by
-    increasing alpha."""
+    """One published theory file, rows sorted by increasing alpha.
+
+    Parameters
+    ----------
+    path : Path
+        A CSV with columns q, m, V, theta, mse, alpha, lambda, Phi.
+
+    Returns
+    -------
+    dict of np.ndarray
+        One array per column.
+    """
     with open(path) as fh:
         rows = list(csv.DictReader(fh))
     d = {k: np.array([float(r[k]) for r in rows]) for k in rows[0] if k}
@@ -266,7 +340,12 @@ def read_published(path: Path) -> dict[str, np.ndarray]:
 #: search (900 starts: q log-uniform over 1e-3-1, m over 0-0.8, V log-uniform over 0.3-100, a third
 #: of them perturbations of the best so far), 1.8e-3 (the grid's best start, q 0.01, m 0.25, V 10,
 #: gave 2.65e-3). Where the iteration stops depends on the side from which each overlap approaches
-#: its fixed point, hence on the start.
+#: its fixed point, hence on the start. Found in the sessions of commits 0f7e4de (semantic grid)
+#: and 3729e8f (positional random search); the search code is not in the repository. Because the start was fitted to
+#: the published files (4 numbers per branch against the dozens of published points, the same start
+#: for every alpha), the replay's deviation (tests/phase/test_transition.py ``STOPPED_TOL``) is the
+#: best the procedure reaches, not an independent confirmation; the start-free comparison is the
+#: exact fixed point of the same rule (within 3.5e-3 for alpha >= 1).
 AUTHORS_START = {"semantic": {"q": 0.05, "m": 0.0, "V": 20.0, "theta": 0.0335},
                  "positional": {"q": 0.02203, "m": 0.222, "V": 13.0, "theta": 0.0}}
 
@@ -289,10 +368,13 @@ def replay_authors(alphas: Any, branch: str, *, start: Mapping[str, float] | Non
 
     Parameters
     ----------
-    alphas : positive number or 1-D sequence. branch : ``"semantic"`` or ``"positional"``.
+    alphas : positive number or 1-D sequence.
+    branch : ``"semantic"`` or ``"positional"``.
     start : dict of ``q, m, V, theta`` (default :data:`AUTHORS_START` of the branch).
-    damping : weight of the old iterate, in [0, 1). tol : stopping threshold (> 0).
-    max_iter : iteration cap (>= 1). omega, sigma, lam, A : the model, as in :func:`.se.solve_fixed_rule`.
+    damping : weight of the old iterate, in [0, 1).
+    tol : stopping threshold (> 0).
+    max_iter : iteration cap (>= 1).
+    omega, sigma, lam, A : the model, as in :func:`.se.solve_fixed_rule`.
 
     Returns
     -------
@@ -341,14 +423,28 @@ def replay_authors(alphas: Any, branch: str, *, start: Mapping[str, float] | Non
 
 def published_curves(ref_dir: Path, *, alpha_min: float = 0.3, cache: bool = False) -> dict[str, np.ndarray]:
     """The published omega = 0.3 curves (alpha >= alpha_min; test error = mse / 2, train loss =
-    -Phi) and two replays of the authors' rule at the same alphas: ``{br}_replay_*``, the exact fixed
-    points of the 144-node Stroud-Secrest product rule (:func:`.se.solve_fixed_rule` with
-    ``rule="stroud"``), and ``{br}_stopped_*``, their procedure stopped by their rule
-    (:func:`replay_authors`); ``{br}_resid_{k}``, the undamped change ``F(z) - z`` of ``k`` in
-    ``q, m, theta`` that the 144-node rule (global proximal minimisers) gives at the published point
-    ``z``, which the authors' stopping rule compares with 1e-4, and ``{br}_bfgs_resid_{k}``, the same
-    with the authors' minimiser (:func:`.se.proximal_bfgs`; about 5 s a branch). ``cache``: keep
-    the result with :func:`stumplib.core.cache.cached` (no log)."""
+    -Phi) and two replays of the authors' rule at the same alphas.
+
+    ``{br}_replay_*``: the exact fixed points of the 144-node Stroud-Secrest product rule
+    (:func:`.se.solve_fixed_rule` with ``rule="stroud"``); ``{br}_stopped_*``: their procedure stopped
+    by their rule (:func:`replay_authors`); ``{br}_resid_{k}``: the undamped change ``F(z) - z`` of
+    ``k`` in ``q, m, theta`` that the 144-node rule (global proximal minimisers) gives at the
+    published point ``z``, which the authors' stopping rule compares with 1e-4; ``{br}_bfgs_resid_{k}``:
+    the same with the authors' minimiser (:func:`.se.proximal_bfgs`; about 5 s a branch).
+
+    Parameters
+    ----------
+    ref_dir : Path
+        The folder of the published files.
+    alpha_min : float
+        The smallest alpha kept.
+    cache : bool
+        Keep the result with :func:`stumplib.core.cache.cached` (no log).
+
+    Returns
+    -------
+    dict of np.ndarray
+    """
     if cache:
         from stumplib.core.cache import cached
 
@@ -393,7 +489,20 @@ def published_curves(ref_dir: Path, *, alpha_min: float = 0.3, cache: bool = Fal
 
 def published_crossings(pub: Mapping[str, np.ndarray] | None, baseline: float) -> tuple[float, float]:
     """alpha_c and alpha_l of the published curves (training losses; semantic test error against
-    ``baseline``); NaN without files."""
+    ``baseline``).
+
+    Parameters
+    ----------
+    pub : mapping or None
+        :func:`published_curves`' result (``None``: no files).
+    baseline : float
+        The linear baseline's test error.
+
+    Returns
+    -------
+    (alpha_c, alpha_l) : tuple of float
+        NaN without files.
+    """
     if pub is None:
         return float("nan"), float("nan")
     pa = np.asarray(pub["sem_alpha"])
@@ -405,8 +514,19 @@ def published_crossings(pub: Mapping[str, np.ndarray] | None, baseline: float) -
 
 
 def branch_gaps(th: Mapping[str, np.ndarray]) -> tuple[np.ndarray, ...]:
-    """Where both branches converged (increasing alpha): ``alpha``, the training-loss gap
-    (semantic - positional) and its error, the semantic test error and its error."""
+    """Where both branches converged (increasing alpha), the gaps between them.
+
+    Parameters
+    ----------
+    th : mapping
+        :func:`accurate_curves`' result.
+
+    Returns
+    -------
+    (alpha, loss_gap, loss_gap_err, test_error, test_error_err) : tuple of np.ndarray
+        The training-loss gap (semantic - positional) and its error, the semantic test error and its
+        error.
+    """
     ok = (th["sem_outcome"] == "converged") & (th["pos_outcome"] == "converged")
     o = np.argsort(th["sem_alpha"][ok])
     dl = (th["sem_train_loss"] - th["pos_train_loss"])[ok][o]
@@ -416,7 +536,22 @@ def branch_gaps(th: Mapping[str, np.ndarray]) -> tuple[np.ndarray, ...]:
 
 
 def theory_at(th: Mapping[str, np.ndarray], alphas: Any, key: str) -> tuple[np.ndarray, np.ndarray]:
-    """The converged semantic point's ``key`` and its error at each of ``alphas`` (NaN if absent)."""
+    """The converged semantic point's ``key`` and its error at each of ``alphas``.
+
+    Parameters
+    ----------
+    th : mapping
+        :func:`accurate_curves`' result.
+    alphas : array_like
+        Where.
+    key : str
+        The quantity (``"test_error"``, ``"theta"``, ...).
+
+    Returns
+    -------
+    (value, err) : tuple of np.ndarray
+        NaN where absent.
+    """
     val, err = [], []
     for a in np.atleast_1d(alphas):
         i = np.flatnonzero(np.isclose(th["sem_alpha"], a, rtol=0, atol=1e-4)
@@ -427,8 +562,22 @@ def theory_at(th: Mapping[str, np.ndarray], alphas: Any, key: str) -> tuple[np.n
 
 
 def published_at(pub: Mapping[str, np.ndarray] | None, alphas: Any, key: str) -> np.ndarray:
-    """The published semantic ``key`` at the published alpha nearest each of ``alphas`` (NaN
-    without files)."""
+    """The published semantic ``key`` at the published alpha nearest each of ``alphas``.
+
+    Parameters
+    ----------
+    pub : mapping or None
+        :func:`published_curves`' result.
+    alphas : array_like
+        Where.
+    key : str
+        The quantity.
+
+    Returns
+    -------
+    np.ndarray
+        NaN without files.
+    """
     a = np.atleast_1d(np.asarray(alphas, dtype=float))
     if pub is None:
         return np.full(a.size, np.nan)
@@ -437,7 +586,21 @@ def published_at(pub: Mapping[str, np.ndarray] | None, alphas: Any, key: str) ->
 
 def decision_rows(dec: Mapping[str, Any], alphas: Any, accurate: Any, accurate_err: Any,
                   published: Any) -> list[dict]:
-    """One table row per alpha of :func:`stumplib.phase.minimise.decide`'s output."""
+    """One table row per alpha of :func:`stumplib.phase.minimise.decide`'s output.
+
+    Parameters
+    ----------
+    dec : mapping
+        :func:`stumplib.phase.minimise.decide`'s result.
+    alphas : array_like, shape ``(A,)``
+        Its sample ratios.
+    accurate, accurate_err, published : array_like, shape ``(A,)``
+        The two theories (the accurate one with its quadrature error).
+
+    Returns
+    -------
+    list of dict
+    """
     rows = []
     for j, a in enumerate(alphas):
         lim = dec["limit"][j]
@@ -451,8 +614,18 @@ def decision_rows(dec: Mapping[str, Any], alphas: Any, accurate: Any, accurate_e
 
 
 def replay_rows(pub: Mapping[str, np.ndarray]) -> list[dict]:
-    """Largest relative difference from the published overlaps, per branch and overlap: the
-    144-node rule's exact fixed points (alpha >= 1 and the whole range) and the stopped replay."""
+    """Largest relative difference from the published overlaps, per branch and overlap: the 144-node
+    rule's exact fixed points (alpha >= 1 and the whole range) and the stopped replay.
+
+    Parameters
+    ----------
+    pub : mapping
+        :func:`published_curves`' result.
+
+    Returns
+    -------
+    list of dict
+    """
     rows = []
     for key, ks in (("sem", ("q", "V", "theta")), ("pos", ("q", "m", "V"))):
         hi = pub[f"{key}_alpha"] >= 1.0
@@ -466,7 +639,22 @@ def replay_rows(pub: Mapping[str, np.ndarray]) -> list[dict]:
 
 def theta_deviation_at(th: Mapping[str, np.ndarray], pub: Mapping[str, np.ndarray], alpha: float) -> float:
     """Relative difference of the accurate semantic theta from the published one at the published
-    alpha nearest ``alpha`` (NaN when the accurate point is not there)."""
+    alpha nearest ``alpha``.
+
+    Parameters
+    ----------
+    th : mapping
+        :func:`accurate_curves`' result.
+    pub : mapping
+        :func:`published_curves`' result.
+    alpha : float
+        Where.
+
+    Returns
+    -------
+    float
+        NaN when the accurate point is not there.
+    """
     i = int(np.argmin(np.abs(pub["sem_alpha"] - alpha)))
     acc, _ = theory_at(th, [float(pub["sem_alpha"][i])], "theta")
     return float(acc[0] / pub["sem_theta"][i] - 1)
@@ -477,7 +665,28 @@ def branch_tail(th: Mapping[str, np.ndarray], alphas: Any, *, omega: float, rtol
     """The semantic branch followed below the solved points (at ``alphas``, looser ``rtol``),
     continuing from the lowest converged point of ``th``, joined with ``th``'s semantic points.
 
-    Returns ``alpha, theta, theta_err, q, outcome, suppressed_derivative`` (decreasing alpha)."""
+    Parameters
+    ----------
+    th : mapping
+        :func:`accurate_curves`' result.
+    alphas : array_like
+        The sample ratios below.
+    omega : float
+        The positional share.
+    rtol : float
+        The solver's accuracy target there.
+    max_log2_points : int
+        The solver's largest rule.
+    cache : bool
+        Keep the result with :func:`stumplib.core.cache.cached`.
+    **solver
+        Passed to the solver.
+
+    Returns
+    -------
+    dict of np.ndarray
+        ``alpha, theta, theta_err, q, outcome, suppressed_derivative`` (decreasing alpha).
+    """
     ok = th["sem_outcome"] == "converged"
     j = int(np.argmin(np.where(ok, th["sem_alpha"], np.inf)))
     init = {k: float(th[f"sem_{k}"][j]) for k in ("q", "m", "V", "theta")} if ok.any() else None
@@ -502,7 +711,17 @@ def branch_tail(th: Mapping[str, np.ndarray], alphas: Any, *, omega: float, rtol
 
 
 def tail_rows(tail: Mapping[str, np.ndarray]) -> list[dict]:
-    """One table row per point of :func:`branch_tail`."""
+    """One table row per point of :func:`branch_tail`.
+
+    Parameters
+    ----------
+    tail : mapping
+        :func:`branch_tail`'s result.
+
+    Returns
+    -------
+    list of dict
+    """
     return [{"alpha": tail["alpha"][i], "outcome": tail["outcome"][i], "theta": tail["theta"][i],
              "error": tail["theta_err"][i], "dF_m/dm at m = 0": tail["suppressed_derivative"][i]}
             for i in range(tail["alpha"].size)]
@@ -548,8 +767,23 @@ def window_profiles(alpha: float, thetas: Any, rules: Any, *, omega: float, sigm
 
 def lowest_points(diag: Mapping[str, np.ndarray], tail: Mapping[str, np.ndarray] | None = None,
                   omega: float | None = None) -> list[dict[str, float]]:
-    """At each omega of the diagram the converged semantic point of lowest alpha (``omega, alpha,
-    theta, q, derivative``); at ``omega`` the lowest converged point of ``tail`` instead."""
+    """At each omega of the diagram the converged semantic point of lowest alpha; at ``omega`` the
+    lowest converged point of ``tail`` instead.
+
+    Parameters
+    ----------
+    diag : mapping
+        :func:`stumplib.phase.diagram.phase_diagram`'s result.
+    tail : mapping, optional
+        :func:`branch_tail`'s result.
+    omega : float, optional
+        The omega whose point comes from ``tail``.
+
+    Returns
+    -------
+    list of dict
+        ``omega, alpha, theta, q, derivative`` per omega.
+    """
     pts = []
     for i, w in enumerate(np.asarray(diag["omega"], dtype=float)):
         if tail is not None and omega is not None and np.isclose(w, omega):
@@ -568,9 +802,18 @@ def lowest_points(diag: Mapping[str, np.ndarray], tail: Mapping[str, np.ndarray]
 
 
 def dynamics_verdict(rows: list[dict]) -> Verdict:
-    """The solver's stability flag against what minimisation did (rows of
-    :func:`stumplib.phase.minimise.stability_by_dynamics`): holds where they agree at every point,
-    fails where they disagree at one, undecided where the dynamics were unclear."""
+    """The solver's stability flag against what minimisation did: holds where they agree at every
+    point, fails where they disagree at one, undecided where the dynamics were unclear.
+
+    Parameters
+    ----------
+    rows : list of dict
+        :func:`stumplib.phase.minimise.stability_by_dynamics`' rows.
+
+    Returns
+    -------
+    Verdict
+    """
     parts = [Verdict({True: "holds", False: "fails", None: "undecided"}[r["agree"]], "row.") for r in rows]
     n_ok = sum(r["agree"] is True for r in rows)
     if not parts:

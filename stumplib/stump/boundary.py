@@ -478,7 +478,8 @@ def profile_record(N: int, beta: float, b: float, tau: torch.Tensor, err: dict[s
 
     Parameters
     ----------
-    N : context size. beta, b : the head's parameters.
+    N : context size.
+    beta, b : the head's parameters.
     tau : torch.Tensor, shape ``(T,)``: the threshold grid.
     err : :func:`profile_errors`' output (errors of shape ``(T, C)`` per estimator, and ``n_pos``).
     interior : the interior thresholds averaged by the ratios.

@@ -14,11 +14,28 @@ few thresholds). At the minimiser ``dL/db = 0``, so the partial derivative ``dL/
 *reduced gradient* ``d/dbeta min_b L``; :func:`own_profile` compares it with the population's (at
 its own ``c*(beta)``) over corpora.
 
-**Calibration failure** (chapter 4). GD leaves a corpus with ``c_T ~ tau_top + log(0.8 beta)/beta``,
-``tau_top`` its largest threshold. A fresh threshold above ``c_T`` gets an O(1) error; with the
-prior uniform, ``P(c_T < tau) = ((tau - log(0.8 beta)/beta - tau_lo)/(tau_hi - tau_lo))^m``
+**Calibration failure** (chapter 4). GD leaves a corpus with ``c_T ~ tau_top + s(tau_top, beta)``,
+``tau_top`` its largest threshold and ``s`` the calibrated shift (:func:`calibrated_shift`). A fresh
+threshold above ``c_T`` gets an O(1) error; with the prior uniform on ``[tau_lo, tau_hi]``,
+``P(c_T < tau) = ((t*(tau) - tau_lo)/(tau_hi - tau_lo))^m`` with ``t* + s(t*, beta) = tau``
 (:func:`failure_probability`); :func:`predicted_label_scores` samples ``c_T`` by this rule at no
 training cost.
+
+**Where the shift comes from** (``shared/design/MODEL.md``'s population limit, one task). For a
+task with threshold ``tau``, large ``beta`` and ``c = b / beta > tau``, the positive side
+``x in [tau, 1]`` carries attention mass ``e^{b - beta tau} / beta`` at mean ``tau + 1/beta``, the
+negative side mass ``1/beta`` at mean ``1/beta``. With ``r = e^{-beta (c - tau)}`` their ratio,
+``f - tau = (1/beta + r/beta - tau r) / (1 + r)``: the positive side's bias ``+1/beta`` is
+cancelled by the negative side's pull when ``r = 1 / (tau beta - 1)``, i.e. at
+``c = tau + log(tau beta - 1)/beta``. The corpus loss in ``b`` is dominated by the task whose
+threshold is highest (the others sit further below ``c``: their ``r`` is smaller by
+``e^{-beta (tau_top - tau_j)}``), so GD's label score is this value at ``tau = tau_top``. The
+"0.8" of ``log(0.8 beta)/beta`` (MODEL.md) is ``tau_top`` at the default prior's top end
+``tau_hi = 0.8`` (and ``log(tau beta - 1) ~ log(tau beta)`` for ``tau beta >> 1``). Checked: the
+exact population loss of one task is minimised at this ``c`` to 1e-6 relative in the shift
+(``tests/stump/test_calibration.py``). Assumptions: ``n`` large enough that the positive side is
+resolved (``beta`` below the example spacing ``1/n``'s inverse), and ``beta (tau_top - tau_2) >> 1``
+for the second-highest threshold ``tau_2``.
 """
 from __future__ import annotations
 
@@ -34,7 +51,7 @@ from stumplib.stump.transfer import draw_corpus_batch, population_path
 from stumplib.core.validation import check_choice, check_int, check_prior, check_real
 
 __all__ = ["own_label_score", "bisection_label_score", "OwnProfile", "own_profile", "tracking_scale",
-           "scale_with_bootstrap", "failure_probability", "predicted_label_scores"]
+           "scale_with_bootstrap", "calibrated_shift", "failure_probability", "predicted_label_scores"]
 
 
 def _grads(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: float, c: torch.Tensor,
@@ -57,15 +74,27 @@ def _bisect(tau, x, y, beta, lo, hi, iters, work):
 
 def own_label_score(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, betas: Sequence[float], *,
                     c0: float = 1.0, iters: int = 24, max_walk: int = 60) -> torch.Tensor:
-    """The corpus's own calibrated label score ``c(beta)`` by continuation, shape ``(K, C)``.
+    """The corpus's own calibrated label score ``c(beta)`` by continuation.
 
     Parameters
     ----------
-    tau : (C, m); x, y : (C, m, n): ``C`` corpora.
-    betas : increasing scales ``(K,)``.
-    c0 : the high start (``>= tau_hi``) of the first scale.
-    iters : bisection halvings once a sign change is bracketed.
-    max_walk : walking steps (each 1.5 times the last, from ``0.25 / beta``) before giving up (NaN).
+    tau : torch.Tensor, shape ``(C, m)``
+        The thresholds of ``C`` corpora.
+    x, y : torch.Tensor, shape ``(C, m, n)``
+        Their examples and labels.
+    betas : sequence of float, shape ``(K,)``
+        Increasing scales.
+    c0 : float
+        The high start (``>= tau_hi``) of the first scale.
+    iters : int
+        Bisection halvings once a sign change is bracketed.
+    max_walk : int
+        Walking steps (each 1.5 times the last, from ``0.25 / beta``) before giving up (NaN).
+
+    Returns
+    -------
+    torch.Tensor, shape ``(K, C)``
+        NaN where no minimiser was found.
     """
     b = np.asarray(betas, dtype=float)
     if b.ndim != 1 or b.size == 0 or np.any(np.diff(b) <= 0) or np.any(b <= 0):
@@ -102,8 +131,25 @@ def own_label_score(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, betas: 
 
 def bisection_label_score(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: float, *,
                           tau_lo: float = 0.2, tau_hi: float = 0.8, iters: int = 50) -> torch.Tensor:
-    """Plain bisection of ``dL/db`` on ``c`` in ``[tau_lo, tau_hi + 1]`` (the rule continuation
-    replaces), shape ``(C,)``."""
+    """Plain bisection of ``dL/db`` on ``c`` in ``[tau_lo, tau_hi + 1]`` (the rule continuation replaces).
+
+    Parameters
+    ----------
+    tau : torch.Tensor, shape ``(C, m)``
+        The thresholds of ``C`` corpora.
+    x, y : torch.Tensor, shape ``(C, m, n)``
+        Their examples and labels.
+    beta : float
+        The scale.
+    tau_lo, tau_hi : float
+        The prior's ends (the bracket).
+    iters : int
+        Halvings.
+
+    Returns
+    -------
+    torch.Tensor, shape ``(C,)``
+    """
     tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
     C = x.shape[0]
     lo = torch.full((C,), tau_lo, dtype=x.dtype, device=x.device)
@@ -133,9 +179,22 @@ class OwnProfile:
         return self.g_corpus / self.g_pop[:, None]
 
     def curve(self, stat: str = "rms", corpora: np.ndarray | None = None) -> np.ndarray:
-        """Over corpora: ``rms`` or ``median`` of ``|ratio - 1|``, or ``short``: the RMS of the
-        shortfall ``max(0, 1 - ratio)`` (progress below the population's); NaN ratios (no
-        minimiser found) count as an error of 1."""
+        """The error curve over corpora along ``beta``.
+
+        NaN ratios (no minimiser found) count as an error of 1.
+
+        Parameters
+        ----------
+        stat : str
+            ``"rms"`` or ``"median"`` of ``|ratio - 1|``, or ``"short"``: the RMS of the shortfall
+            ``max(0, 1 - ratio)`` (progress below the population's).
+        corpora : np.ndarray of int, optional
+            The corpora to aggregate (e.g. a bootstrap resample; default all).
+
+        Returns
+        -------
+        np.ndarray, shape ``(K,)``
+        """
         check_choice("stat", stat, ("rms", "median", "short"))
         r = self.ratio if corpora is None else self.ratio[:, corpora]
         e = np.abs(r - 1.0) if stat != "short" else np.clip(1.0 - r, 0.0, None)
@@ -146,7 +205,31 @@ class OwnProfile:
 def own_profile(m: int, n: int, betas: Sequence[float], *, n_corpora: int = 16, seed: int = 0,
                 tau_lo: float = 0.2, tau_hi: float = 0.8, c0: float = 1.0, iters: int = 24,
                 device: Any = "cpu") -> OwnProfile:
-    """:class:`OwnProfile` of ``n_corpora`` seeded corpora of shape ``(m, n)`` on ``betas``."""
+    """:class:`OwnProfile` of ``n_corpora`` seeded corpora of shape ``(m, n)`` on ``betas``.
+
+    Parameters
+    ----------
+    m, n : int
+        Tasks per corpus and examples per task.
+    betas : sequence of float, shape ``(K,)``
+        Increasing scales.
+    n_corpora : int
+        Corpora (>= 2).
+    seed : int
+        The corpora's seed.
+    tau_lo, tau_hi : float
+        The threshold prior's ends.
+    c0 : float
+        The high start of :func:`own_label_score` (``>= tau_hi``).
+    iters : int
+        Bisection halvings of :func:`own_label_score`.
+    device : str or torch.device
+        Where to compute.
+
+    Returns
+    -------
+    OwnProfile
+    """
     m, n = check_int("m", m), check_int("n", n)
     n_corpora = check_int("n_corpora", n_corpora, minimum=2)
     tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
@@ -166,9 +249,21 @@ def own_profile(m: int, n: int, betas: Sequence[float], *, n_corpora: int = 16, 
 def tracking_scale(betas: Any, curve: Any, level: float = 0.5) -> tuple[float, bool]:
     """Where ``curve`` first rises to ``level`` after first being below it (log-log interpolated).
 
-    Returns ``(scale, censored)``: ``censored`` is True when the curve is still below ``level`` at
-    the end of the grid (then ``scale`` is the last grid point: a lower bound); ``(nan, False)`` if the
-    curve is never below ``level``.
+    Parameters
+    ----------
+    betas : array_like, shape ``(K,)``
+        Increasing scales.
+    curve : array_like, shape ``(K,)``
+        The error curve (e.g. :meth:`OwnProfile.curve`).
+    level : float
+        The level that ends tracking.
+
+    Returns
+    -------
+    (scale, censored) : tuple of float and bool
+        ``censored`` is True when the curve is still below ``level`` at the end of the grid (then
+        ``scale`` is the last grid point: a lower bound); ``(nan, False)`` if the curve is never
+        below ``level``.
     """
     betas = np.asarray(betas, float)
     curve = np.asarray(curve, float)
@@ -199,8 +294,10 @@ def scale_with_bootstrap(prof: Any, level: float = 0.5, *, stat: str = "rms", n_
     Returns
     -------
     (Estimate, replicates): the estimate (a censored lower bound where the point estimate is
-    censored; ``Estimate.nan`` where fewer than 10 replicates are finite) and the replicates
-    ``(n_boot,)`` (the grid end where a replicate is censored, NaN where it has no scale).
+    censored; ``Estimate.nan`` where fewer than 10 replicates are finite; otherwise ``n`` the
+    finite replicates and ``n_dropped`` the resamples without a scale, left out of the interval)
+    and the replicates ``(n_boot,)`` (the grid end where a replicate is censored, NaN where it has
+    no scale).
     """
     n_boot = check_int("n_boot", n_boot, minimum=10)
     if isinstance(prof, OwnProfile):
@@ -216,36 +313,114 @@ def scale_with_bootstrap(prof: Any, level: float = 0.5, *, stat: str = "rms", n_
     lo, hi = interval(boots, ci_level)
     if not np.isfinite(val):
         return Estimate.nan("bootstrap"), boots
+    n_bad = int((~np.isfinite(boots)).sum())  # resamples without a scale: left out, counted
+    why = f"{n_bad} of {n_boot} resamples without a scale" if n_bad else ""
     if not np.isfinite(lo):  # a scale, but too few finite replicates for an interval
-        return Estimate(val, float("nan"), float("nan"), "bootstrap", ci_level, None, n_boot), boots
+        return Estimate(val, float("nan"), float("nan"), "bootstrap", ci_level, None, n_boot - n_bad,
+                        n_bad, why), boots
     return Estimate(val, float(min(lo, val)), float(max(hi, val)), "bootstrap", ci_level, None,
-                    n_boot), boots
+                    n_boot - n_bad, n_bad, why), boots
 
 
 # ------------------------------------------------------------------------- calibration failure
-def _shift(beta: float) -> float:
-    return float(np.log(0.8 * beta) / beta)
+def calibrated_shift(tau: Any, beta: float) -> np.ndarray:
+    """The calibrated label score's offset above a task's threshold, ``log(tau beta - 1) / beta``.
+
+    Where the population estimate of a task with threshold ``tau`` is unbiased at scale ``beta``
+    (the module docstring derives it); ``-inf`` where ``tau beta <= 1`` (no label score above the
+    threshold calibrates it: the head then fails on that task).
+
+    Parameters
+    ----------
+    tau : array_like
+        Thresholds (any shape).
+    beta : float
+        The attention scale (> 0).
+
+    Returns
+    -------
+    np.ndarray of the shape of ``tau``
+        The shift ``c - tau``.
+    """
+    t = np.asarray(tau, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(t * beta > 1, np.log(np.maximum(t * beta - 1, 1e-300)) / beta, -np.inf)
+
+
+def _check_calibration(m: int, beta: float, tau_lo: float, tau_hi: float
+                       ) -> tuple[int, float, float, float]:
+    m = check_int("m", m)
+    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
+    beta = check_real("beta", beta, low=2.0 / tau_hi, low_open=True)  # the prior's top calibrates
+    return m, beta, tau_lo, tau_hi
+
+
+def _top_threshold_at(tau: np.ndarray, beta: float) -> np.ndarray:
+    """The ``t`` with ``t + calibrated_shift(t, beta) = tau`` (increasing in ``t``: bisection)."""
+    lo = np.full(tau.shape, 1.0 / beta)  # the left side tends to -inf here
+    hi = np.maximum(tau, lo) + 1.0 + 1.0 / beta  # above: hi beta - 1 >= beta > 1, a shift >= 0
+    for _ in range(100):  # halves the bracket to below 1e-16 relative
+        mid = 0.5 * (lo + hi)
+        above = mid + calibrated_shift(mid, beta) > tau
+        hi, lo = np.where(above, mid, hi), np.where(above, lo, mid)
+    return 0.5 * (lo + hi)
 
 
 def failure_probability(tau: Any, m: int, beta: float, tau_lo: float = 0.2, tau_hi: float = 0.8
                         ) -> np.ndarray:
-    """``P(c_T < tau)`` under ``c_T = tau_top + log(0.8 beta)/beta``, ``tau_top`` the largest of ``m``
-    prior thresholds: ``clip((tau - shift - tau_lo) / (tau_hi - tau_lo), 0, 1) ** m``."""
-    m = check_int("m", m)
-    beta = check_real("beta", beta, low=1.25, low_open=True)
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
-    u = (np.asarray(tau, float) - _shift(beta) - tau_lo) / (tau_hi - tau_lo)
-    return np.clip(u, 0.0, 1.0) ** m
+    """``P(c_T < tau)``: the probability that a corpus's calibrated label score lies below ``tau``.
+
+    With ``c_T = tau_top + calibrated_shift(tau_top, beta)``, increasing in ``tau_top`` (the largest
+    of ``m`` thresholds drawn uniformly on ``[tau_lo, tau_hi]``), ``c_T < tau`` exactly when
+    ``tau_top < t*`` with ``t* + calibrated_shift(t*, beta) = tau``, so the probability is
+    ``clip((t* - tau_lo) / (tau_hi - tau_lo), 0, 1) ** m``.
+
+    Parameters
+    ----------
+    tau : array_like
+        Fresh thresholds (any shape).
+    m : int
+        Tasks per corpus.
+    beta : float
+        The trained scale (``> 2 / tau_hi``: the prior's top end can be calibrated).
+    tau_lo, tau_hi : float
+        The prior's ends.
+
+    Returns
+    -------
+    np.ndarray of the shape of ``tau``
+    """
+    m, beta, tau_lo, tau_hi = _check_calibration(m, beta, tau_lo, tau_hi)
+    t_star = _top_threshold_at(np.asarray(tau, float), beta)
+    return np.clip((t_star - tau_lo) / (tau_hi - tau_lo), 0.0, 1.0) ** m
 
 
 def predicted_label_scores(m: int, beta: float, n_draws: int, *, seed: int = 0, tau_lo: float = 0.2,
                            tau_hi: float = 0.8) -> np.ndarray:
-    """``n_draws`` label scores ``c_T = tau_top + log(0.8 beta)/beta`` for random corpora of ``m`` tasks."""
-    m, n_draws = check_int("m", m), check_int("n_draws", n_draws)
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
+    """Label scores ``c_T = tau_top + calibrated_shift(tau_top, beta)`` of random corpora.
+
+    Parameters
+    ----------
+    m : int
+        Tasks per corpus (``tau_top`` is the largest of ``m`` prior draws).
+    beta : float
+        The trained scale (``> 2 / tau_hi``).
+    n_draws : int
+        Corpora drawn.
+    seed : int
+        Seed of ``numpy.random.default_rng``.
+    tau_lo, tau_hi : float
+        The prior's ends.
+
+    Returns
+    -------
+    np.ndarray, shape ``(n_draws,)``
+    """
+    m, beta, tau_lo, tau_hi = _check_calibration(m, beta, tau_lo, tau_hi)
+    n_draws = check_int("n_draws", n_draws)
     rng = np.random.default_rng(seed)
     top = tau_lo + (tau_hi - tau_lo) * rng.random((n_draws, m)).max(1)
-    return top + _shift(check_real("beta", beta, low=1.25, low_open=True))
+    return top + calibrated_shift(top, beta)
 
 
 # ------------------------------------------------------------------------- the calibration study

@@ -38,7 +38,7 @@ import torch
 
 from stumplib.core.device import DEFAULT_DTYPE, resolve_device
 from stumplib.core.stats import PowerLawFit, fit_replicates, resample
-from stumplib.stump.trainer import _moments
+from stumplib.stump.trainer import corpus_moments
 from stumplib.stump.transfer import (DEFAULT_LEVEL, TransferProfile, certified_interval, draw_corpus_batch,
                        population_path)
 from stumplib.core.validation import check_int, check_prior, check_real, check_shapes
@@ -63,9 +63,21 @@ _BLOCK_ELEMS = 2 ** 15
 
 
 def book_grid(profile: str, token: bool = False) -> dict[str, Any]:
-    """The shapes of :data:`GRID` for a profile: ``{"shapes", "n_corpora", "n_boot", "series"}`` with
-    ``series`` = ``{"m=n": [...], "m": [(v, base)...], "n": [(base, v)...]}`` (each ending at
-    ``(base, base)``). ``token``: the largest diagonal shape only, 2 corpora, 10 resamples."""
+    """The shapes of :data:`GRID` for a profile.
+
+    Parameters
+    ----------
+    profile : str
+        ``"smoke"``, ``"quick"`` or ``"full"``.
+    token : bool
+        The largest diagonal shape only, 2 corpora, 10 resamples.
+
+    Returns
+    -------
+    dict
+        ``{"shapes", "n_corpora", "n_boot", "series"}`` with ``series`` = ``{"m=n": [...], "m":
+        [(v, base)...], "n": [(base, v)...]}`` (each ending at ``(base, base)``).
+    """
     if profile not in GRID:
         raise ValueError(f"profile must be one of {', '.join(GRID)}; got {profile!r}")
     g = GRID[profile]
@@ -84,8 +96,20 @@ def book_grid(profile: str, token: bool = False) -> dict[str, Any]:
 
 
 def shape_seed(seed: int, m: int, n: int) -> int:
-    """The seed of the corpora of shape ``(m, n)`` for the chapter seed ``seed`` (distinct shapes
-    get distinct, reproducible seeds)."""
+    """The seed of the corpora of shape ``(m, n)`` for the chapter seed ``seed``.
+
+    Parameters
+    ----------
+    seed : int
+        The chapter seed (>= 0).
+    m, n : int
+        The shape.
+
+    Returns
+    -------
+    int
+        Distinct shapes get distinct, reproducible seeds in ``[0, 2^31 - 1)``.
+    """
     seed, m, n = check_int("seed", seed, minimum=0), check_int("m", m), check_int("n", n)
     return (seed * 1_000_003 + m * 7_919 + n * 104_729) % (2 ** 31 - 1)
 
@@ -107,7 +131,7 @@ def _blocked_grads(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: fl
         k = xs.shape[0]
         bt = torch.full((k,), beta, dtype=x.dtype, device=x.device)
         bb = torch.full((k,), b, dtype=x.dtype, device=x.device)
-        f, dfb, dfbb = _moments(xs, ys, bt, bb, work=work if k == rows else None)
+        f, dfb, dfbb = corpus_moments(xs, ys, bt, bb, work=work if k == rows else None)
         e = f - T[r0:r0 + rows]
         gb[r0:r0 + k] = e * dfb
         gbb[r0:r0 + k] = e * dfbb
@@ -151,9 +175,12 @@ def scan_profile(m: int, n: int, *, n_corpora: int, seed: int = 0, level: float 
     ----------
     m, n : tasks per corpus and examples per task (>= 1).
     n_corpora : corpora (>= 2), drawn with :func:`stumplib.stump.transfer.draw_corpus_batch` from ``seed``.
+    seed : the corpora's seed.
     level : the relative-error level (> 0) that ends the certified interval.
     beta_min, beta_max : the scan's first scale and its cap (octaves ``beta_min * 2^k``).
     per_octave : points per octave near the crossing (>= 1).
+    tau_lo, tau_hi : the threshold prior's ends.
+    device : where the corpus gradients are computed.
 
     Returns
     -------
@@ -209,7 +236,8 @@ def bootstrap_scales(prof: TransferProfile, level: float = DEFAULT_LEVEL, *, n_b
     ----------
     prof : the corpora's :class:`~stumplib.stump.transfer.TransferProfile`.
     level : the relative-error level (> 0).
-    n_boot : resamples (>= 10). seed : seed of the resampler.
+    n_boot : resamples (>= 10).
+    seed : seed of the resampler.
 
     Returns
     -------
@@ -247,11 +275,57 @@ class CertifiedScales:
     profiles: tuple
 
     def of(self, shape: tuple[int, int]) -> float:
-        """``beta*`` of one shape ``(m, n)`` (a float; NaN without a certified interval)."""
+        """``beta*`` of one shape.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            ``(m, n)``, one of :attr:`shapes`.
+
+        Returns
+        -------
+        float
+            NaN without a certified interval.
+        """
         return float(self.value[self.shapes.index(tuple(shape))])
 
+    def kept(self, keep_all: bool = False) -> tuple[list[int], int, str]:
+        """The shapes with a certified scale, and how many are left out and why.
+
+        Parameters
+        ----------
+        keep_all : bool
+            Keep every shape (a token run, whose few corpora certify nothing, uses placeholders).
+
+        Returns
+        -------
+        keep : list of int
+            Indices into :attr:`shapes` of the shapes kept (``beta*`` finite).
+        n_dropped : int
+            Shapes left out.
+        why : str
+            The reason, naming the shapes (empty when none is left out).
+        """
+        ok = [bool(np.isfinite(v) and v > 0) or keep_all for v in self.value]
+        out = [s for s, k in zip(self.shapes, ok) if not k]
+        why = (f"{len(out)} of {len(ok)} shapes without a certified interval (the RMS error never "
+               f"drops below the level): " + ", ".join(f"{m}x{n}" for m, n in out)) if out else ""
+        return [i for i, k in enumerate(ok) if k], len(out), why
+
     def interval(self, shape: tuple[int, int], level: float = 0.95) -> tuple[float, float]:
-        """The percentile bootstrap interval ``(lo, hi)`` of one shape's ``beta*`` at ``level``."""
+        """The percentile bootstrap interval of one shape's ``beta*``.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            ``(m, n)``, one of :attr:`shapes`.
+        level : float
+            The coverage.
+
+        Returns
+        -------
+        (lo, hi) : tuple of float
+        """
         from stumplib.core.stats import interval
 
         return interval(self.boot[:, self.shapes.index(tuple(shape))], level)
@@ -305,6 +379,8 @@ def certified_scales(shapes: Sequence[tuple[int, int]], n_corpora: int | Sequenc
     seed : the chapter seed (each shape's corpora use :func:`shape_seed`).
     level : relative-error level ending the certified interval (> 0).
     n_boot : bootstrap resamples (>= 10).
+    tau_lo, tau_hi : the threshold prior's ends.
+    device : where the corpus gradients are computed.
     cache : reuse a stored result of the same arguments (:func:`stumplib.core.cache.cached`, silent).
 
     Returns

@@ -165,10 +165,13 @@ def log_time_rhs(s: float, y: np.ndarray, tau_lo: float = 0.2, tau_hi: float = 0
 
     Parameters
     ----------
-    s : log time.
+    s : float
+        Log time.
     y : np.ndarray, shape ``(2R,)`` or ``(2R, k)``
         ``y[:R]`` the scales ``beta``, ``y[R:]`` the label scores ``b`` of ``R`` runs (``k`` columns
         when the solver evaluates several states at once).
+    tau_lo, tau_hi : float
+        The threshold prior's ends.
 
     Returns
     -------
@@ -387,6 +390,7 @@ def population_gd(beta0: Any, b0: Any, lr: Any, steps: int, *, tau_lo: float = 0
     beta0, b0, lr : float or sequence, shape ``(R,)`` (length-1 entries are broadcast);
         ``beta0 > 0``, ``lr > 0``.
     steps : number of steps (>= 1).
+    tau_lo, tau_hi : the threshold prior's ends.
     n_records : log-spaced recorded step counts (>= 2), step 0 included.
     device, dtype : where and in which precision to compute (``float32`` or ``float64``).
     progress : show a tqdm bar.
@@ -566,7 +570,9 @@ def extrapolate_exponent(beta: Any, local: Any, *, beta_min: float, n_windows: i
     Returns
     -------
     Estimate
-        ``p_inf`` with its interval (kind ``"windows"``).
+        ``p_inf`` with its interval (kind ``"windows"``); ``n`` the records used, ``n_dropped``
+        those left out because ``beta`` or the local exponent is not finite (records below
+        ``beta_min`` are outside the window, not dropped).
     """
     beta = np.asarray(beta, dtype=float).ravel()
     local = np.asarray(local, dtype=float).ravel()
@@ -590,7 +596,9 @@ def extrapolate_exponent(beta: Any, local: Any, *, beta_min: float, n_windows: i
     icpts = window_refits(lb, lambda m: (icpt(m, True), icpt(m, False)), n_windows,
                           min_fraction=0.5, min_points=4, seed=seed)
     lo, hi = window_interval(p_inf, icpts, level)
-    return Estimate(p_inf, lo, hi, "windows", level, None, int(bb.size))
+    n_bad = int((~(np.isfinite(beta) & np.isfinite(local)) & ~(beta < beta_min)).sum())
+    why = f"{n_bad} records with a non-finite beta or local exponent" if n_bad else ""
+    return Estimate(p_inf, lo, hi, "windows", level, None, int(bb.size), n_bad, why)
 
 
 def interpolate_flow(result: FlowResult, t: Any, run: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -625,6 +633,8 @@ def hessian_max_eig(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
     Parameters
     ----------
     beta, b : array_like, shape ``(P,)``; ``beta > 0``.
+    tau_lo, tau_hi : float
+        The threshold prior's ends.
     rel_step : difference step relative to ``beta``, in ``[1e-8, 1e-2]``.
 
     Returns
@@ -649,6 +659,10 @@ def gradient_field(c_grid: Any, log10_beta_grid: Any, tau_lo: float = 0.2, tau_h
     ----------
     c_grid : sequence, shape ``(Nc,)``, strictly increasing finite values.
     log10_beta_grid : sequence, shape ``(Nb,)``, strictly increasing, in ``[-3, 8]``.
+    tau_lo, tau_hi : float
+        The threshold prior's ends.
+    device : str or torch.device
+        Where to evaluate the population gradient.
 
     Returns
     -------
@@ -803,6 +817,8 @@ def exponent_verdict(fit: Estimate, target: float, *, symbol: str, tol: float, d
     decades : decades of ``t`` in the fit window; fewer than ``min_decades`` cannot decide.
     extrapolated : the asymptotic exponent (:func:`extrapolate_exponent`), judged with
         ``extrapolated_tol``; ``None`` to skip.
+    extrapolated_tol : the largest distance of the asymptotic exponent from the target that
+        counts as agreement.
     spread : the largest distance from the target over other starts and priors (must be within
         ``tol``); ``None`` to skip.
     min_decades : the shortest fit window, in decades, that can decide.

@@ -52,8 +52,24 @@ _NO_LOSS_LIMIT = 1e12
 
 def fresh_contexts(N: int, taus: torch.Tensor, n_ctx: int, *, seed: int = 0
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fresh contexts ``x, y`` of shape ``(len(taus), n_ctx, N)``; the same uniforms serve every
-    threshold, and the draw depends only on ``(seed, N)``."""
+    """Fresh contexts; the same uniforms serve every threshold, and the draw depends only on
+    ``(seed, N)``.
+
+    Parameters
+    ----------
+    N : int
+        Context size.
+    taus : torch.Tensor, shape ``(T,)``
+        The thresholds (labels ``y = 1{x >= tau}``).
+    n_ctx : int
+        Contexts per threshold.
+    seed : int
+        The draw's seed.
+
+    Returns
+    -------
+    x, y : torch.Tensor, shape ``(T, n_ctx, N)``
+    """
     N, n_ctx = check_int("N", N), check_int("n_ctx", n_ctx)
     gen = make_generator(check_int("seed", seed, minimum=0) * 1_000_003 + N, taus.device)
     u = torch.rand(n_ctx, N, generator=gen, device=taus.device, dtype=taus.dtype)
@@ -68,7 +84,12 @@ def sq_errors(beta: Any, b: Any, N: int, *, taus: Sequence[float] = FIXED_TAUS, 
     Parameters
     ----------
     beta, b : array_like, shape ``(P,)``, finite.
-    N : context size; taus : fixed thresholds in (0, 1); n_ctx : contexts per threshold.
+    N : context size.
+    taus : fixed thresholds in (0, 1).
+    n_ctx : contexts per threshold.
+    seed : the contexts' seed (:func:`fresh_contexts`).
+    device : where to evaluate.
+    max_elems : elements evaluated at once (heads are processed in chunks of this size).
 
     Returns
     -------
@@ -103,8 +124,20 @@ def _law(theta: np.ndarray, lx: np.ndarray, lN: np.ndarray) -> np.ndarray:
 
 
 def fit_two_term(x: Any, N: Any, y2: Any) -> dict[str, float]:
-    """Fit ``y2 = A x^(-2p) + B N^(-2q)`` by least squares on ``log y2`` (``A, B > 0``; ``p, q`` in
-    ``[0, 4]``). Returns ``{"A", "p", "B", "q"}``."""
+    """Fit ``y2 = A x^(-2p) + B N^(-2q)`` by least squares on ``log y2``.
+
+    ``A, B > 0``; ``p, q`` in ``[0, 4]``; the best of four starts.
+
+    Parameters
+    ----------
+    x, N, y2 : array_like, shape ``(K,)``, ``K >= 4``
+        The two variables and the mean squared error, finite and positive.
+
+    Returns
+    -------
+    dict
+        ``{"A", "p", "B", "q"}`` (floats).
+    """
     from scipy.optimize import least_squares
 
     x, N, y2 = (np.asarray(v, float).ravel() for v in (x, N, y2))
@@ -132,14 +165,20 @@ def _fit_vector(x: np.ndarray, N: np.ndarray, y2: np.ndarray) -> np.ndarray:
     return np.array([f["A"], f["p"], f["B"], f["q"]])
 
 
-def _estimates(fit: np.ndarray, reps: np.ndarray, level: float, n_boot: int) -> dict[str, Estimate]:
+def _estimates(fit: np.ndarray, reps: np.ndarray, level: float, n_boot: int,
+               n_missing: int = 0, why_missing: str = "") -> dict[str, Estimate]:
     """``{"A", "p", "B", "q"}`` from the fit and its replicates (percentile intervals, widened to
-    contain the point estimate)."""
+    contain the point estimate), each counting the replicates it leaves out: ``n_missing`` never
+    made (``why_missing``) and those whose refit is not finite."""
     out = {}
     for j, k in enumerate(("A", "p", "B", "q")):
         lo, hi = interval(reps[:, j], level)
         v = float(fit[j])
-        out[k] = Estimate(v, float(min(lo, v)), float(max(hi, v)), "bootstrap", level, None, n_boot)
+        n_bad = int((~np.isfinite(reps[:, j])).sum()) - n_missing
+        why = "; ".join(w for w in (why_missing * bool(n_missing),
+                                    f"{n_bad} refits not finite" * bool(n_bad)) if w)
+        out[k] = Estimate(v, float(min(lo, v)), float(max(hi, v)), "bootstrap", level, None,
+                          n_boot - n_missing - n_bad, n_missing + n_bad, why)
     return out
 
 
@@ -214,13 +253,20 @@ def bootstrap_stop_law(mn: Any, Ns: Any, sq_runs: Sequence[np.ndarray], beta_sta
     Ns : shape ``(K,)``: the fresh-context sizes.
     sq_runs : ``P`` arrays of shape ``(R_i, K, U)``: squared errors per run, ``N`` and context
         (``R_i >= 1`` runs; the same ``U`` contexts everywhere).
-    beta_star : shape ``(P,)``; beta_boot : shape ``(B, P)``: replicates of the certified scales
-        (non-finite replicates are skipped).
+    beta_star : shape ``(P,)``: the certified scales.
+    beta_boot : shape ``(B, P)``: replicates of the certified scales.
+        Replicate ``b`` of the law uses the ``b``-th row of ``beta_boot`` that is finite and
+        positive at every shape, each row once: with fewer such rows than ``n_boot`` the law has
+        fewer replicates, and each estimate counts the missing ones (``n_dropped``, ``dropped``).
     head : ``{"A", "p", "B", "q"}`` of the frozen head's law (:func:`fit_two_term` on measurement 1).
+    n_boot : replicates asked for (>= 10).
+    seed : seed of the context and run resamples.
+    level : the intervals' coverage.
 
     Returns
     -------
-    ``{"p", "q", "A", "B"}`` as :class:`~stumplib.core.stats.Estimate`.
+    ``{"p", "q", "A", "B"}`` as :class:`~stumplib.core.stats.Estimate` (``n``: the replicates
+    used; ``n_dropped`` and ``dropped``: those left out and why).
     """
     mn, Ns = np.asarray(mn, float).ravel(), np.asarray(Ns, float).ravel()
     bs, bb = np.asarray(beta_star, float).ravel(), np.asarray(beta_boot, float)
@@ -238,13 +284,16 @@ def bootstrap_stop_law(mn: Any, Ns: Any, sq_runs: Sequence[np.ndarray], beta_sta
     ctx = resample_indices(U.pop(), n_boot, seed)
     runs = [resample_indices(len(s), n_boot, seed + 1 + i) for i, s in enumerate(sq_runs)]
     rows = np.flatnonzero(np.all(np.isfinite(bb) & (bb > 0), axis=1))  # usable beta* replicates
+    n_use = min(n_boot, rows.size)  # each usable row once: no reuse
     reps = np.full((n_boot, 4), np.nan)
-    for b in range(n_boot if rows.size else 0):
-        bsb = bb[rows[b % rows.size]]  # independent of the run and context draws: pair by index
+    for b in range(n_use):
+        bsb = bb[rows[b]]  # independent of the run and context draws: pair by index
         move = head_mse(bsb[:, None], Ns[None, :], head) / head_mse(bs[:, None], Ns[None, :], head)
         cells = _stop_cells(sq_runs, [r[b] for r in runs], ctx[b]) * move
         reps[b] = _fit_vector(X.ravel(), NN.ravel(), cells.ravel())
-    return _estimates(fit, reps, level, n_boot)
+    why = (f"{n_boot - n_use} of {n_boot} replicates without a beta* replicate: only "
+           f"{rows.size} of {bb.shape[0]} are finite at every shape")
+    return _estimates(fit, reps, level, n_boot, n_boot - n_use, why)
 
 
 def gain_past_stop(stop_err: Sequence[np.ndarray], end_err: Sequence[np.ndarray], *,
@@ -256,6 +305,9 @@ def gain_past_stop(stop_err: Sequence[np.ndarray], end_err: Sequence[np.ndarray]
     Parameters
     ----------
     stop_err, end_err : one array ``(R_i,)`` per shape: each run's error at the stop and at the end.
+    n_boot : resamples (>= 10).
+    seed : seed of the resamples (shape ``i`` uses ``seed + i``).
+    level : the interval's coverage.
 
     Returns
     -------
@@ -279,7 +331,17 @@ def gain_past_stop(stop_err: Sequence[np.ndarray], end_err: Sequence[np.ndarray]
 
 
 def bound(mn: Any, N: Any) -> np.ndarray:
-    """The abstract's rate without constants or logs: ``(m ∧ n)^-1 + N^-1`` (broadcast)."""
+    """The abstract's rate without constants or logs: ``(m ∧ n)^-1 + N^-1``.
+
+    Parameters
+    ----------
+    mn, N : array_like
+        ``m ∧ n`` and the context size, finite and positive (broadcast).
+
+    Returns
+    -------
+    np.ndarray of the broadcast shape
+    """
     mn, N = np.asarray(mn, float), np.asarray(N, float)
     if not (np.all(np.isfinite(mn) & (mn > 0)) and np.all(np.isfinite(N) & (N > 0))):
         raise ValueError("mn and N must be finite and > 0")
@@ -287,8 +349,18 @@ def bound(mn: Any, N: Any) -> np.ndarray:
 
 
 def bound_form_spread(mn: Any, N: Any, err: Any) -> tuple[float, float, float]:
-    """Fit ``err ≈ A1 / mn + B1 / N`` (least squares on relative errors, ``A1, B1 >= 0``) and return
-    ``(spread, A1, B1)`` with ``spread`` the largest over the smallest ``err / (A1/mn + B1/N)``."""
+    """Fit ``err ≈ A1 / mn + B1 / N`` (least squares on relative errors, ``A1, B1 >= 0``).
+
+    Parameters
+    ----------
+    mn, N, err : array_like, shape ``(K,)``
+        The grid cells and their errors.
+
+    Returns
+    -------
+    (spread, A1, B1) : tuple of float
+        ``spread`` is the largest over the smallest ``err / (A1/mn + B1/N)``.
+    """
     from scipy.optimize import nnls
 
     mn, N, e = (np.asarray(v, float).ravel() for v in (mn, N, err))
@@ -300,8 +372,19 @@ def bound_form_spread(mn: Any, N: Any, err: Any) -> tuple[float, float, float]:
 
 # ------------------------------------------------------------------------------- staged GD
 def stage_marks(beta0: float, beta_stop: float, beta_end: float) -> np.ndarray:
-    """The scales where the step is reset: every doubling of ``beta0`` below ``beta_end``, plus
-    ``beta_stop`` and ``beta_end`` (sorted, unique)."""
+    """The scales where the step is reset.
+
+    Parameters
+    ----------
+    beta0, beta_stop, beta_end : float
+        The start, the certified stop and the end scale.
+
+    Returns
+    -------
+    np.ndarray
+        Every doubling of ``beta0`` below ``beta_end``, plus ``beta_stop`` and ``beta_end``
+        (sorted, unique).
+    """
     beta0 = check_real("beta0", beta0, low=0.0, low_open=True)
     beta_stop = check_real("beta_stop", beta_stop, low=beta0, low_open=True)
     beta_end = check_real("beta_end", beta_end, low=beta_stop)
@@ -354,8 +437,13 @@ class StagedRuns:
         return ~np.asarray(self.diverged, bool)
 
     def at_stop(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(beta, b)``, each of shape ``(kept runs,)``: the state frozen at the certified stop, or
-        the last state where a run met the step cap first; diverged runs are left out."""
+        """The state frozen at the certified stop (or the last state where a run met the step cap
+        first); diverged runs are left out.
+
+        Returns
+        -------
+        beta, b : np.ndarray, each of shape ``(kept runs,)``
+        """
         ok = self.stop_step >= 0
         j = self.stop_index
         beta = np.where(ok, self.mark_beta[:, j], self.final_beta)
@@ -363,8 +451,12 @@ class StagedRuns:
         return beta[self.kept], b[self.kept]
 
     def at_end(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(beta, b)``, each of shape ``(kept runs,)``: the state at the end of the runs that did
-        not diverge."""
+        """The state at the end of the runs that did not diverge.
+
+        Returns
+        -------
+        beta, b : np.ndarray, each of shape ``(kept runs,)``
+        """
         return self.final_beta[self.kept], self.final_b[self.kept]
 
 
@@ -383,12 +475,15 @@ def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_sto
 
     Parameters
     ----------
-    m, n : the corpus shape; seeds : one corpus per seed (drawn as the trainer draws it).
+    m, n : the corpus shape.
+    seeds : one corpus per seed (drawn as the trainer draws it).
     beta0, beta_stop, beta_end : the start, the certified stop and the end scale.
     frac : the step as a fraction of the population stability limit, in (0, 1].
-    tau_lo, tau_hi : the prior; max_steps : the step cap; log_per_octave : recorded scales per octave.
-    device : where to train. steps : optional, caps every run at that many steps (the token check of
-        the ``full`` profile).
+    tau_lo, tau_hi : the prior.
+    max_steps : the step cap.
+    log_per_octave : recorded scales per octave.
+    device : where to train.
+    steps : optional, caps every run at that many steps (the token check of the ``full`` profile).
 
     Returns
     -------
@@ -485,7 +580,9 @@ def train_to_certified_stop(shapes: Sequence[tuple[int, int]], beta_star: Sequen
 
     Parameters
     ----------
-    shapes : ``(m, n)`` pairs; beta_star : the certified stop of each; n_seeds : corpora per shape.
+    shapes : ``(m, n)`` pairs.
+    beta_star : the certified stop of each.
+    n_seeds : corpora per shape.
     continue_to : per shape, the scale to continue to, or ``None``.
     seed, frac, tau_lo, tau_hi, max_steps, steps, device : see :func:`train_staged`.
 
@@ -520,9 +617,12 @@ def stop_errors(runs: Sequence[StagedRuns], Ns: Sequence[int], *, n_ctx: int, se
 
     Parameters
     ----------
-    runs : :func:`train_to_certified_stop` results; Ns : context sizes.
+    runs : :func:`train_to_certified_stop` results.
+    Ns : context sizes.
     n_ctx, seed : fresh contexts per threshold and ``N``, and their seed.
-    taus : thresholds pooled; extra_tau : one threshold kept apart.
+    taus : thresholds pooled.
+    extra_tau : one threshold kept apart.
+    device : where to evaluate.
 
     Returns
     -------
@@ -553,7 +653,8 @@ def end_errors(runs: Sequence[StagedRuns], N: int, *, n_ctx: int, n_ctx_path: in
 
     Parameters
     ----------
-    runs : continued :func:`train_staged` results; N : the context size.
+    runs : continued :func:`train_staged` results.
+    N : the context size.
     n_ctx, n_ctx_path, seed, taus, device : contexts at the end and along the path, their seed,
         the thresholds pooled, the device.
 

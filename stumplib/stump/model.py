@@ -19,7 +19,7 @@ import torch
 
 from stumplib.core.validation import as_real_tensor, check_tensor_finite
 
-__all__ = ["attention_weights", "estimate", "estimate_and_grad"]
+__all__ = ["attention_weights", "estimate", "estimate_and_grad", "estimate_and_grad_unchecked"]
 
 
 def _as_param(name: str, v: Any, like: torch.Tensor) -> torch.Tensor:
@@ -104,12 +104,28 @@ def estimate_and_grad(x: torch.Tensor, y: torch.Tensor, beta: Any, b: Any,
         ``df_dbeta = -Var_w(x)`` and ``df_db = Cov_w(x, y)`` (centred sums, no cancellation).
     """
     _check_context(x, y, mask)
-    return _estimate_and_grad(x, y, _as_param("beta", beta, x), _as_param("b", b, x), mask)
+    return estimate_and_grad_unchecked(x, y, _as_param("beta", beta, x), _as_param("b", b, x), mask)
 
 
-def _estimate_and_grad(x: torch.Tensor, y: torch.Tensor, beta: torch.Tensor, b: torch.Tensor,
-                       mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`estimate_and_grad` without argument checks (the trainer's hot loop)."""
+def estimate_and_grad_unchecked(x: torch.Tensor, y: torch.Tensor, beta: torch.Tensor, b: torch.Tensor,
+                                mask: torch.Tensor | None
+                                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`estimate_and_grad` without argument checks (the trainer's hot loop).
+
+    Parameters
+    ----------
+    x, y : torch.Tensor, shape ``(..., N)``
+        Features and labels of each context (already tensors of one dtype and device).
+    beta, b : torch.Tensor
+        Attention scale and label score, broadcastable to ``x.shape[:-1]``.
+    mask : torch.Tensor or None
+        Bool tensor like ``x``: ``False`` marks padding.
+
+    Returns
+    -------
+    f, df_dbeta, df_db : torch.Tensor, each of shape ``broadcast(beta, x.shape[:-1])``
+        As :func:`estimate_and_grad`.
+    """
     s = -beta[..., None] * x + b[..., None] * y
     if mask is not None:
         s = s.masked_fill(~mask, float("-inf"))

@@ -155,15 +155,23 @@ def prior_quadrature(beta: torch.Tensor, b: torch.Tensor, tau_lo: float, tau_hi:
     (``k = -3..16``) with ``c = b / beta``, clipped to the prior; ``order`` Gauss-Legendre nodes per
     panel.
 
+    Unchecked: an internal step of :func:`population_loss_and_grad`, which checks its arguments.
+
     Parameters
     ----------
     beta, b : torch.Tensor, shape ``S`` (same shape)
+        The parameters the panels adapt to.
+    tau_lo, tau_hi : float
+        The prior's ends.
+    order : int
+        Gauss-Legendre nodes per panel.
+    uniform_panels : int
+        Equal panels before the breakpoints are added.
 
     Returns
     -------
-    nodes, weights : torch.Tensor, shape ``S + (K,)``; the weights sum to 1 along the last axis.
-
-    Unchecked: an internal step of :func:`population_loss_and_grad`, which checks its arguments.
+    nodes, weights : torch.Tensor, shape ``S + (K,)``
+        The weights sum to 1 along the last axis.
     """
     dtype, device = beta.dtype, beta.device
     abs_beta = beta.abs().clamp_min(1e-300)

@@ -25,7 +25,7 @@ their group's largest change nothing in float64: as ``beta`` grows, only the fir
 that can hold such terms are kept (chosen again whenever a run's ``beta`` has grown by
 :data:`TAIL_RENEW` or fallen to :data:`TAIL_FLOOR` times the scale they were chosen for), so a step
 gets cheaper as ``beta`` grows. Runs whose ``beta <= 0`` (where the largest weight sits at the other end of each group) go
-through :func:`stumplib.stump.model._estimate_and_grad` instead.
+through :func:`stumplib.stump.model.estimate_and_grad_unchecked` instead.
 
 In the training loop most steps need no ``exp`` at all. The sums are smooth in ``beta``:
 ``S_k(beta) = sum_j (-(beta - beta_a))^j / j! mu_{k+j}`` with the moments
@@ -53,13 +53,13 @@ import numpy as np
 import torch
 
 from stumplib.core.device import DEFAULT_DTYPE, resolve_device
-from stumplib.stump.model import _estimate_and_grad
+from stumplib.stump.model import estimate_and_grad_unchecked
 from stumplib.stump.tasks import sample_tasks
 from stumplib.core.validation import check_choice, check_int, check_prior, check_real, check_tensor_finite
 from stumplib.core.errors import TrainingDiverged  # noqa: F401 (re-exported: raised by train_gd)
 
 __all__ = ["RunConfig", "TrainResult", "make_corpora", "corpus_loss_and_grad",
-           "corpus_grad", "train_gd", "record_steps"]
+           "corpus_grad", "corpus_moments", "train_gd", "record_steps"]
 
 #: A run counts as diverged once ``|beta|`` or ``|b|`` exceeds this. The scales GD reaches in this
 #: book are a few tens over the spacing of the examples (``beta`` of order ``1e4`` for ``n ~ 2000``);
@@ -162,6 +162,17 @@ class RunConfig:
         self.validated("RunConfig")
 
     def validated(self, where: str = "config") -> "RunConfig":
+        """This configuration with every field checked (lists of marks stored as tuples).
+
+        Parameters
+        ----------
+        where : str
+            How the configuration is named in an error message (e.g. ``"configs[3]"``).
+
+        Returns
+        -------
+        RunConfig
+        """
         check_int(f"{where}.m", self.m)
         check_int(f"{where}.n", self.n)
         check_int(f"{where}.seed", self.seed, minimum=0)
@@ -186,7 +197,19 @@ class RunConfig:
 
 
 def record_steps(steps: int, n_records: int = 60) -> np.ndarray:
-    """Log-spaced unique step counts in ``[0, steps]`` (0 and ``steps`` included)."""
+    """Log-spaced unique step counts in ``[0, steps]`` (0 and ``steps`` included).
+
+    Parameters
+    ----------
+    steps : int
+        The last step.
+    n_records : int
+        Records asked for (fewer come back where log spacing repeats a step).
+
+    Returns
+    -------
+    np.ndarray of int, shape ``(K,)``, ``K <= n_records``
+    """
     steps = check_int("steps", steps, minimum=1)
     n_records = check_int("n_records", n_records, minimum=2)
     if n_records == 2:  # geomspace with one point would give [1], not [steps]
@@ -198,6 +221,15 @@ def record_steps(steps: int, n_records: int = 60) -> np.ndarray:
 def make_corpora(configs: Sequence[RunConfig], device: Any = "auto", dtype: torch.dtype = DEFAULT_DTYPE
                  ) -> dict[str, torch.Tensor]:
     """Draw each run's corpus and pad them into one batch.
+
+    Parameters
+    ----------
+    configs : sequence of RunConfig, length ``R``
+        The runs (their shapes, seeds and priors).
+    device : str or torch.device
+        Where the corpora live (``"auto"``: CUDA when available).
+    dtype : torch.dtype
+        Their precision.
 
     Returns
     -------
@@ -434,8 +466,8 @@ def _fast_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
 
 def _model_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The same as :func:`_fast_grad` through :func:`stumplib.stump.model._estimate_and_grad` (any ``beta``)."""
-    f, dfb, dfbb = _estimate_and_grad(lay["x"], lay["pos"].to(lay["x"].dtype), beta[:, None], b[:, None],
+    """The same as :func:`_fast_grad` through :func:`stumplib.stump.model.estimate_and_grad_unchecked` (any ``beta``)."""
+    f, dfb, dfbb = estimate_and_grad_unchecked(lay["x"], lay["pos"].to(lay["x"].dtype), beta[:, None], b[:, None],
                                       lay["pos"] | lay["neg"])
     err = f - lay["tau"]
     ew = err * lay["tw"]
@@ -472,20 +504,34 @@ def _layout_grad(lay: dict[str, Any], beta: torch.Tensor, b: torch.Tensor
     return _grad(lay, beta, b)
 
 
-def _moments(x: torch.Tensor, y: torch.Tensor, beta: torch.Tensor, b: torch.Tensor,
-             ny: torch.Tensor | None = None, work: list | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def corpus_moments(x: torch.Tensor, y: torch.Tensor, beta: torch.Tensor, b: torch.Tensor,
+                   ny: torch.Tensor | None = None, work: list | None = None
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Fused ``f, -Var_w(x), Cov_w(x, y)`` over the last axis of unsorted corpora (no argument checks).
 
     The general-purpose kernel behind :func:`corpus_grad`, which :mod:`stumplib.stump.transfer`
-    uses to evaluate many scales on one set of corpora (``beta`` broadcast against ``x``); the
-    trainer itself uses the sorted fast kernel (:func:`_fast_grad`).
+    and :mod:`stumplib.stump.certified` use to evaluate many scales on one set of corpora
+    (``beta`` broadcast against ``x``); the trainer itself uses the sorted fast kernel
+    (:func:`_fast_grad`). Fresh large temporaries cost page faults at every step (a third of the
+    time), hence the reusable buffers. Centred moments (two passes: the mean, then the centred
+    sums), so no cancellation at large ``beta``. Dot products over the last axis go through
+    ``einsum`` (batched matrix products) instead of temporaries.
 
-    ``x, y`` have shape ``(..., n)``; ``beta, b`` broadcast against ``x.shape[:-1]``; ``ny`` optionally
-    the precomputed ``1 - y``; ``work`` an optional list holding two reusable buffers of the broadcast
-    shape (filled on first use): fresh large temporaries cost page faults at every step, which made
-    up a third of the time. Centred moments (two passes: the mean, then the centred sums), so no
-    cancellation at large ``beta``. Dot products over the last axis go through ``einsum`` (batched
-    matrix products) instead of temporaries.
+    Parameters
+    ----------
+    x, y : torch.Tensor, shape ``(..., n)``
+        Examples and labels (0/1) of each context.
+    beta, b : torch.Tensor
+        Attention scale and label score, broadcast against ``x.shape[:-1]``.
+    ny : torch.Tensor, optional
+        The precomputed ``1 - y`` (shape of ``y``).
+    work : list, optional
+        Holds two reusable buffers of the broadcast shape (filled on first use).
+
+    Returns
+    -------
+    f, df_dbeta, df_db : torch.Tensor, each of the broadcast shape of ``x.shape[:-1]``
+        The estimate ``f = E_w[x]``, ``df_dbeta = -Var_w(x)`` and ``df_db = Cov_w(x, y)``.
     """
     shape = torch.broadcast_shapes(x.shape, beta.shape + (1,), b.shape + (1,))
     if work is not None and len(work) == 2 and work[0].shape == shape and work[0].dtype == x.dtype \
@@ -539,13 +585,13 @@ def corpus_grad(x: torch.Tensor, y: torch.Tensor, tau: torch.Tensor, beta: torch
     beta, b : torch.Tensor, broadcast against ``tau.shape[:-1]`` (e.g. ``(K, C)`` scales for ``C``
         corpora, or ``(C,)``).
     ny : optional precomputed ``1 - y``.
-    work : optional list holding two reusable buffers (filled on first use, see :func:`_moments`).
+    work : optional list holding two reusable buffers (filled on first use, see :func:`corpus_moments`).
 
     Returns
     -------
     L, dL_dbeta, dL_db : torch.Tensor, of the broadcast shape of ``tau.shape[:-1]`` and ``beta``.
     """
-    f, dfb, dfbb = _moments(x, y, beta[..., None], b[..., None], ny=ny, work=work)
+    f, dfb, dfbb = corpus_moments(x, y, beta[..., None], b[..., None], ny=ny, work=work)
     e = f - tau
     m = tau.shape[-1]
     return (e * e).sum(-1) / m, 2 * (e * dfb).sum(-1) / m, 2 * (e * dfbb).sum(-1) / m
@@ -620,10 +666,12 @@ class TrainResult:
 
     @property
     def final_beta(self) -> np.ndarray:
+        """Each run's last recorded ``beta``, shape ``(R,)``."""
         return self.beta[:, -1]
 
     @property
     def final_b(self) -> np.ndarray:
+        """Each run's last recorded ``b``, shape ``(R,)``."""
         return self.b[:, -1]
 
 
@@ -707,6 +755,7 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
     steps : GD steps for every run (>= 1).
     n_records : number of log-spaced records (>= 2), see :func:`record_steps`.
     device : ``"auto"``, ``"cpu"``, ``"cuda"``...
+    dtype : the precision (``torch.float64`` by default, the stump model's).
     progress : show a tqdm progress bar.
     check_every : steps between divergence checks (also checked at every record).
     max_loss_ratio : a run whose loss exceeds this multiple of its initial loss counts as diverged

@@ -54,7 +54,6 @@ __all__ = [
     "crossing_scale",
     "certified_interval",
     "certified_scale",
-    "certified_scales",
     "DEFAULT_LEVEL",
     "default_beta_grid",
     "population_hessian",  # re-exported from stumplib.stump.population (chapter 3 imports it from here)
@@ -78,7 +77,19 @@ def _check_bool(name: str, value: Any) -> bool:
 
 def default_beta_grid(beta_min: float = 1.0, beta_max: float = 2.0 ** 16, per_octave: int = 2
                       ) -> np.ndarray:
-    """Log-spaced scales ``beta_min * 2^(k / per_octave)`` up to ``beta_max`` (float64 array)."""
+    """Log-spaced scales ``beta_min * 2^(k / per_octave)`` up to ``beta_max``.
+
+    Parameters
+    ----------
+    beta_min, beta_max : float
+        The first scale and the cap.
+    per_octave : int
+        Points per octave.
+
+    Returns
+    -------
+    np.ndarray of float64, shape ``(K,)``
+    """
     beta_min = check_real("beta_min", beta_min, low=0.0, low_open=True)
     beta_max = check_real("beta_max", beta_max, low=beta_min, low_open=True)
     per_octave = check_int("per_octave", per_octave, minimum=1, maximum=64)
@@ -105,6 +116,11 @@ def calibrated_label_score(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
     Parameters
     ----------
     betas : array_like, shape ``(K,)``, positive scales.
+    tau_lo, tau_hi : float
+        The threshold prior's ends.
+    iters : int
+        Bisection halvings.
+    device, dtype : where and in which precision to compute.
 
     Returns
     -------
@@ -128,6 +144,14 @@ def calibrated_label_score(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
 def population_path(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8, *, device: Any = "cpu",
                     dtype: torch.dtype = DEFAULT_DTYPE) -> dict[str, torch.Tensor]:
     """Points of the population path and the population gradient there.
+
+    Parameters
+    ----------
+    betas : array_like, shape ``(K,)``
+        Positive scales.
+    tau_lo, tau_hi : float
+        The threshold prior's ends.
+    device, dtype : where and in which precision to compute.
 
     Returns
     -------
@@ -159,9 +183,22 @@ def draw_corpus_batch(m: int, n: int, n_corpora: int, *, seed: int = 0, tau_lo: 
 
     One seeded draw of ``n_corpora * m`` tasks, split into consecutive blocks of ``m``.
 
+    Parameters
+    ----------
+    m, n : int
+        Tasks per corpus and examples per task.
+    n_corpora : int
+        Corpora ``C``.
+    seed : int
+        The draw's seed.
+    tau_lo, tau_hi : float
+        The threshold prior's ends.
+    device, dtype : where and in which precision.
+
     Returns
     -------
-    tau : shape ``(C, m)``; x, y : shape ``(C, m, n)``
+    tau : torch.Tensor, shape ``(C, m)``
+    x, y : torch.Tensor, shape ``(C, m, n)``
     """
     m = check_int("m", m)
     n = check_int("n", n)
@@ -228,8 +265,21 @@ class TransferProfile:
 
     def curve(self, stat: str = "rms", which: str = "along", corpora: np.ndarray | None = None
               ) -> np.ndarray:
-        """Aggregate over corpora: ``stat`` in ``rms | median | mean``; ``which`` in ``rel | along``
-        (``along`` uses ``|rel_along|``). ``corpora`` selects corpus indices (for a bootstrap)."""
+        """The relative gradient error aggregated over corpora, per scale.
+
+        Parameters
+        ----------
+        stat : str
+            ``"rms"``, ``"median"`` or ``"mean"``.
+        which : str
+            ``"rel"`` (the whole error vector) or ``"along"`` (``|rel_along|``).
+        corpora : np.ndarray of int, optional
+            Corpus indices (for a bootstrap; default all).
+
+        Returns
+        -------
+        np.ndarray, shape ``(K,)``
+        """
         check_choice("stat", stat, ("rms", "median", "mean"))
         check_choice("which", which, ("rel", "along"))
         r = self.rel if which == "rel" else np.abs(self.rel_along)
@@ -241,7 +291,20 @@ class TransferProfile:
 
     def certified(self, level: float = DEFAULT_LEVEL, stat: str = "rms", which: str = "along",
                   corpora: np.ndarray | None = None) -> float:
-        """The certified scale ``beta*`` of this profile (see :func:`crossing_scale`)."""
+        """The certified scale ``beta*`` of this profile (see :func:`crossing_scale`).
+
+        Parameters
+        ----------
+        level : float
+            The relative-error level.
+        stat, which, corpora
+            As in :meth:`curve`.
+
+        Returns
+        -------
+        float
+            NaN without a certified interval, ``inf`` past the grid.
+        """
         return crossing_scale(self.beta, self.curve(stat, which, corpora), level)
 
 
@@ -252,6 +315,15 @@ def certified_interval(betas: Any, curve: Any, level: float = DEFAULT_LEVEL) -> 
     is small against the task-to-task spread of per-task gradients), small in between, and growing
     again at large scales. Scanning upwards, ``beta_lo`` is where it first drops below ``level`` and
     ``beta*`` where it next reaches ``level`` again, both log-log interpolated.
+
+    Parameters
+    ----------
+    betas : array_like, shape ``(K,)``
+        Increasing scales.
+    curve : array_like, shape ``(K,)``
+        The error curve.
+    level : float
+        The level.
 
     Returns
     -------
@@ -277,7 +349,19 @@ def certified_interval(betas: Any, curve: Any, level: float = DEFAULT_LEVEL) -> 
 
 
 def crossing_scale(betas: Any, curve: Any, level: float = DEFAULT_LEVEL) -> float:
-    """The end ``beta*`` of the first certified interval; see :func:`certified_interval`."""
+    """The end ``beta*`` of the first certified interval; see :func:`certified_interval`.
+
+    Parameters
+    ----------
+    betas, curve : array_like, shape ``(K,)``
+        Increasing scales and the error curve.
+    level : float
+        The level.
+
+    Returns
+    -------
+    float
+    """
     return certified_interval(betas, curve, level)[1]
 
 
@@ -291,6 +375,9 @@ def transfer_profile(m: int, n: int, betas: Any = None, *, n_corpora: int = 32, 
     m, n : tasks per corpus and examples per task (>= 1).
     betas : array_like, shape ``(K,)``, increasing positive scales (default :func:`default_beta_grid`).
     n_corpora : independent corpora (>= 2).
+    seed : the corpora's seed (:func:`draw_corpus_batch`).
+    tau_lo, tau_hi : the threshold prior's ends.
+    device, dtype : where and in which precision.
     path : a precomputed :func:`population_path` on the same ``betas`` (to share it across ``(m, n)``).
 
     Returns
@@ -343,6 +430,9 @@ def certified_scale(m: int, n: int, *, level: float = DEFAULT_LEVEL, n_corpora: 
     n_corpora : corpora averaged over (>= 2).
     seed : seed of the corpora (same seed, same number).
     device : ``"auto" | "cpu" | "cuda" | "cuda:K"``.
+    tau_lo, tau_hi : the threshold prior's ends.
+    beta_min, beta_max, per_octave : the scan's grid (``beta_min * 2^(k/per_octave)``, capped).
+    stat, which : the aggregate over corpora and the error measured (:meth:`TransferProfile.curve`).
 
     Returns
     -------
@@ -385,37 +475,25 @@ def certified_scale(m: int, n: int, *, level: float = DEFAULT_LEVEL, n_corpora: 
     return crossing_scale(np.asarray(betas_done), np.asarray(curve), level)
 
 
-def certified_scales(ms: Sequence[int], ns: Sequence[int], *, level: float = DEFAULT_LEVEL,
-                     n_corpora: int = 32, seed: int = 0, device: Any = "auto", progress: bool = False,
-                     **kw: Any) -> np.ndarray:
-    """:func:`certified_scale` for each pair ``(ms[i], ns[i])``; returns shape ``(len(ms),)``.
-
-    All arguments are validated before any work.
-    """
-    ms = check_grid("ms", ms, kind="int")
-    ns = check_grid("ns", ns, kind="int")
-    if len(ms) != len(ns):
-        raise ValueError(f"ms and ns must have the same length; got {len(ms)} and {len(ns)}")
-    check_real("level", level, low=0.0, low_open=True)
-    check_int("n_corpora", n_corpora, minimum=2)
-    check_int("seed", seed, minimum=0)
-    _check_bool("progress", progress)
-    resolve_device(device)
-    it = zip(ms, ns)
-    if progress:
-        from tqdm.auto import tqdm
-        it = tqdm(list(it), desc="certified scales")
-    return np.array([certified_scale(m, n, level=level, n_corpora=n_corpora, seed=seed, device=device,
-                                     **kw) for m, n in it])
-
-
 def step_size_limit(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8) -> np.ndarray:
     """Linear-stability limit ``2 / lambda_max`` of constant-step GD at points of the population path.
 
     ``lambda_max`` is the largest eigenvalue of the population Hessian at ``(beta, c*(beta) beta)``
     (:func:`stumplib.stump.population.population_hessian`, the book's one definition);
     a step larger than the limit makes the stiff (label-score) direction oscillate with growing
-    amplitude near the path. Returns shape ``(K,)``.
+    amplitude near the path.
+
+    Parameters
+    ----------
+    betas : array_like, shape ``(K,)``
+        Scales of the path.
+    tau_lo, tau_hi : float
+        The threshold prior's ends.
+
+    Returns
+    -------
+    np.ndarray, shape ``(K,)``
+        ``inf`` where ``lambda_max <= 0``.
     """
     path = population_path(betas, tau_lo, tau_hi, device="cpu")
     H = population_hessian(path["beta"].numpy(), path["b"].numpy(), tau_lo, tau_hi)
@@ -425,8 +503,25 @@ def step_size_limit(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8) -> np.
 
 def profile_grid(m: int, n: int, *, beta_min: float = 1.0, per_octave: int = 4,
                  top_factor: float = 0.5) -> np.ndarray:
-    """Scales for the profile of ``(m, n)``: ``beta_min * 2^(k/per_octave)`` up to
-    ``top_factor * min(m, n)`` (the certified scale lies well below ``m ∧ n``), at least 8 points."""
+    """Scales for the profile of ``(m, n)``.
+
+    Parameters
+    ----------
+    m, n : int
+        The shape.
+    beta_min : float
+        The first scale.
+    per_octave : int
+        Points per octave.
+    top_factor : float
+        The grid ends at ``top_factor * min(m, n)`` (the certified scale lies well below
+        ``m ∧ n``), with at least 8 points.
+
+    Returns
+    -------
+    np.ndarray, shape ``(K,)``
+        ``beta_min * 2^(k/per_octave)``.
+    """
     m, n = check_int("m", m), check_int("n", n)
     beta_min = check_real("beta_min", beta_min, low=0.0, low_open=True)
     per_octave = check_int("per_octave", per_octave, minimum=1, maximum=64)
@@ -439,8 +534,28 @@ def transfer_profiles(shapes: Sequence[tuple[int, int]], *, n_corpora: int = 32,
                       beta_min: float = 1.0, per_octave: int = 4, top_factor: float = 0.5,
                       tau_lo: float = 0.2, tau_hi: float = 0.8, device: Any = "auto",
                       progress: bool = True) -> list[TransferProfile]:
-    """:func:`transfer_profile` for every ``(m, n)`` in ``shapes`` on its :func:`profile_grid`
-    (:func:`stumplib.core.cache.cached` stores the profiles as they are)."""
+    """:func:`transfer_profile` for every ``(m, n)`` in ``shapes`` on its :func:`profile_grid`.
+
+    Parameters
+    ----------
+    shapes : sequence of (int, int)
+        The shapes.
+    n_corpora, seed : int
+        Corpora per shape and their seed.
+    beta_min, per_octave, top_factor
+        The grid (:func:`profile_grid`).
+    tau_lo, tau_hi : float
+        The threshold prior's ends.
+    device : str or torch.device
+        Where to compute.
+    progress : bool
+        Show a tqdm bar.
+
+    Returns
+    -------
+    list of TransferProfile
+        One per shape (:func:`stumplib.core.cache.cached` stores them as they are).
+    """
     shp = check_shapes(shapes)
     n_corpora = check_int("n_corpora", n_corpora, minimum=2)
     seed = check_int("seed", seed, minimum=0)
@@ -464,9 +579,24 @@ def bootstrap_certified(profiles: Sequence[TransferProfile], level: float = DEFA
     """Certified scales and their bootstrap over corpora (corpora resampled with replacement,
     independently for each profile).
 
+    Parameters
+    ----------
+    profiles : sequence of TransferProfile, length ``P``
+        The profiles.
+    level : float
+        The relative-error level.
+    n_boot : int
+        Resamples (>= 10).
+    seed : int
+        Seed (profile ``j`` uses ``seed + j``).
+    stat, which : str
+        As in :meth:`TransferProfile.curve`.
+
     Returns
     -------
-    beta_star : shape ``(P,)``; boot : shape ``(n_boot, P)`` (``nan`` where no interval exists).
+    beta_star : np.ndarray, shape ``(P,)``
+    boot : np.ndarray, shape ``(n_boot, P)``
+        ``nan`` where no interval exists.
     """
     if not isinstance(profiles, (list, tuple)) or len(profiles) == 0 or not all(
             isinstance(p, TransferProfile) for p in profiles):

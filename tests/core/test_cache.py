@@ -106,3 +106,30 @@ def test_prune_command_line(results, capsys):
     assert book.main(["prune", "--dry-run"]) == 0
     assert "would delete 1 files" in capsys.readouterr().out
     assert book.main(["prune"]) == 0 and not list(results.iterdir())
+
+
+def test_an_unreadable_stored_result_is_recomputed_with_a_warning_and_logged(results):
+    """A truncated file where the result belongs: a :class:`cache.CacheWarning`, one line in the
+    log the build record reads, the result recomputed and stored; the next call reloads silently."""
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"x": np.arange(3.0)}
+
+    cache.cached("broken", {"a": 1}, compute, verbose=False)
+    (path,) = results.glob("broken-*.npz")
+    path.write_bytes(path.read_bytes()[:40])  # truncated
+    with pytest.warns(cache.CacheWarning, match="not reloaded: unreadable"):
+        got = cache.cached("broken", {"a": 1}, compute, verbose=False)
+    np.testing.assert_array_equal(got["x"], np.arange(3.0))
+    assert len(calls) == 2
+    (row,) = cache.cache_warnings()
+    assert row["file"] == path.name and row["code"] == cache.code_version()
+    assert row["why"].startswith("unreadable")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cache.cached("broken", {"a": 1}, compute, verbose=False)  # rewritten: reloads, no warning
+    assert len(calls) == 2 and len(cache.cache_warnings()) == 1
+    assert cache.cache_warnings() == [row]

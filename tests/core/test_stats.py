@@ -63,6 +63,27 @@ def test_fit_replicates_recovers_known_slope():
     reps = np.stack([3 * x ** -0.7 * (1 + 0.01 * k) for k in range(-5, 6)])
     f = stats.fit_replicates(x, 3 * x ** -0.7, reps)
     assert f.slope == pytest.approx(-0.7) and f.prefactor == pytest.approx(3.0)
+    assert (f.points_dropped, f.n_dropped, f.dropped) == (0, 0, "")
+
+
+def test_fit_replicates_counts_what_it_leaves_out():
+    """A point without a value and replicates with a NaN or a non-positive entry are left out and
+    counted; the interval is the one of the kept replicates alone (brute force)."""
+    x = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    y = 3 * x ** -0.7
+    y[4] = np.nan
+    rng = np.random.default_rng(0)
+    reps = y * np.exp(0.05 * rng.standard_normal((40, 5)))
+    reps[3, 1] = np.nan
+    reps[7, 2] = -1.0
+    reps[9, 4] = np.nan  # in the dropped column: does not count
+    f = stats.fit_replicates(x, y, reps)
+    assert (f.n_points, f.points_dropped, f.n_dropped) == (4, 1, 2)
+    assert "1 of 5 points" in f.dropped and "2 of 40 replicates" in f.dropped
+    kept = np.delete(reps, [3, 7], 0)[:, :4]
+    slopes = [np.polyfit(np.log(x[:4]), np.log(r), 1)[0] for r in kept]
+    assert f.ci == pytest.approx(tuple(np.quantile(slopes, [0.025, 0.975])), rel=1e-12)
+    assert (f.estimate.n_dropped, f.estimate.dropped) == (2, f.dropped)
 
 
 def test_crossing_against_dense_grid():

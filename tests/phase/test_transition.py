@@ -45,7 +45,13 @@ def test_crossing_estimate_brackets_the_root_by_the_shifted_curves():
 @pytest.mark.slow
 @needs_shared
 def test_transition_matches_published_free_energies():
-    """alpha_c from our training losses against alpha_c from the published Phi (larger Phi wins)."""
+    """alpha_c from our training losses against alpha_c from the published Phi (larger Phi wins).
+
+    Both crossings are linear interpolations on the published alpha grid. Measured: ours minus
+    published = -0.0039 with 6 Gauss-Hermite nodes per axis and -0.0072 with 10, so the fixed
+    rules' own error moves alpha_c by about 3e-3, and the published 144-node curves carry a rule
+    error of the same order (their theta is 0.9% off the accurate one at alpha = 1); the tolerance
+    0.02 is 2.5 times the larger difference (it was 0.1, 8% of alpha_c)."""
     sem = _read("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv")
     pos = _read("theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv")
     assert np.allclose(sem["alpha"], pos["alpha"])
@@ -55,7 +61,7 @@ def test_transition_matches_published_free_energies():
     sel = (a > 0.9) & (a < 1.8)
     from stumplib.phase.transition import theory_curves
     th = theory_curves(a[sel], omega=0.3, n_nodes=6)
-    assert abs(float(th["alpha_c"]) - ref_c) < 0.1, (float(th["alpha_c"]), ref_c)
+    assert abs(float(th["alpha_c"]) - ref_c) < 0.02, (float(th["alpha_c"]), ref_c)
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +79,14 @@ def stroud_fixed_points():
 #: their rule (:func:`replay_authors`), per branch, at every published alpha >= 0.3: the issue's
 #: 1e-3 on the semantic branch (measured 6.1e-4); on the positional branch the measured 1.8e-3 (q,
 #: m, V), because there the published points are not where an exact-minimiser iteration stops (see
-#: ``test_published_positional_points_fail_the_stopping_rule_with_exact_minimisers``)
+#: ``test_published_positional_points_fail_the_stopping_rule_with_exact_minimisers``).
+#: What these numbers mean: the start of the replay (:data:`AUTHORS_START`, 4 numbers per branch)
+#: was chosen by a search that minimised exactly this deviation, so they are the best agreement the
+#: procedure reaches, not an independent confirmation: the test guards that the procedure (rule,
+#: damping, stopping rule, proximal minimisers) still reaches it from that start. How much the
+#: start matters: other starts of the same searches stopped up to 2.65e-3 (positional, the grid's
+#: best) from the files, and the exact fixed points of the same rule, which no start can move,
+#: stay within 3.5e-3 for alpha >= 1 (asserted below).
 STOPPED_TOL = {"semantic": 1e-3, "positional": 2.5e-3}
 
 

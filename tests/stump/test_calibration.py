@@ -43,19 +43,54 @@ def test_continuation_finds_the_highest_local_minimum_where_bisection_does_not()
         assert np.all(g >= -1e-12)
 
 
-def test_failure_probability_matches_a_direct_simulation():
+@pytest.mark.parametrize("tau", [0.3, 0.5, 0.8])
+def test_calibrated_shift_minimises_the_exact_population_loss_of_one_task(tau):
+    """Independent of the derivation: the label score minimising one task's exact population loss
+    (closed-form f_pop of stump.population, bounded scalar search to 1e-12) at beta = 64 and 128.
+    The derivation neglects the tails e^{-beta tau} and e^{-beta (1 - tau)} of the two sides:
+    measured, beta x shift agrees to 3.8e-5 at tau = 0.8, beta = 64 (where e^{-beta (1 - tau)} =
+    2.8e-6) and to 1.3e-7 elsewhere, hence 1e-4 (at beta = 32, tau = 0.8 the tail 1.7e-3 moves it
+    by 0.012)."""
+    from scipy.optimize import minimize_scalar
+
+    from stumplib.stump.calibration import calibrated_shift
+    from stumplib.stump.population import population_moments
+
+    for beta in (64.0, 128.0):
+        def loss(c):
+            t = torch.tensor
+            f = population_moments(t(tau, dtype=torch.float64), t(beta, dtype=torch.float64),
+                                   t(c * beta, dtype=torch.float64))["f"]
+            return float((f - tau) ** 2)
+
+        r = minimize_scalar(loss, bounds=(tau, tau + 0.5), method="bounded", options={"xatol": 1e-12})
+        assert beta * (r.x - tau) == pytest.approx(beta * float(calibrated_shift(tau, beta)), abs=1e-4)
+
+
+@pytest.mark.parametrize("prior", [(0.2, 0.8), (0.1, 0.9)])
+def test_failure_probability_inverts_the_forward_rule_on_a_direct_simulation(prior):
+    """``failure_probability`` (the inverse: the largest threshold whose calibrated score stays
+    below ``tau``) against the forward rule applied to directly drawn largest thresholds, on the
+    default prior and on a wider one (the prior's ends enter). Tolerance: four binomial standard
+    errors of 40,000 draws."""
+    from stumplib.stump.calibration import calibrated_shift
+
     rng = np.random.default_rng(0)
+    lo, hi = prior
     beta = 256.0
     for m in (2, 4, 8):
-        c = predicted_label_scores(m, beta, 40_000, seed=m)
+        top = lo + (hi - lo) * rng.random((40_000, m)).max(1)
+        c = top + np.log(top * beta - 1) / beta  # the forward rule, written out
+        np.testing.assert_array_equal(c, top + calibrated_shift(top, beta))
+        sim = predicted_label_scores(m, beta, 40_000, seed=m, tau_lo=lo, tau_hi=hi)
         for tau in (0.5, 0.7):
-            p_sim = np.mean(c < tau)
-            p = failure_probability(tau, m, beta)
-            assert abs(p_sim - p) < 4 * np.sqrt(p * (1 - p) / 40_000) + 1e-3
-        # and against tau_top drawn here directly
-        top = 0.2 + 0.6 * rng.random((40_000, m)).max(1)
-        assert abs(np.mean(top + np.log(0.8 * beta) / beta < 0.7) - failure_probability(0.7, m, beta)) < 0.01
+            p = failure_probability(tau, m, beta, lo, hi)
+            se = np.sqrt(p * (1 - p) / 40_000)
+            assert abs(np.mean(c < tau) - p) < 4 * se + 1e-12
+            assert abs(np.mean(sim < tau) - p) < 4 * se + 1e-12
     assert failure_probability(0.1, 4, beta) == 0.0 and failure_probability(0.95, 4, beta) == 1.0
+    with pytest.raises(ValueError, match="beta"):
+        failure_probability(0.5, 4, 2.0)  # 2 / tau_hi = 2.5: the prior's top cannot be calibrated
 
 
 def test_tracking_scale_censors_and_interpolates():
@@ -83,7 +118,25 @@ def test_scale_with_bootstrap_resamples_corpora_and_brackets_the_point():
     truth = 150 / np.sqrt(np.mean(z ** 2))  # the RMS crosses 1/2 at beta = 150 / rms(z)
     assert est.value == pytest.approx(truth, rel=0.1)
     assert est.lo <= est.value <= est.hi and boots.shape == (100,)
-    assert np.array_equal(boots, scale_with_bootstrap(prof, 0.5, n_boot=100, seed=0)[1])
+    assert est.n + est.n_dropped == 100 and est.n_dropped == int((~np.isfinite(boots)).sum())
+
+
+def test_scale_with_bootstrap_counts_the_resamples_without_a_scale():
+    """10 of 24 corpora never drop below the level (error 2 at every scale), the others are exact
+    until the last scale: the median curve has a scale, while resamples drawing 12 or more bad
+    corpora (probability 0.26) have none; they are left out of the interval and counted."""
+    from stumplib.stump.calibration import scale_with_bootstrap
+
+    betas = 2.0 ** np.arange(0, 8, 0.5)
+    g_pop = -np.ones(betas.size)
+    g = np.repeat(g_pop[:, None], 24, 1).copy()
+    g[:, :10] *= 3.0
+    g[-1, 10:] *= 3.0
+    prof = OwnProfile(4, 4, betas, g_pop, g, np.ones((betas.size, 24)), np.ones(betas.size))
+    est, boots = scale_with_bootstrap(prof, 0.9, stat="median", n_boot=200, seed=1)
+    bad = int((~np.isfinite(boots)).sum())
+    assert np.isfinite(est.value) and 20 < bad < 90  # 52 expected, 200 draws
+    assert (est.n, est.n_dropped) == (200 - bad, bad) and f"{bad} of 200" in est.dropped
 
 
 def test_failure_fractions_and_mae_slope_on_a_synthetic_study():

@@ -70,3 +70,13 @@ def test_certified_scales_are_one_computation_shared_through_the_cache(tmp_path,
     assert c.of((128, 128)) == a.of((128, 128))
     np.testing.assert_array_equal(c.boot[:, 0], a.boot[:, 1])
     assert np.isfinite(a.of((128, 128)))
+
+
+def test_kept_leaves_out_exactly_the_shapes_without_a_scale_and_counts_them():
+    nan = float("nan")
+    cs = ce.CertifiedScales(((8, 8), (16, 16), (32, 32)), np.array([4, 4, 4]),
+                            np.array([nan, 3.0, 5.0]), np.array([nan, 1.0, 1.0]),
+                            np.ones((10, 3)), ())
+    assert cs.kept() == ([1, 2], 1, cs.kept()[2]) and "1 of 3 shapes" in cs.kept()[2]
+    assert "8x8" in cs.kept()[2] and "16x16" not in cs.kept()[2]
+    assert cs.kept(keep_all=True) == ([0, 1, 2], 0, "")

@@ -167,6 +167,25 @@ def test_stop_law_bootstrap_recovers_exponents_and_carries_the_beta_star_uncerta
     assert 0.15 < wide["p"].width < 0.8
 
 
+def test_stop_law_uses_each_beta_star_replicate_once_and_counts_the_missing():
+    """Ten of 60 beta* replicates are NaN at one shape: the law has 50 replicates (no reuse of the
+    survivors), says so, and equals the law computed from the 50 finite rows alone (the run and
+    context draws of replicate b do not depend on n_boot: one seeded stream, row by row)."""
+    from stumplib.stump.frozen import bootstrap_stop_law
+
+    mn, Ns, sq, bs, boot, head = _stop_data(np.random.default_rng(0), 0.15)
+    holes = boot.copy()
+    holes[::6, 2] = np.nan
+    got = bootstrap_stop_law(mn, Ns, sq, bs, holes, head, n_boot=60, seed=1)
+    clean = bootstrap_stop_law(mn, Ns, sq, bs, holes[np.isfinite(holes).all(1)], head, n_boot=50,
+                               seed=1)
+    for k in ("p", "q", "A", "B"):
+        assert (got[k].n, got[k].n_dropped) == (50, 10)
+        assert "10 of 60 replicates without a beta* replicate" in got[k].dropped
+        assert (got[k].value, got[k].lo, got[k].hi) == (clean[k].value, clean[k].lo, clean[k].hi)
+        assert (clean[k].n, clean[k].n_dropped, clean[k].dropped) == (50, 0, "")
+
+
 def test_gain_past_stop_is_the_median_ratio_with_a_runs_bootstrap():
     from stumplib.stump.frozen import gain_past_stop
 

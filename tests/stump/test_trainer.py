@@ -12,7 +12,7 @@ import torch
 import stumplib.stump.trainer as trainer
 from stumplib.stump.model import estimate, estimate_and_grad
 from stumplib.stump.tasks import sample_tasks
-from stumplib.stump.trainer import (RunConfig, TrainingDiverged, _moments, corpus_grad,
+from stumplib.stump.trainer import (RunConfig, TrainingDiverged, corpus_moments, corpus_grad,
                               corpus_loss_and_grad, make_corpora, record_steps, train_gd)
 
 from conftest import ROOT
@@ -56,13 +56,13 @@ def test_analytic_gradient_equals_autograd_on_padded_corpora(beta, b):
 
 def test_fused_moments_match_centred_reference_at_large_beta():
     """The fused kernel keeps full float64 accuracy at beta = 1e4 .. 1e6 (no cancellation)."""
-    from stumplib.stump.model import _estimate_and_grad
+    from stumplib.stump.model import estimate_and_grad_unchecked
     tau, x, y = sample_tasks(64, 50, seed=1, device="cpu")
     for beta in (1e4, 1e5, 1e6):
         be = torch.full((64,), beta)
         bb = be * 0.8 + 3.0
-        ref = _estimate_and_grad(x, y, be, bb, None)
-        got = _moments(x, y, be, bb)
+        ref = estimate_and_grad_unchecked(x, y, be, bb, None)
+        got = corpus_moments(x, y, be, bb)
         sd = float(ref[1].abs().max()) ** 0.5  # attention spread, ~1/beta: the scale of f's errors
         torch.testing.assert_close(got[0], ref[0], rtol=1e-14, atol=0.0)
         torch.testing.assert_close(got[1], ref[1], rtol=1e-9, atol=0.0)

@@ -9,7 +9,7 @@ import torch
 
 from stumplib.stump.population import population_loss_and_grad
 from stumplib.stump.transfer import (TransferProfile, bootstrap_certified, calibrated_label_score, certified_interval,
-                               certified_scale, certified_scales, crossing_scale,
+                               certified_scale, crossing_scale,
                                draw_corpus_batch, population_hessian, population_path, step_size_limit,
                                transfer_profile, transfer_profiles)
 from stumplib.stump.trainer import corpus_grad
@@ -50,7 +50,11 @@ def test_corpus_gradient_tends_to_population_gradient_monte_carlo():
     sd_m = [transfer_profile(m, 256, betas, n_corpora=48, device="cpu", path=path).g_corpus[0, :, 0].std()
             for m in (16, 256)]
     ratio = sd_m[0] / sd_m[1]
-    assert 2.0 < ratio < 8.0  # sqrt(256 / 16) = 4
+    # exactly sqrt(256 / 16) = 4 in expectation (a corpus gradient is a mean over m iid tasks); the
+    # sampling error of a standard deviation from 48 corpora is sqrt((excess kurtosis + 2) / (4 48))
+    # relative: 0.13 at m = 16 (measured excess kurtosis 1.3 over 768 corpora) and 0.10 at m = 256
+    # (-0.2), so 0.166 in log(ratio); four of them: |log(ratio / 4)| < 0.66 (measured 0.45)
+    assert abs(math.log(ratio / 4.0)) < 0.66, ratio
 
 
 def test_transfer_profile_uses_the_trainer_gradient():
@@ -75,14 +79,18 @@ def test_certified_scale_grows_with_m_and_n_and_is_deterministic():
     b = certified_scale(256, 256, n_corpora=16, device="cpu")
     assert 4.0 < a < b
     assert certified_scale(128, 128, n_corpora=16, device="cpu") == a
-    s = certified_scales([128], [128], n_corpora=16, device="cpu")
-    assert s.shape == (1,) and s[0] == a
 
 
 def test_step_size_limit_grows_with_scale():
-    lim = step_size_limit([16.0, 32.0, 64.0])
+    lim = step_size_limit([16.0, 32.0, 64.0, 1024.0, 2048.0])
     assert np.all(np.diff(lim) > 0)
-    assert 4 < lim[2] / lim[1] < 16  # about beta^3
+    # 2 / lambda_max grows like beta^3 with finite-beta corrections: per doubling of beta the
+    # ratio is 6.16, 7.56 (deterministic: the constants below are printed to 8 digits, hence rtol
+    # 1e-7) and 7.987
+    # at 1024 -> 2048, tending to 2^3 = 8
+    r = lim[[1, 2, 4]] / lim[[0, 1, 3]]
+    np.testing.assert_allclose(r, [6.1563137, 7.5645416, 7.9874653], rtol=1e-7)
+    assert abs(r[2] - 8) < 0.02
     H = population_hessian([32.0], [27.0])
     assert H.shape == (1, 2, 2) and H[0, 0, 1] == H[0, 1, 0]
 
