@@ -814,6 +814,7 @@ class _Level:
     err: np.ndarray  # (6,) their quadrature errors
     deriv: tuple | None  # derivative along the suppressed direction and its standard error
     rel: float  # relative error of the test error
+    why_unbounded: str = ""  # why ``err`` is infinite where it is (empty: it is finite)
 
 
 @dataclass(eq=False)
@@ -931,12 +932,15 @@ def _delta_error(a: float, r: dict, nodes: np.ndarray, local: bool, st: _Search,
     lam_max = float(np.max(np.linalg.eigvals(J).real)) if nf else float("nan")
     mean = np.concatenate([z, P0[4:]])
     vals = np.full((K, 6), np.inf)
+    why = ""
     try:
         IJ = np.eye(nf) - J
         dz = np.linalg.solve(IJ, (Pk[:, fi] - z[fi]).T).T  # (K, nf)
         zk = np.repeat(z[None], K, 0)
         zk[:, fi] += dz
-        if all(_admissible(zk_, rho) for zk_ in zk):
+        if not all(_admissible(zk_, rho) for zk_ in zk):
+            why = "a scrambling's own fixed point (one Newton step from the pooled one) is inadmissible"
+        else:
             N = nodes.shape[0] // K
             ek = _evaluate(a, zk, nodes.reshape(K, N, 4), 1, s.kw, r["prox"].reshape(K, N, 2), None,
                            restart=False)["pooled"]  # (K, 6): F_k(z_k), losses at z_k
@@ -946,7 +950,7 @@ def _delta_error(a: float, r: dict, nodes: np.ndarray, local: bool, st: _Search,
             vals[:, fi] += dz2
             vals[:, 4:] = ek[:, 4:] + dz2 @ D[4:].T
     except np.linalg.LinAlgError:
-        pass
+        why = "I - J is singular (the delta method has no solution)"
     se_ = vals.std(0, ddof=1) / math.sqrt(K) * (s.tq / _Z95)
     bias = (vals.mean(0) - mean) / (K - 1)
     err = np.sqrt(se_ ** 2 + bias ** 2)
@@ -958,7 +962,7 @@ def _delta_error(a: float, r: dict, nodes: np.ndarray, local: bool, st: _Search,
         dk = (dn[0] - dn[1]) / (2 * eps)
         deriv = ((up[0] - up[1]) / (2 * eps), dk.std(ddof=1) / math.sqrt(K))
     return _Level(r=r, local=local, z=z, J=J, lam_max=lam_max, mean=mean, err=err, deriv=deriv,
-                  rel=err[4] / abs(mean[4]))
+                  rel=err[4] / abs(mean[4]), why_unbounded=why if not np.all(np.isfinite(err)) else "")
 
 
 def _after_local(lv: _Level, st: _Search, s: _Setup) -> None:
@@ -1010,6 +1014,11 @@ def _classify(a: float, lv: _Level, st: _Search, s: _Setup) -> _Point | None:
     """The outcome of a verified fixed point (:class:`Outcome`), or None after choosing a finer
     rule (the search is updated). Raises :class:`AccuracyNotReached` where ``on_accuracy`` says so."""
     K, p, op, mean, err, rel = s.K, st.p, s.order_par, lv.mean, lv.err, lv.rel
+    if not np.all(np.isfinite(err)) and lv.lam_max < 1:
+        return st.done(Outcome.UNDECIDED, (
+            f"fixed point of the pooled rule ({K} scramblings of 2^{p}) whose quadrature error "
+            f"cannot be estimated: {lv.why_unbounded or 'a non-finite error'} (Jacobian eigenvalue "
+            f"{lv.lam_max:.3f} < 1)"), mean, np.full(6, np.nan), lv)
     if not np.all(np.isfinite(err)) or lv.lam_max >= 1:
         return st.done(Outcome.UNDECIDED, (
             f"fixed point of the pooled rule ({K} scramblings of 2^{p}) with a Jacobian eigenvalue "
