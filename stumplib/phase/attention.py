@@ -48,9 +48,33 @@ def attention_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float,
     (``n_test`` draws), the expectation over the orthogonal complement (``d - 3`` dimensions, where
     the residual is ``(S - T) z_perp``) is exact, ``sigma^2 (d - 3) |S - T|_F^2``.
 
+    Parameters
+    ----------
+    Q : torch.Tensor, shape ``(S, d, R)``
+        Student vectors: ``R`` runs for each of ``S`` seeds (``d >= 3``).
+    q_star : torch.Tensor, shape ``(S, d)``
+        The teacher direction ``Q*`` of each seed.
+    omega : float
+        Positional share of the teacher, in [0, 1].
+    sigma : float
+        Standard deviation of the token noise entries (> 0).
+    A : array_like, shape ``(2, 2)``
+        Row-stochastic positional matrix of the teacher (checked by :func:`.setting.check_A`).
+    n_test : int
+        Monte Carlo test samples per run (each run, i.e. each ``(seed, run)`` pair, gets its own
+        draws).
+    generator : torch.Generator
+        Source of the test tokens, on ``Q``'s device (the same seeded generator gives the same draws).
+    chunk : int, optional
+        Test samples drawn per batch (memory: ``S R chunk`` samples at once; default 4096). The
+        estimator is the same for any ``chunk``, but a different ``chunk`` draws other test tokens.
+
     Returns
     -------
-    mean, standard error : (S, R) each.
+    mean : torch.Tensor, shape ``(S, R)``
+        Monte Carlo mean of the per-sample test error ``|y_hat - y|^2 / (2 d)`` of each run.
+    se : torch.Tensor, shape ``(S, R)``
+        Its standard error, ``sqrt(var / n_test)`` over the ``n_test`` samples.
     """
     S_, d, R = Q.shape
     p1 = positional_encodings(d, device=Q.device, dtype=Q.dtype)[0]
@@ -91,29 +115,68 @@ def train_attention_gd(alphas: Sequence[float], d: int, *, seeds: Sequence[int] 
 
     Parameters
     ----------
-    alphas : sample ratios ``n / d`` (``n = round(alpha d)`` >= 1).
-    d : token dimension.
-    seeds : number of seeds (int) or a list of seed offsets; seed ``s`` draws its teacher and
-        samples from ``seed * 1000 + s``.
-    inits : subset of ``("semantic", "positional", "random")``.
-    lr, steps : step size and number of steps.
-    n_test : fresh test draws per run (Rao-Blackwellised, see :func:`attention_test_error`).
-    lam_linear : ridge of the linear baseline fitted on the same samples.
-    dtype : float64 by default; float32 is adequate on a GPU (losses ~1e-3, Grams of O(1) entries)
-        but is not the default.
-    checkpoints : steps (each in 1..steps) after which the test error (the same test draws as the
-        final one) and the gradient norm are also recorded, to see whether the runs still move.
+    alphas : sequence of float, length ``A``
+        Sample ratios ``n / d``, each in [0, 100] with ``n = round(alpha d) >= 1``; the run at
+        ``alpha`` uses the first ``n`` samples of its seed.
+    d : int
+        Token dimension, 4 to 1,000,000.
+    seeds : int or sequence of int, optional
+        Number of seeds ``S`` (int, 1 to 10000: offsets ``0, ..., S - 1``) or a list of seed offsets
+        (>= 0); seed ``s`` draws its teacher and samples from the generator seeded ``seed * 1000 + s``
+        (default 4).
+    inits : sequence of str, optional
+        The initialisations, length ``I``: a subset of ``("semantic", "positional", "random")``
+        (default the first two).
+    omega : float, optional
+        Positional share of the teacher, in [0, 1] (default 0.3).
+    sigma : float, optional
+        Standard deviation of the token noise entries, in (0, 100] (default 0.5).
+    lam : float, optional
+        Ridge penalty ``lambda`` of the objective, in [0, 1000] (default 0.01).
+    A : array_like, shape ``(2, 2)``, optional
+        Row-stochastic positional matrix of the teacher (default the paper's ``((0.6, 0.4), (0.4, 0.6))``).
+    lr : float, optional
+        Step size, in (0, 100] (default 0.15, the authors').
+    steps : int, optional
+        Number of gradient steps, 1 to 10,000,000 (default 5000).
+    n_test : int, optional
+        Fresh test draws per run (>= 10; default 20000), Rao-Blackwellised, see
+        :func:`attention_test_error`; drawn from the generator seeded ``seed * 1000 + 777``.
+    lam_linear : float, optional
+        Ridge of the linear baseline fitted on the same samples, in [0, 1000] (default 1e-4).
+    device : str or torch.device, optional
+        Where the runs are computed: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:K"`` or a
+        :class:`torch.device` (see :func:`stumplib.core.device.resolve_device`; default ``"cpu"``).
+    dtype : torch.dtype, optional
+        ``torch.float64`` (default) or ``torch.float32``; float32 is adequate on a GPU (losses ~1e-3,
+        Grams of O(1) entries) but is not the default.
+    seed : int, optional
+        The chapter's seed (>= 0; default 0): it selects the teachers and samples (above), the
+        ``"random"`` initial points (generator ``seed * 1000 + 999``) and the test draws.
+    check_every : int, optional
+        Steps between the checks that the objective and ``Q`` are finite (>= 1; default 250; the last
+        step is always checked).
+    progress : bool, optional
+        Show a tqdm progress bar over the steps (default True).
+    checkpoints : sequence of int, optional
+        Steps (each in 1..steps) after which the test error (the same test draws as the final one)
+        and the gradient norm are also recorded, to see whether the runs still move (default none).
 
     Returns
     -------
-    dict of numpy arrays with axes (seed, alpha, init): ``m``, ``theta_emp``, ``q_emp``,
-    ``test_error``, ``test_error_se``, ``train_loss`` (objective / d), ``grad_norm`` (final ``||grad L||``);
-    ``baseline_test_error`` (seed, alpha); ``alphas``, ``n`` (alpha,); ``d``; with ``checkpoints``,
-    ``checkpoints`` (C,) and ``test_error_at``, ``grad_norm_at`` (C, seed, alpha, init).
+    dict of str to numpy.ndarray
+        With axes (seed, alpha, init), shape ``(S, A, I)``: ``m``, ``theta_emp``, ``q_emp``,
+        ``test_error``, ``test_error_se``, ``train_loss`` (objective / d), ``grad_norm`` (final
+        ``||grad L||``); ``baseline_test_error`` ``(S, A)``; ``alphas``, ``n`` ``(A,)``; ``d`` (0-d);
+        with ``checkpoints``, ``checkpoints`` ``(C,)`` (sorted, duplicates removed) and
+        ``test_error_at``, ``grad_norm_at`` ``(C, S, A, I)``.
 
     Raises
     ------
-    ValueError for bad arguments; TrainingDiverged if the objective becomes non-finite.
+    ValueError
+        For bad arguments.
+    TrainingDiverged
+        If the objective or ``Q`` becomes non-finite (checked every ``check_every`` steps).
     """
     ns, seeds, inits, dev = _check_gd(alphas, d, seeds, inits, omega=omega, sigma=sigma, lam=lam,
                                       lam_linear=lam_linear, A=A, lr=lr, steps=steps, n_test=n_test,

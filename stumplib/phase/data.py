@@ -18,7 +18,22 @@ __all__ = ["positional_encodings", "sample_teacher", "sample_tokens", "teacher_m
 
 
 def positional_encodings(d: int, *, device: Any = "cpu", dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """``P`` of shape (2, d): rows ``p_1 = (1, ..., 1) / sqrt(d)`` and ``p_2 = -p_1`` (unit norm)."""
+    """``P`` of shape (2, d): rows ``p_1 = (1, ..., 1) / sqrt(d)`` and ``p_2 = -p_1`` (unit norm).
+
+    Parameters
+    ----------
+    d : int
+        Token dimension (>= 2).
+    device : str or torch.device, optional
+        Where the tensor is allocated (default ``"cpu"``).
+    dtype : torch.dtype, optional
+        Floating type of the result (default float64).
+
+    Returns
+    -------
+    torch.Tensor, shape ``(2, d)``
+        The positional encodings ``p_1`` (row 0) and ``p_2 = -p_1`` (row 1).
+    """
     d = check_int("d", d, minimum=2)
     p = torch.full((d,), d ** -0.5, device=device, dtype=dtype)
     return torch.stack([p, -p])
@@ -26,14 +41,53 @@ def positional_encodings(d: int, *, device: Any = "cpu", dtype: torch.dtype = to
 
 def sample_teacher(d: int, *, generator: torch.Generator, device: Any = "cpu",
                    dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """Teacher direction ``Q* ~ N(0, I_d)``, shape (d,)."""
+    """Teacher direction ``Q* ~ N(0, I_d)``, shape (d,).
+
+    Parameters
+    ----------
+    d : int
+        Token dimension (>= 2).
+    generator : torch.Generator
+        Source of the draw (on ``device``).
+    device : str or torch.device, optional
+        Where the tensor is allocated (default ``"cpu"``).
+    dtype : torch.dtype, optional
+        Floating type of the result (default float64).
+
+    Returns
+    -------
+    torch.Tensor, shape ``(d,)``
+        ``Q*``, independent standard normal entries (norm about ``sqrt(d)``).
+    """
     d = check_int("d", d, minimum=2)
     return torch.randn(d, generator=generator, device=device, dtype=dtype)
 
 
 def sample_tokens(n: int, d: int, *, sigma: float = 0.5, generator: torch.Generator,
                   device: Any = "cpu", dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """Token noises ``z`` of shape (n, 2, d), entries ``N(0, sigma^2)``."""
+    """Token noises ``z`` of shape (n, 2, d), entries ``N(0, sigma^2)``.
+
+    Parameters
+    ----------
+    n : int
+        Number of samples (>= 1).
+    d : int
+        Token dimension (>= 2).
+    sigma : float, optional
+        Standard deviation of each noise entry, in (0, 100] (default 0.5).
+    generator : torch.Generator
+        Source of the draws (on ``device``).
+    device : str or torch.device, optional
+        Where the tensor is allocated (default ``"cpu"``).
+    dtype : torch.dtype, optional
+        Floating type of the result (default float64).
+
+    Returns
+    -------
+    torch.Tensor, shape ``(n, 2, d)``
+        The noises ``z_l`` of the two tokens of each sample (positions not added: ``x = z + P``,
+        :func:`positional_encodings`).
+    """
     n = check_int("n", n, minimum=1)
     d = check_int("d", d, minimum=2)
     sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
@@ -41,7 +95,18 @@ def sample_tokens(n: int, d: int, *, sigma: float = 0.5, generator: torch.Genera
 
 
 def softmax_rows(h: torch.Tensor) -> torch.Tensor:
-    """Row-wise softmax of the 2x2 score matrices ``h h^T``; ``h`` (..., 2) -> (..., 2, 2)."""
+    """Row-wise softmax of the 2x2 score matrices ``h h^T``; ``h`` (..., 2) -> (..., 2, 2).
+
+    Parameters
+    ----------
+    h : torch.Tensor, shape ``(..., 2)``
+        Scores ``h_l`` of the two tokens (e.g. ``h_l = x_l . Q / sqrt(d)``), any batch shape.
+
+    Returns
+    -------
+    torch.Tensor, shape ``(..., 2, 2)``
+        Attention matrices: entry ``(l, k)`` is ``exp(h_l h_k) / sum_k' exp(h_l h_k')`` (rows sum to one).
+    """
     return torch.softmax(h[..., :, None] * h[..., None, :], dim=-1)
 
 

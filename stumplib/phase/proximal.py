@@ -28,13 +28,28 @@ def prox_objective_and_derivatives(x: np.ndarray, center: np.ndarray, t: np.ndar
 
     Parameters
     ----------
-    x, center, t : (..., 2) arrays (broadcastable).
-    V : (...) array (> 0).
-    order : 0 (value), 1 (value, gradient) or 2 (value, gradient, Hessian).
+    x : numpy.ndarray, shape ``(..., 2)``
+        Points at which ``G`` is evaluated (student pre-activations of the two tokens).
+    center : numpy.ndarray, shape ``(..., 2)``
+        Centres of the quadratic term (broadcast with ``x``).
+    t : numpy.ndarray, shape ``(..., 2)``
+        Targets ``t_l`` in [0, 1]: the teacher attention's first-column entries (row ``l``'s weight
+        on token 1), compared with the student's ``s_l(x) = sigmoid(x_l (x_1 - x_2))``.
+    V : numpy.ndarray, shape ``(...)``
+        Variances of the quadratic term (> 0; not checked here).
+    sigma : float
+        Standard deviation of the token noise entries; the loss term is weighted by ``sigma^2``.
+    order : int, optional
+        0 (value), 1 (value, gradient) or 2 (value, gradient, Hessian; default).
 
     Returns
     -------
-    G : (...); grad : (..., 2); hess : (..., 2, 2) (as requested by ``order``).
+    G : numpy.ndarray, shape ``(...)``
+        The value (alone for ``order=0``).
+    grad : numpy.ndarray, shape ``(..., 2)``
+        The gradient in ``x`` (for ``order >= 1``).
+    hess : numpy.ndarray, shape ``(..., 2, 2)``
+        The Hessian in ``x`` (for ``order=2``).
     """
     x1, x2 = x[..., 0], x[..., 1]
     d = x1 - x2
@@ -191,21 +206,53 @@ def proximal(center: np.ndarray, t: np.ndarray, V: Any, sigma: float = 0.5, *,
 
     Parameters
     ----------
-    center, t : (..., 2) arrays.
-    V : scalar or (...) array, > 0.
-    extra_starts : further (..., 2) starting points (e.g. the previous iterate's solution).
-    match_starts : also start from the two points ``+-x_t`` where the student's attention equals the
-        teacher's (``s_l(x) = t_l``; they exist when ``t_1 >= t_2``, otherwise the origin is used):
-        the loss term has its two symmetric minima there.
-    tol : stopping rule ``|grad G| <= tol (1 + 1/V)``.
-    default_starts : include the centre and the origin (``False``: only ``extra_starts``, used by
-        the solver between full restarts).
-    return_all : also return the per-start minimisers and values.
+    center : array_like, shape ``(..., 2)``
+        Centres of the quadratic term (finite).
+    t : array_like, shape ``(..., 2)``
+        Targets ``t_l`` in [0, 1]: the teacher attention's first-column entries (finite; broadcast
+        with ``center``).
+    V : float or array_like, shape ``(...)``
+        Variances of the quadratic term (finite, > 0).
+    sigma : float, optional
+        Standard deviation of the token noise entries (> 0; default 0.5); the loss term is weighted
+        by ``sigma^2``.
+    extra_starts : sequence of array_like, each of shape ``(..., 2)``, optional
+        Further starting points (e.g. the previous iterate's solution).
+    match_starts : bool, optional
+        Also start from the two points ``+-x_t`` where the student's attention equals the teacher's
+        (``s_l(x) = t_l``; they exist when ``t_1 >= t_2``, otherwise the origin is used): the loss
+        term has its two symmetric minima there (default True).
+    tol : float, optional
+        Stopping rule of each Newton run, ``|grad G| <= tol (1 + 1/V)`` (default 1e-10).
+    max_iter : int, optional
+        Newton iterations per start (default 100); a run still above ``tol`` then stops where it is
+        (its ``gnorm`` shows it).
+    return_all : bool, optional
+        Also return the per-start minimisers and values (default False).
+    default_starts : bool, optional
+        Include the centre and the origin (default True; ``False``: only the matching points and
+        ``extra_starts``, used by the solver between full restarts).
 
     Returns
     -------
-    x : (..., 2) minimiser; G : (...) value; gnorm : (...) gradient norm at ``x``;
-    and, with ``return_all``, xs (S, ..., 2) and Gs (S, ...).
+    x : numpy.ndarray, shape ``(..., 2)``
+        The minimiser: the end point of the start with the lowest ``G`` (``...`` is the broadcast
+        shape of the inputs).
+    G : numpy.ndarray, shape ``(...)``
+        Its value.
+    gnorm : numpy.ndarray, shape ``(...)``
+        The gradient norm ``|grad G|`` at ``x``.
+    xs : numpy.ndarray, shape ``(S, ..., 2)``
+        With ``return_all``: the end point of each of the ``S`` starts, in the order centre, origin
+        (with ``default_starts``), ``+x_t``, ``-x_t`` (with ``match_starts``), ``extra_starts``.
+    Gs : numpy.ndarray, shape ``(S, ...)``
+        With ``return_all``: their values.
+
+    Raises
+    ------
+    ValueError
+        For non-finite or misshaped ``center``, ``t``, a ``V`` that is not finite and positive, a bad
+        ``sigma``, or no start at all.
     """
     center = np.asarray(center, dtype=np.float64)
     t = np.asarray(t, dtype=np.float64)
@@ -247,11 +294,20 @@ def proximal_bfgs(center: np.ndarray, t: np.ndarray, V: float, sigma: float = 0.
 
     Parameters
     ----------
-    center, t : (P, 2) arrays. V : scalar > 0.
+    center : array_like, shape ``(P, 2)``
+        Centres of the quadratic term (any ``(..., 2)`` is flattened to ``(P, 2)``).
+    t : array_like, shape ``(P, 2)``
+        Targets ``t_l`` in [0, 1]: the teacher attention's first-column entries (flattened likewise).
+    V : float
+        Variance of the quadratic term (> 0), one for all ``P`` problems.
+    sigma : float, optional
+        Standard deviation of the token noise entries (default 0.5); the attention terms are
+        weighted by ``sigma^2``.
 
     Returns
     -------
-    x : (P, 2) the minimisers BFGS stops at (its default gradient tolerance, 1e-5).
+    x : numpy.ndarray, shape ``(P, 2)``
+        The minimisers BFGS stops at (its default gradient tolerance, 1e-5).
     """
     from scipy.optimize import minimize
     center = np.asarray(center, dtype=np.float64).reshape(-1, 2)

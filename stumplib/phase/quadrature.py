@@ -119,9 +119,31 @@ def stroud_secrest_4d() -> tuple[np.ndarray, np.ndarray]:
 def quadrature_4d(rule: str = "gauss-hermite", n_nodes: int = 10) -> tuple[np.ndarray, np.ndarray]:
     """The four-dimensional Gaussian rule used by the state evolution.
 
-    ``rule="gauss-hermite"``: :func:`gauss_hermite_4d` with ``n_nodes`` nodes per axis (4 to 30).
+    ``rule="gauss-hermite"``: :func:`gauss_hermite_4d` with ``n_nodes`` nodes per axis (2 to 60 here;
+    the entry points allow 4 to 30, :func:`check_n_nodes`).
     ``rule="sobol"``: :func:`sobol_normal_4d` with ``2**n_nodes`` points (``n_nodes`` 8 to 20), seed 0.
     ``rule="stroud"``: :func:`stroud_secrest_4d` (144 nodes; ``n_nodes`` ignored).
+
+    Parameters
+    ----------
+    rule : str, optional
+        One of :data:`RULES`: ``"gauss-hermite"`` (default), ``"sobol"`` or ``"stroud"``.
+    n_nodes : int, optional
+        The rule's size: nodes per axis for ``"gauss-hermite"`` (default 10), the base-2 logarithm
+        of the number of points for ``"sobol"``; ignored by ``"stroud"``.
+
+    Returns
+    -------
+    nodes : numpy.ndarray, shape ``(K, 4)``
+        Standard normal nodes, columns ``xi_1, xi_2, Y_1, Y_2`` (read-only; ``K`` at most
+        ``n_nodes**4`` after pruning, ``2**n_nodes`` or 144).
+    weights : numpy.ndarray, shape ``(K,)``
+        Positive weights summing to one (read-only).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``rule`` or an ``n_nodes`` out of its range.
     """
     rule = check_choice("rule", rule, RULES)
     if rule == "gauss-hermite":

@@ -91,23 +91,61 @@ def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, s
 
     Parameters
     ----------
-    alpha, q, m, V, theta : arrays of shape (A,) (broadcast together).
-    warm : optional (A, K, 2) proximal solutions used as an extra start.
-    restart : also start from the centre and the origin (if ``False``, only from ``warm``).
-    rule, n_nodes : the Gaussian quadrature, see :func:`quadrature_4d`.
-    nodes, weights : an explicit rule instead, (K, 4) and (K,), or one rule per row, (A, K, 4) and
-        (A, K) (e.g. independent scramblings).
-    match_starts : also start the proximal problems from the two matching points (with ``restart``).
-    with_test_error : also return the test error at the input overlaps (with the same rule).
-    minimiser : ``"newton"`` (:func:`proximal`, the global minimiser over its starts) or ``"bfgs"``
+    alpha : float or array_like, shape ``(A,)``
+        Sample ratios ``n / d`` (> 0).
+    q, m, V, theta : float or array_like, shape ``(A,)``
+        The overlaps in the published normalisation (``q > 0``, ``V > 0``, ``theta^2 <= sigma^2 q``);
+        all five inputs are broadcast together to ``(A,)``.
+    omega : float
+        Positional share of the teacher, in [0, 1] (not checked here).
+    sigma : float, optional
+        Standard deviation of the token noise entries (> 0; default 0.5); ``rho = sigma^2``.
+    lam : float, optional
+        Ridge penalty ``lambda`` (default 0.01).
+    A : array_like, shape ``(2, 2)``, optional
+        Row-stochastic positional matrix of the teacher (default the paper's).
+    n_nodes : int, optional
+        Size of the rule ``rule``, see :func:`quadrature_4d` (default 10).
+    warm : numpy.ndarray, shape ``(A, K, 2)``, optional
+        Proximal solutions (e.g. the previous update's ``prox``) used as an extra start.
+    tol : float, optional
+        Stopping rule of the proximal Newton runs, ``|grad G| <= tol (1 + 1/V)`` (default 1e-10).
+    restart : bool, optional
+        Also start from the centre and the origin (default True; ``False`` with a ``warm``: only
+        from ``warm``).
+    rule : str, optional
+        The Gaussian quadrature, see :func:`quadrature_4d` (default ``"gauss-hermite"``).
+    nodes : numpy.ndarray, shape ``(K, 4)`` or ``(A, K, 4)``, optional
+        An explicit rule instead of ``rule, n_nodes``: standard normal nodes ``(xi_1, xi_2, Y_1, Y_2)``,
+        one rule for all rows or one per row (e.g. independent scramblings).
+    weights : numpy.ndarray, shape ``(K,)`` or ``(A, K)``, optional
+        The weights of ``nodes`` (each rule's summing to one); required with ``nodes``.
+    match_starts : bool, optional
+        Also start the proximal problems from the two matching points (with ``restart`` or without
+        ``warm``; default True).
+    with_test_error : bool, optional
+        Also return the test error at the input overlaps (with the same rule; default True).
+    minimiser : str, optional
+        ``"newton"`` (default; :func:`proximal`, the global minimiser over its starts) or ``"bfgs"``
         (:func:`proximal_bfgs`, the authors' minimiser, one node at a time: slow; ``warm``,
-        ``restart`` and ``match_starts`` are then ignored).
+        ``restart``, ``match_starts`` and ``tol`` are then ignored).
 
     Returns
     -------
-    dict with the new ``q, m, V, theta`` (A,), the conjugates ``q_hat, m_hat, V_hat, theta_hat``,
-    ``prox`` (A, K, 2) solutions, ``gnorm`` (largest proximal gradient norm), ``train_loss`` and
-    ``test_error`` evaluated at the *input* overlaps.
+    dict
+        ``q, m, V, theta``: the new overlaps, ``(A,)``; ``q_hat, m_hat, V_hat, theta_hat``: the
+        conjugates, ``(A,)``; ``prox``: the proximal solutions, ``(A, K, 2)``; ``gnorm``: the largest
+        proximal gradient norm (float; 0 with ``"bfgs"``); ``train_loss``: ``alpha E[ell(prox)] +
+        lambda q / (2 sigma^2)``, ``(A,)``, and ``test_error``: ``(A,)`` or ``None`` without
+        ``with_test_error``, both at the *input* overlaps.
+
+    Raises
+    ------
+    ValueError
+        For a bad ``A`` or ``minimiser``.
+    StateEvolutionError
+        If the input overlaps violate ``theta^2 <= sigma^2 q`` or the update gives
+        ``lambda + V_hat sigma^2 <= 0`` (the iteration left the admissible region).
     """
     A_ = check_A(A)
     minimiser = check_choice("minimiser", minimiser, ("newton", "bfgs"))
@@ -173,9 +211,33 @@ def test_error_from_overlaps(q: Any, m: Any, theta: Any, *, omega: float, sigma:
     Student pre-activations ``h = sqrt(q) xi + (m, -m)``, teacher ``u = V* Y + theta xi / sqrt(q)``
     with ``V* = sqrt(sigma^2 - theta^2 / q)``; ``q, m, theta`` in the published normalisation.
 
+    Parameters
+    ----------
+    q : float or array_like, shape ``(A,)``
+        Student self-overlap ``sigma^2 |Q|^2 / d`` (finite, > 0).
+    m : float or array_like, shape ``(A,)``
+        Positional overlap ``p_1 . Q / sqrt(d)``.
+    theta : float or array_like, shape ``(A,)``
+        Semantic overlap ``sigma^2 Q* . Q / d``, with ``theta^2 <= sigma^2 q``; the three overlaps are
+        broadcast together.
+    omega : float
+        Positional share of the teacher, in [0, 1].
+    sigma : float, optional
+        Standard deviation of the token noise entries (> 0; default 0.5).
+    A : array_like, shape ``(2, 2)``, optional
+        Row-stochastic positional matrix of the teacher (default the paper's).
+    n_nodes : int, optional
+        Gauss-Hermite nodes per axis of the 4-D tensor rule (2 to 60; default 12).
+
     Returns
     -------
-    (A,) array (broadcast of the inputs).
+    numpy.ndarray, shape ``(A,)``
+        The test error at each overlap triple (the broadcast shape of the inputs, at least 1-D).
+
+    Raises
+    ------
+    ValueError
+        For bad arguments (named).
     """
     sigma = check_real("sigma", sigma, low=0.0, low_open=True)
     omega = check_real("omega", omega, low=0.0, high=1.0)
@@ -427,21 +489,46 @@ def theta_profile(alpha: float, thetas: Any, *, omega: float, sigma: float = 0.5
 
     Parameters
     ----------
-    alpha : sample ratio (> 0).
-    thetas : 1-D grid of semantic overlaps, each in ``(0, sigma^2)``; all solved at once.
-    rule, n_nodes : quadrature, see :func:`quadrature_4d`.
-    tol : inner convergence, relative change of the damped ``q`` and ``V`` per update.
+    alpha : float
+        Sample ratio ``n / d`` (> 0, at most 1000; a single number).
+    thetas : array_like, shape ``(T,)``
+        Grid of semantic overlaps (published normalisation), each in ``(0, sigma^2)``; all solved at
+        once.
+    omega : float
+        Positional share of the teacher, in [0, 1].
+    sigma : float, optional
+        Standard deviation of the token noise entries, in (0, 100] (default 0.5).
+    lam : float, optional
+        Ridge penalty ``lambda``, in (0, 1000] (default 0.01).
+    A : array_like, shape ``(2, 2)``, optional
+        Row-stochastic positional matrix of the teacher; must be swap-symmetric (default the
+        paper's).
+    rule : str, optional
+        Quadrature, see :func:`quadrature_4d` (default ``"gauss-hermite"``).
+    n_nodes : int, optional
+        Its size: Gauss-Hermite nodes per axis (4 to 30; default 10) or, for ``"sobol"``, the base-2
+        logarithm of the number of points (8 to 20).
+    tol : float, optional
+        Inner convergence: the damped step of ``q`` and ``V``, relative, below ``tol`` for every
+        ``theta`` (in (0, 0.01]; default 1e-4).
+    max_iter : int, optional
+        Cap on the inner updates (>= 1; default 300).
 
     Returns
     -------
-    dict of (T,) arrays ``theta, F_theta, residual, q, V, test_error, train_loss`` (train loss from
-    the last update's proximal solutions, test error at ``(q, 0, theta)``) and the scalar ``root``:
-    the first sign change of ``residual`` from positive to negative along the grid, linearly
-    interpolated (NaN if none: then no stable semantic fixed point lies inside the grid).
+    dict
+        ``(T,)`` arrays ``theta, F_theta, residual, q, V, test_error, train_loss`` (train loss from
+        the last update's proximal solutions, test error at ``(q, 0, theta)``) and the float ``root``:
+        the first sign change of ``residual`` from positive to negative along the grid, linearly
+        interpolated (NaN if there is none: then no stable semantic fixed point lies inside the
+        grid; NaN also for a single ``theta``).
 
     Raises
     ------
-    ValueError for bad arguments; StateEvolutionError if the inner iteration does not converge.
+    ValueError
+        For bad arguments.
+    StateEvolutionError
+        If the inner iteration does not converge within ``max_iter`` updates.
     """
     alphas, scalar = check_alphas(alpha)
     if not scalar:

@@ -28,7 +28,24 @@ class StateEvolutionError(RuntimeError):
 # inputs
 # ----------------------------------------------------------------------------------------------
 def check_A(A: Any) -> np.ndarray:
-    """Validate the 2x2 positional mixing matrix (finite, rows summing to one, entries in [0, 1])."""
+    """Validate the 2x2 positional mixing matrix (finite, rows summing to one, entries in [0, 1]).
+
+    Parameters
+    ----------
+    A : array_like, shape ``(2, 2)``
+        The teacher's positional attention matrix: finite entries in [0, 1], each row summing to
+        one (within 1e-12).
+
+    Returns
+    -------
+    numpy.ndarray, shape ``(2, 2)``
+        ``A`` as a float64 array.
+
+    Raises
+    ------
+    ValueError
+        If ``A`` is not a finite row-stochastic 2x2 matrix.
+    """
     try:
         arr = np.asarray(A, dtype=np.float64)
     except (TypeError, ValueError):
@@ -142,7 +159,14 @@ class MappingResult(Mapping):
         return tuple(f.name for f in fields(cls))
 
     def first(self):
-        """The same result with every field's entry 0 (the scalar result of a scalar ``alpha``)."""
+        """The same result with every field's entry 0 (the scalar result of a scalar ``alpha``).
+
+        Returns
+        -------
+        MappingResult
+            A new instance of the same class: each array field replaced by its entry 0 along the first
+            axis (a scalar for an ``(A,)`` field), the other fields unchanged.
+        """
         return type(self)(**{k: (v[0] if isinstance(v, np.ndarray) else v) for k, v in self.items()})
 
 
@@ -152,11 +176,18 @@ def teacher_rows(u: np.ndarray, omega: float, A: np.ndarray) -> np.ndarray:
 
     Parameters
     ----------
-    u : (..., 2) teacher pre-activations.
+    u : numpy.ndarray, shape ``(..., 2)``
+        Teacher pre-activations ``u_l`` of the two tokens (the scores ``h*_l``).
+    omega : float
+        Positional share of the teacher, in [0, 1].
+    A : numpy.ndarray, shape ``(2, 2)``
+        Row-stochastic positional matrix of the teacher, already validated (:func:`check_A`).
 
     Returns
     -------
-    t : (..., 2), ``t_l = (1 - omega) sigmoid(u_l (u_1 - u_2)) + omega A[l, 0]``.
+    t : numpy.ndarray, shape ``(..., 2)``
+        ``t_l = (1 - omega) sigmoid(u_l (u_1 - u_2)) + omega A[l, 0]``, in [0, 1]; row ``l`` of the
+        teacher matrix is ``(t_l, 1 - t_l)``.
     """
     du = u[..., 0] - u[..., 1]
     sem = expit(u * du[..., None])

@@ -1,6 +1,6 @@
 """Accuracy-controlled state evolution: :func:`state_evolution`.
 
-The Gaussian averages of the state evolution (:mod:`.se`) are computed with a randomised quasi-Monte
+The Gaussian averages of the state evolution (:mod:`.replica`) are computed with a randomised quasi-Monte
 Carlo rule: ``K`` independent scramblings of a Sobol sequence of ``2**p`` points each, mapped to four
 standard normals. The ``K`` scramblings are pooled into one rule of ``K 2**p`` points and the fixed
 point of the pooled rule is solved once. Its quadrature error comes from the delta method: at the
@@ -23,13 +23,13 @@ minimiser (the map is then smooth). A point is accepted only after an update who
 were searched for their global minimisers from several starts meets the tolerance; iteration
 resumes if that update differs (after a small difference, one Newton step and the global update
 again). The multi-start search uses the centre, the current minimiser and
-the default starts (origin, matching points, see :func:`.se.proximal`) on nodes met for the first
+the default starts (origin, matching points, see :func:`.proximal.proximal`) on nodes met for the first
 time; on the other nodes the minimisers that those default starts reached at the last multi-start
 (nearby overlaps) are followed instead of starting again, and the centre is started afresh. Between
 multi-starts every update also follows those tracked minimisers (and the centre's) at the few nodes
 where they lie in another basin than the current minimiser (0.2% of the nodes at alpha = 1), so the
 followed map switches basins where the global one does. Large rules are split by whole scramblings
-over the cores (:func:`.se.num_threads`, ``STUMPLIB_THREADS``; the result does not depend on the
+over the cores (:func:`.parallel.num_threads`, ``STUMPLIB_THREADS``; the result does not depend on the
 split). Points of a sweep in ``alpha`` are solved by continuation: the start is the quadratic through the
 last three fixed points when they share the rule, else an Euler-Newton predictor from the last one
 (the integrands do not depend on ``alpha``, so the update at the new ``alpha`` from the last point's
@@ -72,7 +72,7 @@ scramblings). Its value is returned;
 ``unstable`` a value above +1 (the damped iteration ``z <- eta z + (1 - eta) F(z)`` leaves it for
 every damping ``eta``; a value below -1 is an oscillation that damping removes).
 
-The code, top down: :func:`state_evolution` validates (:func:`.se.check_model`) and walks the sweep,
+The code, top down: :func:`state_evolution` validates (:func:`.setting.check_model`) and walks the sweep,
 carrying a :class:`_Sweep` (the last points, Jacobian, minimisers and level) from one ``alpha`` to
 the next; :func:`_solve_point` runs one ``alpha``'s :class:`_Search` over levels: the pooled rule's
 fixed point (:func:`_pooled_solve`, :func:`_solve_pooled` with its :class:`_QuasiNewton` state), its
@@ -133,10 +133,21 @@ def _sobol_normal(log2_points: int, seed: int) -> np.ndarray:
 def scrambled_rules(log2_points: int, n_scramblings: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``K`` independent scramblings of a Sobol rule of ``2**log2_points`` points.
 
+    Parameters
+    ----------
+    log2_points : int
+        Base-2 logarithm of the number of points ``N`` of each scrambling (6 to 20).
+    n_scramblings : int
+        Number ``K`` of independent scramblings (2 to 64).
+    seed : int, optional
+        The family of scramblings (>= 0; default 0): scrambling ``k`` uses the seed ``1000 * seed + k``.
+
     Returns
     -------
-    nodes : (K, N, 4); weights : (K, N), each row summing to one. Scrambling ``k`` uses the seed
-    ``1000 * seed + k`` (so ``seed`` selects a family of independent scramblings).
+    nodes : numpy.ndarray, shape ``(K, N, 4)``
+        Standard normal nodes ``(xi_1, xi_2, Y_1, Y_2)`` of each scrambling, ``N = 2**log2_points``.
+    weights : numpy.ndarray, shape ``(K, N)``
+        Equal weights ``1 / N``, each row summing to one.
     """
     log2_points = check_int("log2_points", log2_points, minimum=6, maximum=20)
     n_scramblings = check_int("n_scramblings", n_scramblings, minimum=2, maximum=64)
@@ -277,7 +288,7 @@ def _evaluate(alpha: float, Z: np.ndarray, nodes: np.ndarray, K: int, kw: dict, 
     Proximal problems start from ``warm`` (K N, 2) where ``known`` (K N,) is true, and from every
     default start (centre, origin, matching points) elsewhere and everywhere when ``restart``.
     Large rules are split by whole scramblings (rows on their own nodes: by rows) over
-    :func:`.se.num_threads` threads (each node's work is its own, so the result does not depend on
+    :func:`.parallel.num_threads` threads (each node's work is its own, so the result does not depend on
     the split).
 
     Returns dict: ``pooled`` (R, 6) and ``per`` (R, K, 6) values of the update ``(q, m, V, theta)``
@@ -687,7 +698,22 @@ class StateEvolutionResult(MappingResult):
 
     @classmethod
     def empty(cls, alphas: np.ndarray, K: int) -> "StateEvolutionResult":
-        """Arrays for ``alphas``, every point not yet solved (NaN values, no outcome)."""
+        """Arrays for ``alphas``, every point not yet solved (NaN values, no outcome).
+
+        Parameters
+        ----------
+        alphas : numpy.ndarray, shape ``(A,)``
+            The sample ratios of the sweep (stored as the ``alpha`` field).
+        K : int
+            Number of scramblings (stored in every entry of ``n_scramblings``).
+
+        Returns
+        -------
+        StateEvolutionResult
+            ``(A,)`` arrays: NaN overlaps, losses, errors, suppressed derivatives and Jacobian
+            eigenvalues; ``outcome`` and ``reason`` object arrays of ``None``; ``log2_points`` and
+            ``n_updates`` zero; ``unstable`` and ``unstable_undamped`` False; ``seconds`` zero.
+        """
         nA = alphas.size
         nan = {k: np.full(nA, np.nan) for k in OUTPUT_KEYS}
         nan.update({f"{k}_err": np.full(nA, np.nan) for k in OUTPUT_KEYS})

@@ -270,7 +270,7 @@ def accurate_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float
 def theory_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
                   A: Any = ((0.6, 0.4), (0.4, 0.6)), n_nodes: int = 10, rule: str = "gauss-hermite"
                   ) -> dict[str, np.ndarray]:
-    """Both branches of the state evolution with a fixed rule (:func:`.se.solve_fixed_rule`) on a
+    """Both branches of the state evolution with a fixed rule (:func:`.replica.solve_fixed_rule`) on a
     grid of alpha and the linear baseline (no error estimate: see :func:`accurate_curves`).
 
     Parameters
@@ -284,7 +284,7 @@ def theory_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float =
     n_nodes : int
         Nodes of the rule (per axis).
     rule : str
-        The fixed rule (:func:`.se.solve_fixed_rule`).
+        The fixed rule (:func:`.replica.solve_fixed_rule`).
 
     Returns
     -------
@@ -357,8 +357,8 @@ def replay_authors(alphas: Any, branch: str, *, start: Mapping[str, float] | Non
     """The authors' state-evolution procedure, stopped where they stopped it.
 
     Per ``alpha`` (all at once, each from the same ``start``): the 144-node Stroud-Secrest product
-    rule (:func:`.se.stroud_secrest_4d`); each node's proximal problem solved for its global
-    minimiser (:func:`.se.se_update`'s multi-start search: the authors' BFGS from the origin reaches
+    rule (:func:`.quadrature.stroud_secrest_4d`); each node's proximal problem solved for its global
+    minimiser (:func:`.replica.se_update`'s multi-start search: the authors' BFGS from the origin reaches
     the global minimiser at every node where a local Newton method from the origin may stop in
     another basin, see ``tests/test_phase.py``); the update ``z <- damping z + (1 - damping) F(z)`` on ``z = (q, m, V,
     theta)``; stop at the first iterate whose undamped change ``|F(z) - z|`` is below ``tol``
@@ -374,7 +374,7 @@ def replay_authors(alphas: Any, branch: str, *, start: Mapping[str, float] | Non
     damping : weight of the old iterate, in [0, 1).
     tol : stopping threshold (> 0).
     max_iter : iteration cap (>= 1).
-    omega, sigma, lam, A : the model, as in :func:`.se.solve_fixed_rule`.
+    omega, sigma, lam, A : the model, as in :func:`.replica.solve_fixed_rule`.
 
     Returns
     -------
@@ -426,11 +426,11 @@ def published_curves(ref_dir: Path, *, alpha_min: float = 0.3, cache: bool = Fal
     -Phi) and two replays of the authors' rule at the same alphas.
 
     ``{br}_replay_*``: the exact fixed points of the 144-node Stroud-Secrest product rule
-    (:func:`.se.solve_fixed_rule` with ``rule="stroud"``); ``{br}_stopped_*``: their procedure stopped
+    (:func:`.replica.solve_fixed_rule` with ``rule="stroud"``); ``{br}_stopped_*``: their procedure stopped
     by their rule (:func:`replay_authors`); ``{br}_resid_{k}``: the undamped change ``F(z) - z`` of
     ``k`` in ``q, m, theta`` that the 144-node rule (global proximal minimisers) gives at the
     published point ``z``, which the authors' stopping rule compares with 1e-4; ``{br}_bfgs_resid_{k}``:
-    the same with the authors' minimiser (:func:`.se.proximal_bfgs`; about 5 s a branch).
+    the same with the authors' minimiser (:func:`.proximal.proximal_bfgs`; about 5 s a branch).
 
     Parameters
     ----------
@@ -729,21 +729,21 @@ def tail_rows(tail: Mapping[str, np.ndarray]) -> list[dict]:
 
 def window_profiles(alpha: float, thetas: Any, rules: Any, *, omega: float, sigma: float, lam: float,
                     tol: float | None = None, cache: bool = True) -> list[dict[str, np.ndarray]]:
-    """:func:`.se.theta_profile` at ``alpha`` along ``thetas`` for each rule.
+    """:func:`.replica.theta_profile` at ``alpha`` along ``thetas`` for each rule.
 
     Parameters
     ----------
     alpha : sample ratio.
     thetas : the grid of semantic overlaps, shape ``(T,)``.
-    rules : ``(label, rule, size)`` per rule (:func:`.se.quadrature_4d`'s ``rule`` and ``n_nodes``).
+    rules : ``(label, rule, size)`` per rule (:func:`.quadrature.quadrature_4d`'s ``rule`` and ``n_nodes``).
     omega, sigma, lam : the model.
-    tol : inner tolerance of :func:`.se.theta_profile` (``None``: its default).
+    tol : inner tolerance of :func:`.replica.theta_profile` (``None``: its default).
     cache : keep the result with :func:`stumplib.core.cache.cached` (no log).
 
     Returns
     -------
     list of dict
-        One per rule, in the order of ``rules``: the arrays of :func:`.se.theta_profile`
+        One per rule, in the order of ``rules``: the arrays of :func:`.replica.theta_profile`
         (``theta``, ``F_theta``, ``residual``, ``q``, ``V``, ``test_error`` and ``train_loss``,
         each of shape ``(T,)``, and ``root``, 0-d).
     """
