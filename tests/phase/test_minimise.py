@@ -254,7 +254,7 @@ def test_gd_gap_leaves_out_seeds_without_a_finite_error_and_counts_them():
 def test_stability_by_dynamics_leaves_out_runs_that_did_not_converge(monkeypatch):
     """A run reported as not converged is left out of the medians and counted."""
     import stumplib.phase.minimise as mi
-    from stumplib.phase.se import solve_fixed_rule
+    from stumplib.phase.replica import solve_fixed_rule
 
     fp = solve_fixed_rule(1.5, omega=0.3, branch="semantic", n_nodes=6)
     pt = dict(omega=0.3, alpha=1.5, theta=float(fp["theta"]), q=float(fp["q"]), derivative=-1.6)
