@@ -97,6 +97,10 @@ def features(y: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     -------
     torch.Tensor, shape ``(..., 4)``, dtype of ``y``.
     """
+    if not torch.is_tensor(y) or y.ndim < 1 or y.shape[-1] < 1:
+        raise ValueError("y must be a torch tensor of labels of shape (..., N) with N >= 1")
+    if mask is not None and (not torch.is_tensor(mask) or mask.shape != y.shape or mask.dtype != torch.bool):
+        raise ValueError(f"mask must be a bool tensor of shape {tuple(y.shape)}")
     if mask is None:
         n1 = y.sum(-1)
         N = torch.full_like(n1, y.shape[-1])
