@@ -237,7 +237,7 @@ def two_head_profiles(PROF2, N_show, names):
     ax.set_xlabel(r"expected positives $N(1-\tau)$")
     ax.set_ylabel(r"MSE $\times N^2$")
     ax.set_title("upper end (line width grows with N)", fontsize=10)
-    ax.legend(fontsize=9, ncol=2)
+    ax.legend(fontsize=9, loc="upper right")
     style.label_panels(axes)
     plt.close(fig)
     return fig
@@ -247,11 +247,12 @@ def two_head_weights(A_learned, N, rules, K=10):
     """The learned combination near both ends: weights ``(w1, w2, w0)`` against the number of
     positive examples ``n1`` (a) and of negative examples ``n0`` (b) in a context of ``N``
     examples; ``A_learned`` of shape ``(R, 3, 4)`` (one line per corpus), ``rules`` a dict name ->
-    ``(3, 4)`` drawn as references (first dashed, second dotted)."""
+    ``(3, 4)`` drawn as references (first dashed, second dotted). Panel (b) adds ``w2 + w0``: the
+    mirror returns about 1 when the negative side is empty, so that sum is what it contributes."""
     from stumplib.stump.two_head import weights
 
     C = style.COLORS
-    fig, axes = style.panels(2, height=3.0)
+    fig, axes = style.panels(2, height=2.8)
     k = np.arange(K + 1)
     labels = ("head $w_1$", "mirror $w_2$", "constant $w_0$")
     for ax, n1, xl in ((axes[0], k, r"positive examples $n_1$ (upper end)"),
@@ -260,14 +261,20 @@ def two_head_weights(A_learned, N, rules, K=10):
         for j in range(3):
             for r in range(W.shape[0]):
                 ax.plot(k, W[r, :, j], "o-", ms=3, color=C[TERM_COLORS[j]], lw=1.2, alpha=0.85,
-                        label=f"{labels[j]}, learned" if r == 0 else None)
+                        label=f"{labels[j]}, learned" if r == 0 and ax is axes[0] else None)
             for (name, A_r), ls in zip(rules.items(), ("--", ":")):
                 ax.plot(k, weights(np.asarray(A_r), n1, N)[:, j], ls, color=C[TERM_COLORS[j]],
-                        lw=1.0, label=name if j == 0 else None)
+                        lw=1.0, label=name if j == 0 and ax is axes[0] else None)
         ax.set_xlabel(xl)
         ax.axhline(0, color="0.8", lw=0.6)
+    W = weights(np.asarray(A_learned), N - k, N)
+    for r in range(W.shape[0]):
+        axes[1].plot(k, W[r, :, 1] + W[r, :, 2], "s-", ms=3, color="k", lw=0.8,
+                     label=r"$w_2 + w_0$, learned" if r == 0 else None)
+    axes[1].legend(loc="center right", fontsize=9)
     axes[0].set_ylabel(rf"weight ($N = {N}$)")
-    axes[0].legend(fontsize=9, loc="center right")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3,
+               fontsize=9)
     style.label_panels(axes)
     plt.close(fig)
     return fig
