@@ -48,7 +48,7 @@ from stumplib.core.errors import TrainingDiverged
 from stumplib.core.stats import Estimate, interval, resample_indices
 from stumplib.core.validation import (as_real_tensor, check_choice, check_int, check_real,
                                       check_tensor_finite)
-from stumplib.stump.model import _estimate_and_grad
+from stumplib.stump.model import _check_context, _estimate_and_grad
 
 __all__ = ["FEATURES", "TERMS", "RULES", "rule", "features", "estimate", "estimate_and_grad",
            "loss_and_grad", "combination_step", "TwoHeadResult", "train_two_head", "weights",
@@ -124,15 +124,6 @@ def _check_params(heads: Any, A: Any, like: torch.Tensor) -> tuple[torch.Tensor,
     if A.ndim < 2 or A.shape[-2:] != (3, 4):
         raise ValueError(f"A must have shape (..., 3, 4) (terms x features); got {tuple(A.shape)}")
     return heads, A
-
-
-def _check_context(x: Any, y: Any, mask: Any) -> None:
-    if not (torch.is_tensor(x) and torch.is_tensor(y)) or x.shape != y.shape or x.ndim < 1 or x.shape[-1] < 1:
-        raise ValueError("x and y must be torch tensors of the same shape (..., N) with N >= 1")
-    check_tensor_finite("x", x)
-    check_tensor_finite("y", y)
-    if mask is not None and (not torch.is_tensor(mask) or mask.shape != x.shape or mask.dtype != torch.bool):
-        raise ValueError(f"mask must be a bool tensor of shape {tuple(x.shape)}")
 
 
 def estimate(x: torch.Tensor, y: torch.Tensor, heads: Any, A: Any,
