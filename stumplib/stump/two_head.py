@@ -46,13 +46,14 @@ import torch
 from stumplib.core.device import DEFAULT_DTYPE, resolve_device
 from stumplib.core.errors import TrainingDiverged
 from stumplib.core.stats import Estimate, interval, resample_indices
-from stumplib.core.validation import (as_real_tensor, check_choice, check_int, check_real,
-                                      check_tensor_finite)
+from stumplib.core.validation import (as_real_tensor, check_choice, check_int, check_prior,
+                                      check_real, check_tensor_finite)
 from stumplib.stump.model import _check_context, _estimate_and_grad
 
 __all__ = ["FEATURES", "TERMS", "RULES", "rule", "features", "estimate", "estimate_and_grad",
            "loss_and_grad", "combination_step", "TwoHeadResult", "train_two_head", "weights",
-           "profile_errors", "paired_ratio", "two_head_verdict"]
+           "profile_errors", "sq_errors", "rule_sq_errors", "profile_summary", "paired_ratio",
+           "two_head_verdict"]
 
 #: the context features of the combination, in the order of ``A``'s columns
 FEATURES = ("1", "q = n1/N", "pos = 1{n1 > 0}", "neg = 1{n0 > 0}")
@@ -461,6 +462,108 @@ def profile_errors(x: torch.Tensor, tau: torch.Tensor, heads: Any, A: Any) -> di
     w = (A * phi[..., None, :]).sum(-1)
     F = w[..., 0] * (e1["one-head"] + t) + w[..., 1] * (e2["reflected"] + t) + w[..., 2]
     return {"two-head": F - t, "n_pos": e1["n_pos"]}
+
+
+def _models(heads: Any, A: Any, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Models as ``(R, 4)`` heads and ``(R, 3, 4)`` combinations (one ``(3, 4)`` shared by all)."""
+    heads, A = _check_params(heads, A, like)
+    if heads.ndim != 2:
+        raise ValueError(f"heads must have shape (R, 4), one row per model; got {tuple(heads.shape)}")
+    A = A.expand(heads.shape[0], 3, 4) if A.ndim == 2 else A
+    if A.shape != (heads.shape[0], 3, 4):
+        raise ValueError(f"A must have shape (3, 4) or ({heads.shape[0]}, 3, 4); got {tuple(A.shape)}")
+    return heads, A
+
+
+def sq_errors(x: torch.Tensor, y: torch.Tensor, tau: torch.Tensor, heads: Any, A: Any) -> np.ndarray:
+    """Squared errors of ``R`` two-head models on the same contexts (one model at a time, so the
+    memory is that of one model's attention).
+
+    Parameters
+    ----------
+    x, y : torch.Tensor, shape ``(C, N)``: contexts. tau : shape ``(C,)``: their thresholds.
+    heads : shape ``(R, 4)``. A : shape ``(R, 3, 4)``, or ``(3, 4)`` for every model.
+
+    Returns
+    -------
+    np.ndarray, shape ``(C, R)``
+    """
+    _check_context(x, y, None)
+    heads, A = _models(heads, A, x)
+    return np.stack([((_estimate_and_grad2(x, y, h, a, None)[0] - tau) ** 2).cpu().numpy()
+                     for h, a in zip(heads, A)], 1)
+
+
+def rule_sq_errors(x: torch.Tensor, y: torch.Tensor, tau: torch.Tensor, heads: Any,
+                   names: Sequence[str]) -> dict[str, np.ndarray]:
+    """Squared errors of chapter 5's estimators (:func:`stumplib.stump.boundary.estimate_all`) for
+    ``R`` one-head models on the same contexts.
+
+    Parameters
+    ----------
+    x, y : torch.Tensor, shape ``(C, N)``. tau : shape ``(C,)``.
+    heads : array_like, shape ``(R, 2)``: ``(beta, b)`` of each one-head model.
+    names : estimator names of :data:`stumplib.stump.boundary.ESTIMATORS`.
+
+    Returns
+    -------
+    dict name -> np.ndarray of shape ``(C, R)``
+    """
+    from stumplib.stump.boundary import estimate_all
+
+    h = np.asarray(heads, dtype=float)
+    if h.ndim != 2 or h.shape[1] != 2 or h.shape[0] < 1:
+        raise ValueError(f"heads must have shape (R, 2): (beta, b) per model; got {h.shape}")
+    out: dict[str, list] = {}
+    for beta, b in h:
+        for k, e in estimate_all(x, y, float(beta), float(b), names).items():
+            out.setdefault(k, []).append(((e - tau) ** 2).cpu().numpy())
+    return {k: np.stack(v, 1) for k, v in out.items()}
+
+
+def profile_summary(x: torch.Tensor, tau: torch.Tensor, one_heads: Any, heads: Any, A: Any,
+                    names: Sequence[str], interior: tuple[float, float] = (0.2, 0.8)
+                    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """MSE profiles over a threshold grid of ``R`` two-head models (``"two-head"``) and of chapter 5's
+    estimators ``names`` on ``R`` one-head models, with shared contexts, and each context's interior
+    MSE. The ``(T, C)`` errors are reduced model by model, so no such array is kept per model.
+
+    Parameters
+    ----------
+    x : torch.Tensor, shape ``(C, N)``: features in ``[0, 1]``. tau : shape ``(T,)``: the grid.
+    one_heads : shape ``(R, 2)``: the one-head models. heads : shape ``(R, 4)``, A : ``(R, 3, 4)``:
+        the two-head models.
+    names : estimators of :func:`stumplib.stump.boundary.profile_errors`.
+    interior : the thresholds ``interior[0] <= tau <= interior[1]`` averaged per context.
+
+    Returns
+    -------
+    mse : dict name -> np.ndarray, shape ``(T,)``: MSE over contexts and models.
+    inner : dict name -> np.ndarray, shape ``(C, R)``: interior MSE per context and model.
+    """
+    from stumplib.stump.boundary import profile_errors as head_profile
+
+    lo, hi = check_prior(*interior)
+    one = np.asarray(one_heads, dtype=float)
+    heads, A = _models(heads, A, x)
+    if one.ndim != 2 or one.shape != (heads.shape[0], 2):
+        raise ValueError(f"one_heads must have shape ({heads.shape[0]}, 2); got {one.shape}")
+    inside = (tau >= lo) & (tau <= hi)
+    if not bool(inside.any()):
+        raise ValueError(f"no threshold of the grid lies in the interior [{lo}, {hi}]")
+    mse: dict[str, Any] = {}
+    inner: dict[str, list] = {}
+
+    def add(k: str, e: torch.Tensor) -> None:
+        mse[k] = mse.get(k, 0.0) + e.pow(2).mean(1).cpu().numpy() / heads.shape[0]
+        inner.setdefault(k, []).append(e[inside.to(e.device)].pow(2).mean(0).cpu().numpy())
+
+    for (beta, b), h, a in zip(one, heads, A):
+        out = head_profile(x, tau, float(beta), float(b), names)
+        for k in names:
+            add(k, out[k])
+        add("two-head", profile_errors(x, tau, h, a)["two-head"])
+    return mse, {k: np.stack(v, 1) for k, v in inner.items()}
 
 
 def paired_ratio(num: Any, den: Any, *, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> Estimate:
