@@ -705,6 +705,26 @@ def _th_profile_errors(**kw):
     return profile_errors(**{"x": _x(), "tau": _tau_grid(), "heads": _th_heads(), "A": _th_A(), **kw})
 
 
+def _th_sq_errors(**kw):
+    from stumplib.stump.two_head import sq_errors
+    x = _x()
+    return sq_errors(**{"x": x, "y": (x >= 0.5).double(), "tau": torch.full((4,), 0.5, dtype=torch.float64),
+                        "heads": _th_heads(2), "A": _th_A(), **kw})
+
+
+def _th_rule_sq_errors(**kw):
+    from stumplib.stump.two_head import rule_sq_errors
+    x = _x()
+    return rule_sq_errors(**{"x": x, "y": (x >= 0.5).double(), "tau": torch.full((4,), 0.5, dtype=torch.float64),
+                             "heads": np.array([[20.0, 22.0]]), "names": ("symmetrized",), **kw})
+
+
+def _th_profile_summary(**kw):
+    from stumplib.stump.two_head import profile_summary
+    return profile_summary(**{"x": _x(), "tau": _tau_grid(), "one_heads": np.array([[20.0, 22.0]]),
+                              "heads": _th_heads(1), "A": _th_A(1), "names": ["one-head"], **kw})
+
+
 def _th_paired_ratio(**kw):
     from stumplib.stump.two_head import paired_ratio
     a = torch.rand(8, 2, generator=torch.Generator().manual_seed(2), dtype=torch.float64) + 0.1
@@ -738,6 +758,14 @@ TABLE += [
         "n1": [([11], "n1"), ([], "n1")], "N": [(0, "N")], "A": [(np.ones((2, 4)), "A")]}),
     ("two_head.profile_errors", _th_profile_errors, {
         "x": [(torch.rand(5, dtype=torch.float64), "x")], "heads": [(_th_heads(2), "heads")]}),
+    ("two_head.sq_errors", _th_sq_errors, {
+        "heads": [(_th_heads(), "heads")], "A": [(torch.ones(3, 3, 4, dtype=torch.float64), "A")],
+        "x": [("bogus", "x and y")]}),
+    ("two_head.rule_sq_errors", _th_rule_sq_errors, {
+        "heads": [(np.ones(4), "heads")], "names": [(["bogus"], "estimators")]}),
+    ("two_head.profile_summary", _th_profile_summary, {
+        "one_heads": [(np.ones((2, 2)), "one_heads")], "interior": [((0.9, 0.1), "tau_lo"),
+                                                                     ((0.3, 0.4), "interior")]}),
     ("two_head.paired_ratio", _th_paired_ratio, {
         "n_boot": [(5, "n_boot")], "level": [(1.5, "level")],
         "den": [(-torch.ones(8, dtype=torch.float64), "den"), (torch.ones(7, dtype=torch.float64), "den")]}),

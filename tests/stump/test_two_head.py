@@ -222,3 +222,35 @@ def test_verdict_rule():
     assert TH.two_head_verdict(bad_bayes, good_gain).status == "partly"
     wide = Estimate(2.0, 1.0, 3.0, "bootstrap")
     assert TH.two_head_verdict(wide, Estimate(4.0, 3.0, 5.0, "bootstrap")).status == "undecided"
+
+
+def test_evaluation_helpers_against_direct_computation():
+    """sq_errors, rule_sq_errors and profile_summary against the literal estimates, model by model
+    (the same operations in another order: rounding only, 1e-15 on numbers <= 1)."""
+    x, y, tau = _contexts(C=80, N=10, seed=8)
+    g = torch.Generator().manual_seed(9)
+    H = 10 + 20 * torch.rand(3, 4, generator=g, dtype=D)
+    A = torch.randn(3, 3, 4, generator=g, dtype=D)
+    got = TH.sq_errors(x, y, tau, H, A)
+    assert got.shape == (80, 3)
+    for r in range(3):
+        ref = ((TH.estimate(x, y, H[r], A[r]) - tau) ** 2).numpy()
+        assert np.allclose(got[:, r], ref, rtol=0, atol=1e-15)
+    shared = TH.sq_errors(x, y, tau, H, TH.rule("symmetrized"))  # one A for every model
+    assert np.allclose(shared[:, 1], ((TH.estimate(x, y, H[1], TH.rule("symmetrized")) - tau) ** 2).numpy())
+    rules = TH.rule_sq_errors(x, y, tau, H[:, :2].numpy(), ("one-head", "Bayes"))
+    for r in range(3):
+        ref = B.estimate_all(x, y, float(H[r, 0]), float(H[r, 1]), ("one-head",))["one-head"]
+        assert np.array_equal(rules["one-head"][:, r], ((ref - tau) ** 2).numpy())
+    assert np.array_equal(rules["Bayes"][:, 0], rules["Bayes"][:, 2])  # Bayes needs no head
+    # profiles: the mean over models of each model's MSE, and the interior MSE per context
+    xs = _contexts(C=60, N=8, seed=10)[0]
+    grid = torch.tensor([0.0, 0.1, 0.3, 0.5, 0.7, 0.95, 1.0], dtype=D)
+    mse, inner = TH.profile_summary(xs, grid, H[:, :2].numpy(), H, A, ["one-head"], (0.2, 0.8))
+    e_two = [TH.profile_errors(xs, grid, H[r], A[r])["two-head"] for r in range(3)]
+    e_one = [B.profile_errors(xs, grid, float(H[r, 0]), float(H[r, 1]), ("one-head",))["one-head"]
+             for r in range(3)]
+    for name, es in (("two-head", e_two), ("one-head", e_one)):
+        sq = torch.stack(es) ** 2  # (R, T, C)
+        assert np.allclose(mse[name], sq.mean((0, 2)).numpy(), rtol=1e-13, atol=0)
+        assert np.allclose(inner[name], sq[:, 2:5].mean(1).T.numpy(), rtol=1e-13, atol=0)
