@@ -221,14 +221,26 @@ def _check_corpora(corpora: Any) -> tuple[torch.Tensor, ...]:
     return x, y, tau, mask, tm
 
 
+#: runs are processed in chunks of at most this many examples (runs x tasks x examples), so that
+#: the attention's temporaries of a paper-scale batch (48 runs of 1024 x 1024) stay near 1 GB
+CHUNK_ELEMENTS = 1 << 24
+
+
+def _chunks(x: torch.Tensor) -> list[slice]:
+    step = max(1, CHUNK_ELEMENTS // max(1, x.shape[1] * x.shape[2]))
+    return [slice(i, i + step) for i in range(0, x.shape[0], step)]
+
+
 def _loss_and_grad(x, y, tau, mask, tm, heads, A):
-    F, dH, dA = _estimate_and_grad2(x, y, heads[:, None], A[:, None], mask)
-    m = tm.sum(-1)
-    r = (F - tau) * tm
-    L = (r * r).sum(-1) / m
-    gH = 2 * (r[..., None] * dH).sum(1) / m[:, None]
-    gA = 2 * (r[..., None, None] * dA).sum(1) / m[:, None, None]
-    return L, gH, gA
+    out = []
+    for c in _chunks(x):
+        mk = None if mask is None else mask[c]
+        F, dH, dA = _estimate_and_grad2(x[c], y[c], heads[c, None], A[c, None], mk)
+        m = tm[c].sum(-1)
+        r = (F - tau[c]) * tm[c]
+        out.append(((r * r).sum(-1) / m, 2 * (r[..., None] * dH).sum(1) / m[:, None],
+                    2 * (r[..., None, None] * dA).sum(1) / m[:, None, None]))
+    return tuple(torch.cat(v) for v in zip(*out))
 
 
 def combination_step(corpora: dict[str, torch.Tensor], heads: Any, fraction: float = 1.0) -> torch.Tensor:
@@ -250,10 +262,13 @@ def combination_step(corpora: dict[str, torch.Tensor], heads: Any, fraction: flo
     x, y, tau, mask, tm = _check_corpora(corpora)
     heads = as_real_tensor("heads", heads, dtype=x.dtype, device=x.device)
     A0 = torch.zeros(x.shape[0], 1, 3, 4, dtype=x.dtype, device=x.device)
-    _, _, dA = _estimate_and_grad2(x, y, heads[:, None], A0, mask)
-    g = dA.flatten(-2) * tm[..., None]  # (R, M, 12)
-    H = 2 * g.transpose(1, 2) @ g / tm.sum(-1)[:, None, None]
-    return fraction / torch.linalg.eigvalsh(H)[:, -1]
+    H = []
+    for c in _chunks(x):
+        mk = None if mask is None else mask[c]
+        _, _, dA = _estimate_and_grad2(x[c], y[c], heads[c, None], A0[c], mk)
+        g = dA.flatten(-2) * tm[c, :, None]  # (r, M, 12)
+        H.append(2 * g.transpose(1, 2) @ g / tm[c].sum(-1)[:, None, None])
+    return fraction / torch.linalg.eigvalsh(torch.cat(H))[:, -1]
 
 
 @dataclass
