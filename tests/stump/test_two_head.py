@@ -254,3 +254,30 @@ def test_evaluation_helpers_against_direct_computation():
         sq = torch.stack(es) ** 2  # (R, T, C)
         assert np.allclose(mse[name], sq.mean((0, 2)).numpy(), rtol=1e-13, atol=0)
         assert np.allclose(inner[name], sq[:, 2:5].mean(1).T.numpy(), rtol=1e-13, atol=0)
+
+
+def test_padded_batch_equals_each_corpus_alone(monkeypatch):
+    """Corpora of different shapes padded into one batch (masks): each run's loss and gradient are
+    those of its corpus alone (padding carries no weight; the same sums, 1e-13 relative)."""
+    cfgs = [RunConfig(m=12, n=9, seed=0, tau_lo=0.0, tau_hi=1.0),
+            RunConfig(m=7, n=14, seed=1, tau_lo=0.0, tau_hi=1.0)]
+    corp = make_corpora(cfgs, "cpu")
+    assert corp["mask"].shape == (2, 12, 14) and not bool(corp["mask"].all())
+    g = torch.Generator().manual_seed(12)
+    H = 15 + 10 * torch.rand(2, 4, generator=g, dtype=D)
+    A = torch.randn(2, 3, 4, generator=g, dtype=D)
+    L, gH, gA = TH.loss_and_grad(corp, H, A)
+    for r, c in enumerate(cfgs):
+        one = {"tau": corp["tau"][r:r + 1, :c.m], "x": corp["x"][r:r + 1, :c.m, :c.n],
+               "y": corp["y"][r:r + 1, :c.m, :c.n]}
+        L1, gH1, gA1 = TH.loss_and_grad(one, H[r:r + 1], A[r:r + 1])
+        assert torch.allclose(L[r], L1[0], rtol=1e-13)
+        assert torch.allclose(gH[r], gH1[0], rtol=1e-12, atol=1e-15)
+        assert torch.allclose(gA[r], gA1[0], rtol=1e-12, atol=1e-15)
+    # processed run by run (chunks of one run): the same numbers
+    step_all = TH.combination_step(corp, H)
+    monkeypatch.setattr(TH, "CHUNK_ELEMENTS", 1)
+    assert len(TH._chunks(corp["x"])) == 2
+    for a, b in zip(TH.loss_and_grad(corp, H, A), (L, gH, gA)):
+        assert torch.allclose(a, b, rtol=1e-14, atol=0)
+    assert torch.allclose(TH.combination_step(corp, H), step_all, rtol=1e-13)
