@@ -30,10 +30,16 @@ neither the fixed halves with a fallback nor the one head except as a limit.
 Gradients are analytic: ``dF/dbeta1 = -w1 Var_w(x)``, ``dF/db1 = w1 Cov_w(x, y)`` (chapter 1's
 covariances), and for the mirror the same on the reflected context with the sign flipped.
 Training (:func:`train_two_head`) is constant-step full-batch gradient descent on the corpora of
-:func:`stumplib.stump.trainer.make_corpora`, all runs at once, float64, one CPU/CUDA path; the heads
-take the chapter-3 step of their :class:`~stumplib.stump.trainer.RunConfig` and the combination a
-fixed fraction of its own stable step (the two blocks differ in curvature by orders of magnitude,
-so one common step would either freeze the combination or throw the heads).
+:func:`stumplib.stump.trainer.make_corpora`, all runs at once (in chunks of
+:data:`CHUNK_ELEMENTS` examples), float64, one CPU/CUDA path; the heads take the step ``lr`` of
+their :class:`~stumplib.stump.trainer.RunConfig` and the combination a fixed fraction of its own
+stable step (the two blocks differ in curvature by orders of magnitude, so one common step would
+either freeze the combination or throw the heads). With the combination frozen at one head the
+loop is one-head gradient descent, the same path as :func:`stumplib.stump.trainer.train_gd`.
+
+The evaluation on chapter 5's axes (:func:`sq_errors`, :func:`rule_sq_errors`,
+:func:`profile_summary`, :func:`paired_ratio`: intervals over contexts and corpora) and the verdict
+(:func:`two_head_verdict`) complete the module.
 """
 from __future__ import annotations
 
