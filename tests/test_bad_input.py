@@ -5,8 +5,9 @@ of the library: the chapter services (``book``, ``device``, ``stats``, ``verdict
 samplers (``tasks``), the estimator (``model``), the population loss (``population``), the baselines
 (``baselines``), the flows and population GD (``dynamics``), the trainer (``trainer``), the corpus
 gradient and the certified scales (``transfer``, ``certified``), the frozen-estimator evaluations and
-staged training (``frozen``), the boundary profiles (``boundary``) and the phase model (``phase.data``,
-``phase.setting``, ``phase.proximal``, ``phase.replica``, ``phase.solver``, ``phase.transition``, ``phase.attention``, ``phase.minimise``).
+staged training (``frozen``), the boundary profiles (``boundary``), the two-head model
+(``two_head``) and the phase model (``phase.data``, ``phase.setting``, ``phase.proximal``,
+``phase.replica``, ``phase.solver``, ``phase.transition``, ``phase.attention``, ``phase.minimise``).
 ``TABLE`` replaces one argument of a valid call; ``COMBOS`` holds arguments that are valid alone but
 not together. Internal helpers and the validators themselves (``tests/test_validation.py``) are not
 checked here; chapter parameters are checked through papermill in ``tests/test_notebooks.py``.
@@ -637,6 +638,135 @@ TABLE = [
     ("phase.minimise.minimise", _minimise, {"gtol": [(0.5, "gtol")]}),
     ("phase.minimise.exact_test_error", _exact_test_error, {"n_nodes": [(2, "n_nodes")]}),
 ]
+
+# the two-head model (two_head): helpers and rows appended to the table
+def _th_corpora(R=1):
+    from stumplib.stump.trainer import RunConfig, make_corpora
+    return make_corpora([RunConfig(m=6, n=5, seed=r, tau_lo=0.0, tau_hi=1.0) for r in range(R)], "cpu")
+
+
+def _th_heads(R=None):
+    h = torch.tensor([20.0, 22.0, 20.0, 22.0], dtype=torch.float64)
+    return h if R is None else h.expand(R, 4).clone()
+
+
+def _th_A(R=None):
+    from stumplib.stump.two_head import rule
+    A = rule("symmetrized")
+    return A if R is None else A.expand(R, 3, 4).clone()
+
+
+def _th_rule(**kw):
+    from stumplib.stump.two_head import rule
+    return rule(**{"name": "symmetrized", **kw})
+
+
+def _th_features(**kw):
+    from stumplib.stump.two_head import features
+    return features(**{"y": (_x() >= 0.5).double(), **kw})
+
+
+def _th_estimate(**kw):
+    from stumplib.stump.two_head import estimate
+    x = _x()
+    return estimate(**{"x": x, "y": (x >= 0.5).double(), "heads": _th_heads(), "A": _th_A(), **kw})
+
+
+def _th_loss_and_grad(**kw):
+    from stumplib.stump.two_head import loss_and_grad
+    return loss_and_grad(**{"corpora": _th_corpora(), "heads": _th_heads(1), "A": _th_A(1), **kw})
+
+
+def _th_combination_step(**kw):
+    from stumplib.stump.two_head import combination_step
+    return combination_step(**{"corpora": _th_corpora(), "heads": _th_heads(1), **kw})
+
+
+def _th_train(**kw):
+    from stumplib.stump.trainer import RunConfig
+    from stumplib.stump.two_head import train_two_head
+    cfgs = [RunConfig(m=6, n=5, seed=0, lr=100.0, tau_lo=0.0, tau_hi=1.0)]
+    return train_two_head(**{"configs": cfgs, "steps": 2, "device": "cpu", **kw})
+
+
+def _th_weights(**kw):
+    from stumplib.stump.two_head import weights
+    return weights(**{"A": _th_A(), "n1": [0, 5, 10], "N": 10, **kw})
+
+
+def _th_profile_errors(**kw):
+    from stumplib.stump.two_head import profile_errors
+    return profile_errors(**{"x": _x(), "tau": _tau_grid(), "heads": _th_heads(), "A": _th_A(), **kw})
+
+
+def _th_sq_errors(**kw):
+    from stumplib.stump.two_head import sq_errors
+    x = _x()
+    return sq_errors(**{"x": x, "y": (x >= 0.5).double(), "tau": torch.full((4,), 0.5, dtype=torch.float64),
+                        "heads": _th_heads(2), "A": _th_A(), **kw})
+
+
+def _th_rule_sq_errors(**kw):
+    from stumplib.stump.two_head import rule_sq_errors
+    x = _x()
+    return rule_sq_errors(**{"x": x, "y": (x >= 0.5).double(), "tau": torch.full((4,), 0.5, dtype=torch.float64),
+                             "heads": np.array([[20.0, 22.0]]), "names": ("symmetrized",), **kw})
+
+
+def _th_profile_summary(**kw):
+    from stumplib.stump.two_head import profile_summary
+    return profile_summary(**{"x": _x(), "tau": _tau_grid(), "one_heads": np.array([[20.0, 22.0]]),
+                              "heads": _th_heads(1), "A": _th_A(1), "names": ["one-head"], **kw})
+
+
+def _th_paired_ratio(**kw):
+    from stumplib.stump.two_head import paired_ratio
+    a = torch.rand(8, 2, generator=torch.Generator().manual_seed(2), dtype=torch.float64) + 0.1
+    return paired_ratio(**{"num": a, "den": a[:, 0], "n_boot": 20, **kw})
+
+
+def _th_verdict(**kw):
+    from stumplib.core.stats import Estimate
+    from stumplib.stump.two_head import two_head_verdict
+    e = Estimate(3.0, 2.0, 4.0, "bootstrap")
+    return two_head_verdict(**{"bayes_ratio": e, "interior_gain": e, **kw})
+
+
+TABLE += [
+    ("two_head.rule", _th_rule, {"name": [("bogus", "name")]}),
+    ("two_head.features", _th_features, {
+        "y": [("bogus", "y"), (torch.zeros(3, 0), "y")], "mask": [(torch.ones(4, 6), "mask")]}),
+    ("two_head.estimate", _th_estimate, {
+        "x": [("bogus", "x and y")], "heads": [(torch.ones(3), "heads"), ([20.0, NAN, 1.0, 1.0], "heads")],
+        "A": [(torch.ones(2, 4), "A")], "mask": [(torch.ones(4, 6), "mask")]}),
+    ("two_head.loss_and_grad", _th_loss_and_grad, {
+        "corpora": [({"x": torch.ones(1, 2, 3)}, "corpora")], "heads": [(_th_heads(2), "heads")]}),
+    ("two_head.combination_step", _th_combination_step, {
+        "fraction": [(2.0, "fraction"), (0.0, "fraction")]}),
+    ("two_head.train_two_head", _th_train, {
+        "configs": [([], "configs")], "steps": [(0, "steps")],
+        "start": [("bogus", "start"), (["symmetrized", "one-head"], "start")],
+        "comb_step": [(2.0, "comb_step"), (-0.1, "comb_step")], "n_records": [(1, "n_records")],
+        "corpora": [(_th_corpora(2), "corpora")], "max_loss_ratio": [(0.5, "max_loss_ratio")]}),
+    ("two_head.weights", _th_weights, {
+        "n1": [([11], "n1"), ([], "n1")], "N": [(0, "N")], "A": [(np.ones((2, 4)), "A")]}),
+    ("two_head.profile_errors", _th_profile_errors, {
+        "x": [(torch.rand(5, dtype=torch.float64), "x")], "heads": [(_th_heads(2), "heads")]}),
+    ("two_head.sq_errors", _th_sq_errors, {
+        "heads": [(_th_heads(), "heads")], "A": [(torch.ones(3, 3, 4, dtype=torch.float64), "A")],
+        "x": [("bogus", "x and y")]}),
+    ("two_head.rule_sq_errors", _th_rule_sq_errors, {
+        "heads": [(np.ones(4), "heads")], "names": [(["bogus"], "estimators")]}),
+    ("two_head.profile_summary", _th_profile_summary, {
+        "one_heads": [(np.ones((2, 2)), "one_heads")], "interior": [((0.9, 0.1), "tau_lo"),
+                                                                     ((0.3, 0.4), "interior")]}),
+    ("two_head.paired_ratio", _th_paired_ratio, {
+        "n_boot": [(5, "n_boot")], "level": [(1.5, "level")],
+        "den": [(-torch.ones(8, dtype=torch.float64), "den"), (torch.ones(7, dtype=torch.float64), "den")]}),
+    ("two_head.two_head_verdict", _th_verdict, {
+        "gain_needed": [(0.5, "gain_needed")], "bayes_factor": [(NAN, "bayes_factor")]}),
+]
+
 
 #: bad combinations of valid values: (entry point, its call, {argument: value, ...}, word)
 COMBOS = [

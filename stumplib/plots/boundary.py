@@ -154,3 +154,127 @@ def ratios(sweep, PROF, N_grid, N_ref, c_sharp):
     style.label_panels(axes)
     plt.close(fig)
     return fig
+
+
+# ----------------------------------------------------------------------------- two heads (issue 31)
+TERM_COLORS = ("one-head", "reflected", "Bayes")  # head f1, mirror f2, constant
+
+
+def two_head_training(res, groups, N):
+    """Trajectories of two-head GD (:class:`stumplib.stump.two_head.TwoHeadResult` ``res``):
+    (a) each head's scale, (b) the weights at a balanced context (``n1 = N/2``), (c) the count
+    slope ``dw1/dq`` and the fallback ``w0`` at ``n1 = 0``. ``groups`` maps a label to the run
+    indices drawn with it (first label solid, second dashed, a third dotted); ``N`` the context
+    size of the weights."""
+    from stumplib.stump.two_head import weights
+
+    C = style.COLORS
+    fig, axes = style.panels(3, height=2.8)
+    t = np.maximum(res.steps, 0.5)
+    styles = ("-", "--", ":")
+    for (lab, idx), ls in zip(groups.items(), styles):
+        H, A = res.heads[idx], res.A[idx]  # (r, K, 4), (r, K, 3, 4)
+        for r in range(len(idx)):
+            axes[0].plot(t, H[r, :, 0], ls, color=C["one-head"], lw=1.2,
+                         **({"label": f"head, {lab}"} if r == 0 else {}))
+            if A[r, :, 1].any():  # a mirror that is never used is not drawn
+                axes[0].plot(t, H[r, :, 2], ls, color=C["reflected"], lw=1.2,
+                             **({"label": f"mirror, {lab}"} if r == 0 else {}))
+            wb = weights(A[r], [N // 2], N)[:, 0]  # (K, 3)
+            for k, name in enumerate(("$w_1$", "$w_2$", "$w_0$")):
+                axes[1].plot(t, wb[:, k], ls, color=C[TERM_COLORS[k]], lw=1.2,
+                             **({"label": f"{name}, {lab}"} if r == 0 and ls == "-" else {}))
+            w0 = weights(A[r], [0], N)[:, 0]
+            axes[2].plot(t, A[r, :, 0, 1], ls, color=C["one-head"], lw=1.2,
+                         **({"label": rf"$\partial w_1/\partial q$, {lab}"} if r == 0 else {}))
+            axes[2].plot(t, w0[:, 2], ls, color=C["Bayes"], lw=1.2,
+                         **({"label": rf"$w_0$ at $n_1 = 0$, {lab}"} if r == 0 else {}))
+    axes[0].set_ylabel(r"attention scale $\beta$")
+    axes[1].set_ylabel(rf"weight at $n_1 = N/2$ ($N = {N}$)")
+    axes[2].set_ylabel("weight")
+    for ref, txt in ((1.0, "count weighting"), (0.5, "Bayes fallback"), (0.0, "plain / Bayes")):
+        axes[2].axhline(ref, color="0.6", lw=0.8, ls="-.")
+        axes[2].annotate(txt, (1.0, ref), xycoords=("axes fraction", "data"), xytext=(-4, 2),
+                         textcoords="offset points", ha="right", va="bottom", fontsize=9,
+                         color="0.35")
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xlabel("gradient-descent step")
+        ax.legend(fontsize=9, loc="best")
+    axes[2].set_ylim(-0.3, 1.35)
+    style.label_panels(axes)
+    plt.close(fig)
+    return fig
+
+
+def two_head_profiles(PROF2, N_show, names):
+    """MSE x N^2 against the threshold for the two-head model and the one-head rules at the
+    context sizes ``N_show``: ``PROF2[N]`` holds ``tau`` and, per name in ``names``, the MSE
+    averaged over contexts and corpora. The last panel zooms on the upper end (every ``N``)."""
+    C = dict(style.COLORS)
+    C.setdefault("two-head", "#D55E00")
+    C.setdefault("count-weighted", "#56B4E9")
+    fig, axes = style.panels(len(N_show) + 1, height=2.9)
+    for ax, N in zip(axes, N_show):
+        rec = PROF2[N]
+        for name in names:
+            ax.plot(rec["tau"], rec[name] * N ** 2, "--" if name == "Bayes" else "-",
+                    color=C.get(name, "k"), lw=2.2 if name == "two-head" else 1.3, label=name)
+        ax.set_yscale("log")
+        ax.set_xlabel(r"threshold $\tau$")
+        ax.set_title(rf"$N = {N}$", fontsize=10)
+    axes[0].set_ylabel(r"MSE $\times N^2$")
+    axes[0].legend(fontsize=9, loc="upper center", ncol=2)
+    ax = axes[-1]
+    for i, N in enumerate(N_show):
+        rec = PROF2[N]
+        s_ = N * (1 - rec["tau"])
+        sel = s_ <= 10
+        for name, ls in (("one-head", ":"), ("two-head", "-"), ("Bayes", "--")):
+            ax.plot(s_[sel], rec[name][sel] * N ** 2, ls, color=C[name], lw=1.0 + 0.5 * i,
+                    label=f"{name}, N = {N}" if name == "two-head" else (name if i == 0 else None))
+    ax.set_yscale("log")
+    ax.set_xlabel(r"expected positives $N(1-\tau)$")
+    ax.set_ylabel(r"MSE $\times N^2$")
+    ax.set_title("upper end (line width grows with N)", fontsize=10)
+    ax.legend(fontsize=9, loc="upper right")
+    style.label_panels(axes)
+    plt.close(fig)
+    return fig
+
+
+def two_head_weights(A_learned, N, rules, K=10):
+    """The learned combination near both ends: weights ``(w1, w2, w0)`` against the number of
+    positive examples ``n1`` (a) and of negative examples ``n0`` (b) in a context of ``N``
+    examples; ``A_learned`` of shape ``(R, 3, 4)`` (one line per corpus), ``rules`` a dict name ->
+    ``(3, 4)`` drawn as references (first dashed, second dotted). Panel (b) adds ``w2 + w0``: the
+    mirror returns about 1 when the negative side is empty, so that sum is what it contributes."""
+    from stumplib.stump.two_head import weights
+
+    C = style.COLORS
+    fig, axes = style.panels(2, height=2.8)
+    k = np.arange(K + 1)
+    labels = ("head $w_1$", "mirror $w_2$", "constant $w_0$")
+    for ax, n1, xl in ((axes[0], k, r"positive examples $n_1$ (upper end)"),
+                       (axes[1], N - k, r"negative examples $n_0 = N - n_1$ (lower end)")):
+        W = weights(np.asarray(A_learned), n1, N)  # (R, P, 3)
+        for j in range(3):
+            for r in range(W.shape[0]):
+                ax.plot(k, W[r, :, j], "o-", ms=3, color=C[TERM_COLORS[j]], lw=1.2, alpha=0.85,
+                        label=f"{labels[j]}, learned" if r == 0 and ax is axes[0] else None)
+            for (name, A_r), ls in zip(rules.items(), ("--", ":")):
+                ax.plot(k, weights(np.asarray(A_r), n1, N)[:, j], ls, color=C[TERM_COLORS[j]],
+                        lw=1.0, label=name if j == 0 and ax is axes[0] else None)
+        ax.set_xlabel(xl)
+        ax.axhline(0, color="0.8", lw=0.6)
+    W = weights(np.asarray(A_learned), N - k, N)
+    for r in range(W.shape[0]):
+        axes[1].plot(k, W[r, :, 1] + W[r, :, 2], "s-", ms=3, color="k", lw=0.8,
+                     label=r"$w_2 + w_0$, learned" if r == 0 else None)
+    axes[1].legend(loc="center right", fontsize=9)
+    axes[0].set_ylabel(rf"weight ($N = {N}$)")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3,
+               fontsize=9)
+    style.label_panels(axes)
+    plt.close(fig)
+    return fig

@@ -19,14 +19,30 @@ import torch
 
 from stumplib.core.validation import as_real_tensor, check_tensor_finite
 
-__all__ = ["attention_weights", "estimate", "estimate_and_grad", "estimate_and_grad_unchecked"]
+__all__ = ["attention_weights", "estimate", "estimate_and_grad", "estimate_and_grad_unchecked", "check_context"]
 
 
 def _as_param(name: str, v: Any, like: torch.Tensor) -> torch.Tensor:
     return as_real_tensor(name, v, dtype=like.dtype, device=like.device)
 
 
-def _check_context(x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None) -> None:
+def check_context(x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None) -> None:
+    """Check a batch of contexts at an entry point (the one check of every estimator of a context).
+
+    Parameters
+    ----------
+    x : torch.Tensor, shape ``(..., n)``
+        Features, finite.
+    y : torch.Tensor, shape ``(..., n)``
+        0/1 labels, finite, the shape of ``x``.
+    mask : torch.Tensor or None, shape ``(..., n)``, bool
+        Which examples each context keeps (at least one per context); ``None``: all.
+
+    Raises
+    ------
+    ValueError
+        naming the argument that is wrong and what it must be.
+    """
     if not (torch.is_tensor(x) and torch.is_tensor(y)):
         raise ValueError("x and y must be torch tensors of shape (..., n)")
     if x.shape != y.shape:
@@ -60,7 +76,7 @@ def attention_weights(x: torch.Tensor, y: torch.Tensor, beta: Any, b: Any,
     -------
     w : torch.Tensor, shape ``broadcast(beta, x.shape[:-1]) + (n,)``; rows sum to 1.
     """
-    _check_context(x, y, mask)
+    check_context(x, y, mask)
     beta = _as_param("beta", beta, x)
     b = _as_param("b", b, x)
     s = -beta[..., None] * x + b[..., None] * y
@@ -103,7 +119,7 @@ def estimate_and_grad(x: torch.Tensor, y: torch.Tensor, beta: Any, b: Any,
     f, df_dbeta, df_db : torch.Tensor, each of shape ``broadcast(beta, x.shape[:-1])``
         ``df_dbeta = -Var_w(x)`` and ``df_db = Cov_w(x, y)`` (centred sums, no cancellation).
     """
-    _check_context(x, y, mask)
+    check_context(x, y, mask)
     return estimate_and_grad_unchecked(x, y, _as_param("beta", beta, x), _as_param("b", b, x), mask)
 
 
