@@ -230,7 +230,7 @@ def _ch5():
     N_grid, N_ref = [16, 32, 64], 64
     PROF, KEEP = {}, {}
     for N in N_grid:
-        for head, (beta, b) in (("sharp", (1000.0 * N, 1.05 * 1000 * N)), ("trained", (60.0, 63.0))):
+        for head, (beta, b) in (("sharp", (20.0 * N, 1.1 * 20 * N)), ("trained", (60.0, 63.0))):
             gen = torch.Generator().manual_seed(N)
             x = torch.rand(600, N, generator=gen, dtype=torch.float64)
             tau = B.threshold_grid(41, N)
@@ -247,7 +247,7 @@ def _ch5():
     sweep = [(r, Estimate(4.0 - 3 / (1 + r), 3.8 - 3 / (1 + r), 4.2 - 3 / (1 + r)),
               Estimate(1.0 + 0.5 / (1 + r), 0.95 + 0.5 / (1 + r), 1.05 + 0.5 / (1 + r)))
              for r in (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 200.0, 1000.0)]
-    yield "fig_boundary_ratios", lambda: ch5.ratios(sweep, PROF, N_grid, N_ref, 1.05)
+    yield "fig_boundary_ratios", lambda: ch5.ratios(sweep, PROF, N_grid, N_ref, 1.1)
 
 
 def _ch6():

@@ -21,9 +21,12 @@ def profiles(PROF, head, N_grid, N_ref):
         rec = PROF[head, N]
         tg = rec["tau"]
         for name in CURVES:
-            bayes = name == "Bayes"
-            ax.plot(tg, rec[name][0] * N ** 2, "--" if bayes else "-", color=C[name], lw=2.2 if bayes else 1.4,
-                    label=name + (" = midpoint" if bayes else ""), zorder=3 if bayes else 2)
+            bayes, aware = name == "Bayes", name == "boundary-aware"
+            # the boundary-aware curve lies on the Bayes one: markers on top keep it visible
+            ax.plot(tg, rec[name][0] * N ** 2, "--" if bayes else "-", color=C[name],
+                    lw=2.2 if bayes else 1.4, marker="o" if aware else None, ms=3.5,
+                    markevery=max(len(tg) // 15, 1), mfc="none", zorder=4 if aware else 3 if bayes else 2,
+                    label=name + (" = midpoint" if bayes else "") + (" (circles)" if aware else ""))
         if head == "sharp":
             ax.plot(tg, exact_mse("one-head", tg, N) * N ** 2, ":", color="k", lw=1,
                     label=r"exact, $\beta\to\infty$")
