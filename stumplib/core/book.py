@@ -159,14 +159,19 @@ def _fmt(v: Any, floatfmt: str = ".4g") -> str:
 
 
 def table(rows: Sequence[Mapping[str, Any]], *, floatfmt: str = ".4g", display: bool = True):
-    """Rows (dicts with the same keys) as a Markdown table; displayed, and returned as Markdown."""
+    """Rows (dicts with the same keys) as a Markdown table; displayed, and returned as Markdown.
+    Headers and cells are typeset in the book's symbols (:func:`stumplib.core.verdicts.typeset`;
+    code spans and math kept)."""
     from IPython.display import Markdown, display as _display
+
+    from stumplib.core.verdicts import typeset_markdown as ts
 
     if not rows:
         raise ValueError("rows must hold at least one row")
     cols = list(rows[0])
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(_fmt(r.get(c, ""), floatfmt) for c in cols) + " |" for r in rows]
+    lines = ["| " + " | ".join(ts(str(c)) for c in cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(ts(_fmt(r.get(c, ""), floatfmt)) for c in cols) + " |"
+              for r in rows]
     md = Markdown("\n".join(lines))
     if display:
         _display(md)
