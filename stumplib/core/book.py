@@ -169,7 +169,8 @@ def table(rows: Sequence[Mapping[str, Any]], *, floatfmt: str = ".4g", display: 
     if not rows:
         raise ValueError("rows must hold at least one row")
     cols = list(rows[0])
-    lines = ["| " + " | ".join(ts(str(c)) for c in cols) + " |", "|" + "---|" * len(cols)]
+    head = [ts(str(c)).replace("|", "\\|") for c in cols]  # a header's | would split it
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(ts(_fmt(r.get(c, ""), floatfmt)) for c in cols) + " |"
               for r in rows]
     md = Markdown("\n".join(lines))

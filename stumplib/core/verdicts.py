@@ -137,6 +137,8 @@ _RULES: tuple[tuple[re.Pattern, object], ...] = (
     (re.compile(r"(?<=\d)x(?=\d)"), "×"),
     (re.compile(r"(?<=[\w)²³¹⁰⁴⁵⁶⁷⁸⁹])\s+x\s+(?=[\w(])"), " × "),
     (re.compile(r"\bNaN\b|\bnan\b"), "NaN"),
+    (re.compile(r"\bsqrt\((\w+)\)"), r"√\1"),
+    (re.compile(r"\bsqrt\b\s*"), "√"),
 )
 
 

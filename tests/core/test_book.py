@@ -58,3 +58,10 @@ def test_table_formats_rows_as_markdown():
                     display=False).data
     lines = md.splitlines()
     assert lines[0] == "| a | b | c |" and lines[2] == "| 1.235 | x\\|y | True |"
+
+
+def test_table_headers_are_typeset_and_a_pipe_in_a_header_does_not_split_it():
+    md = book.table([{"alpha": 0.7, "|m| sqrt(d), d = 100": 1e-5, "`n_tau`": 3}],
+                    display=False).data.splitlines()
+    assert md[0] == r"| α | \|m\| √d, d = 100 | `n_tau` |"  # code spans kept as they are
+    assert md[1].count("---") == 3 and md[2] == "| 0.7 | 10⁻⁵ | 3 |"
