@@ -24,6 +24,11 @@ changed. This extension adds the two things neither knows about:
    myst-nb wrote to ``_build/jupyter_execute`` are copied into the site as
    ``_executed/<docname>.ipynb``, where the link points.
 
+4. **Claims as data.** At the end of the build the landing page's claims (the rows of
+   :data:`stumplib.core.claims.REGISTRY`) are written into the site root as ``claims.json`` and
+   ``claims.csv`` (:data:`CLAIM_FIELDS`; :func:`claims_rows`, :func:`write_claims`), from the glued
+   values of the executed notebooks. ``python -m stumplib.core.book compare A B`` compares two.
+
 At the end of every build the extension logs which notebooks were executed in this build (with
 their run times) and which were reused from the cache, e.g.::
 
@@ -303,6 +308,144 @@ def _outputs_from_cache(cache: Path, source: Path, out: Path) -> None:
     nbformat.write(nb, out)
 
 
+# ------------------------------------------------------------------ claims as data
+#: the columns of ``claims.json`` / ``claims.csv``, in order
+CLAIM_FIELDS = ("key", "paper", "claim", "chapter", "status", "statistic", "estimate", "lower",
+                "upper", "target", "tolerance", "seed_agreement", "verdict", "profile",
+                "code_version")
+
+
+def _plain(value: str) -> Any:
+    """A glued ``text/plain`` payload as a Python value (``"'holds'"`` -> ``"holds"``)."""
+    import ast
+
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return value
+
+
+def glued_values(notebook: str | os.PathLike) -> dict[str, Any]:
+    """The values an executed notebook glued, ``name -> value`` (their ``text/plain`` form read back
+    as numbers or strings; a figure or a missing file gives nothing).
+
+    Parameters
+    ----------
+    notebook : path of an executed ``.ipynb``.
+
+    Returns
+    -------
+    dict
+        Glue name to value.
+    """
+    nb = _read_json(Path(notebook)) or {}
+    out: dict[str, Any] = {}
+    for cell in nb.get("cells", []):
+        for o in cell.get("outputs", []) or []:
+            name = (o.get("metadata") or {}).get("scrapbook", {}).get("name")
+            if name is None:
+                continue
+            data = o.get("data") or {}
+            txt = next((v for k, v in data.items() if k.endswith("text/plain")), None)
+            if txt is not None:
+                out[name] = _plain("".join(txt) if isinstance(txt, list) else txt)
+    return out
+
+
+def _number(v: Any) -> float | str:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return ""
+    return x if x == x else ""  # NaN: an empty field
+
+
+def claims_rows(executed: str | os.PathLike, *, profile: str = "", code_version: str = "",
+                registry=None) -> list[dict[str, Any]]:
+    """One row per registered claim, from the executed notebooks under ``executed``.
+
+    Parameters
+    ----------
+    executed : folder holding the executed notebooks as ``<chapter>.ipynb`` (the site's
+        ``_executed`` or ``_build/jupyter_execute``).
+    profile, code_version : the build's profile and :func:`stumplib.core.book.code_version`.
+    registry : the claims (default :data:`stumplib.core.claims.REGISTRY`).
+
+    Returns
+    -------
+    list of dict
+        Rows with the keys :data:`CLAIM_FIELDS`; a value not glued is an empty field (``""``),
+        never an error; numbers are floats.
+    """
+    if registry is None:
+        from stumplib.core.claims import REGISTRY as registry
+    cache: dict[str, dict[str, Any]] = {}
+    rows = []
+    for c in registry:
+        if c.chapter not in cache:
+            cache[c.chapter] = glued_values(Path(executed) / f"{c.chapter}.ipynb")
+        g = cache[c.chapter]
+
+        def get(suffix: str) -> Any:
+            return g.get(f"{c.key}_{suffix}", "")
+
+        rows.append({"key": c.key, "paper": c.paper, "claim": c.claim, "chapter": c.chapter,
+                     "status": get("status"), "statistic": c.statistic,
+                     "estimate": _number(get("estimate")), "lower": _number(get("estimate_lo")),
+                     "upper": _number(get("estimate_hi")), "target": c.target,
+                     "tolerance": c.tolerance, "seed_agreement": get("seed_agreement"),
+                     "verdict": get("verdict"), "profile": profile,
+                     "code_version": code_version})
+    return rows
+
+
+def write_claims(rows: list[dict[str, Any]], outdir: str | os.PathLike) -> tuple[Path, Path]:
+    """Write ``rows`` as ``claims.json`` (a list of objects) and ``claims.csv`` into ``outdir``.
+
+    Parameters
+    ----------
+    rows : :func:`claims_rows`' output.
+    outdir : the site root (``_build/html``).
+
+    Returns
+    -------
+    (Path, Path)
+        The JSON and CSV files.
+    """
+    import csv
+
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    js, cs = out / "claims.json", out / "claims.csv"
+    js.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    with cs.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(CLAIM_FIELDS), extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    return js, cs
+
+
+def _write_claims(app, exception) -> None:
+    """At the end of an HTML build: the claims of the executed notebooks into the site root."""
+    if exception is not None or app.builder.format != "html":
+        return
+    site = Path(app.outdir)
+    executed = site / EXECUTED_DIR
+    if not executed.is_dir():
+        executed = site.parent / "jupyter_execute"
+    stamp = getattr(app, "_stumpbook_stamp", None) or build_stamp()
+    from stumplib.core import book
+
+    profile = stamp.get("profile") or "quick"
+    try:
+        profile = book.resolve_profile(profile)
+    except ValueError:
+        pass
+    rows = claims_rows(executed, profile=profile, code_version=stamp.get("code_version", ""))
+    js, _ = write_claims(rows, site)
+    logger.info(f"stumpbook: wrote {len(rows)} claims to {js} and claims.csv")
+
+
 def setup(app) -> dict[str, Any]:
     # after myst-nb's own builder-inited handler, which resolves the execution cache path
     app.connect("builder-inited", _builder_inited, priority=900)
@@ -314,5 +457,6 @@ def setup(app) -> dict[str, Any]:
     app.connect("build-finished", _build_finished)
     app.connect("doctree-resolved", _add_executed_link)
     app.connect("build-finished", _copy_executed)
+    app.connect("build-finished", _write_claims, priority=600)  # after the copy (500)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True,
             "env_version": 1}
