@@ -176,11 +176,15 @@ def resample(data: Any, statistic: Callable[..., Any], *, n_boot: int = 2000, se
         positional argument per array) to a float or an array; for ``vectorised=True`` it receives
         all resamples at once, shape ``(n_boot, C, ...)`` per array, and returns shape
         ``(n_boot, ...)``.
-    n_boot : number of resamples. seed : seed of :func:`resample_indices`.
+    n_boot : int
+        Number of resamples.
+    seed : int
+        Seed of :func:`resample_indices`.
 
     Returns
     -------
-    ndarray, shape ``(n_boot, ...)``: one replicate per resample.
+    numpy.ndarray
+        Shape ``(n_boot, ...)``: one replicate per resample.
     """
     arrays, _ = _as_units(data)
     idx = resample_indices(arrays[0].shape[0], n_boot, seed)
