@@ -219,9 +219,15 @@ def _glue(name: str, value: Any) -> None:
 def glue_value(name: str, value: Any) -> Any:
     """Glue one value (numbers as plain Python floats/ints, so the page formats them); returns it.
     A matplotlib figure is closed once glued and ``None`` is returned, so the cell does not show it a
-    second time without its caption."""
+    second time without its caption. A verdict or reason given as text (a name ending in
+    ``_verdict`` or ``_reason``) is typeset in the book's symbols
+    (:func:`stumplib.core.verdicts.typeset`), as a :class:`~stumplib.core.verdicts.Verdict` is."""
     if isinstance(value, (np.floating, np.integer)):
         value = value.item()
+    if isinstance(value, str) and name.endswith(("_verdict", "_reason")):
+        from stumplib.core.verdicts import typeset
+
+        value = typeset(value)
     _glue(name, value)
     if type(value).__name__ == "Figure" and type(value).__module__.startswith("matplotlib"):
         import matplotlib.pyplot as plt

@@ -311,6 +311,12 @@ def _legend_problems(fig, owner, leg) -> list[str]:
     return out
 
 
+def _placement_free(kw: dict) -> None:
+    """Drop a caller's ``loc`` and ``bbox_to_anchor``: the placement is chosen here."""
+    kw.pop("loc", None)
+    kw.pop("bbox_to_anchor", None)
+
+
 #: where :func:`legend` tries to put a legend, in order, before it goes below the panel
 LEGEND_LOCATIONS = ("upper left", "upper right", "lower left", "lower right", "center left",
                     "center right", "upper center", "lower center")
@@ -343,8 +349,7 @@ def legend(ax, *args, locations: tuple[str, ...] = LEGEND_LOCATIONS, below: bool
     matplotlib.legend.Legend
         The legend placed.
     """
-    kw.pop("loc", None)
-    kw.pop("bbox_to_anchor", None)
+    _placement_free(kw)
     fig = ax.figure
     leg = ax.legend(*args, loc=locations[0], **kw)
     leg._book_placement = (args, dict(kw), locations, below)  # for :func:`finish`
@@ -406,8 +411,7 @@ def legend_below(ax, *args, **kw):
     """
     from matplotlib.transforms import offset_copy
 
-    kw.pop("loc", None)
-    kw.pop("bbox_to_anchor", None)
+    _placement_free(kw)
     kw.setdefault("ncol", 1)
     fig = ax.figure
     if ax.get_legend() is not None:
