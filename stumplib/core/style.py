@@ -326,11 +326,10 @@ def legend(ax, *args, locations: tuple[str, ...] = LEGEND_LOCATIONS, below: bool
            **kw):
     """A legend inside the panel where it covers no data, else below the panel (outside it).
 
-    Each location of ``locations`` is tried in turn on the drawn figure and kept when
+    The legend is made now and placed by :func:`finish` (call it once the figure is complete):
+    each location of ``locations`` is tried in turn on the drawn figure and kept when
     :func:`figure_problems` finds no data under the legend; when none is free, the legend goes
-    below the panel, centred, in as many columns as fit (``below=False``: the last location is
-    kept anyway). Call it after everything of the panel is drawn, and after the axis limits and
-    scales are set.
+    below the panel (:func:`legend_below`; ``below=False``: the last location is kept anyway).
 
     Parameters
     ----------
@@ -347,54 +346,79 @@ def legend(ax, *args, locations: tuple[str, ...] = LEGEND_LOCATIONS, below: bool
     Returns
     -------
     matplotlib.legend.Legend
-        The legend placed.
+        The legend, at its first location until :func:`finish` places it.
     """
     _placement_free(kw)
-    fig = ax.figure
     leg = ax.legend(*args, loc=locations[0], **kw)
     leg._book_placement = (args, dict(kw), locations, below)  # for :func:`finish`
-    fig.canvas.draw()  # once: an in-panel legend does not move the panels
-    for loc in locations:
+    return leg
+
+
+def _place_inside(fig, ax, leg) -> bool:
+    """Try the legend's in-panel locations on the drawn figure; ``True`` when one is free."""
+    for loc in leg._book_placement[2]:
         leg.set_loc(loc)
         if not _legend_problems(fig, ax, leg):
-            return leg
-    if not below:
-        return leg
-    return legend_below(ax, *args, **kw)
+            return True
+    return False
 
 
 def finish(fig):
-    """Place again every legend :func:`legend` put inside a panel that now covers data (a legend
-    placed below a later panel reshapes the panels); returns ``fig``.
+    """Place every legend made with :func:`legend`: in its panel where it covers no data, else
+    below the panel; placed again when a legend below one panel reshapes the others. Returns
+    ``fig``. Costs a few draws of the figure, and none when no legend was made with
+    :func:`legend`.
 
     Parameters
     ----------
     fig : matplotlib.figure.Figure
-        A figure whose legends were placed with :func:`legend`.
+        A complete figure.
 
     Returns
     -------
     matplotlib.figure.Figure
         The same figure.
     """
-    for _ in range(3):
+    pending = [ax for ax in fig.axes
+               if getattr(ax.get_legend(), "_book_placement", None) is not None]
+    if not pending:
+        if fig.legends:  # an "outside" figure legend settles on the second layout pass
+            fig.canvas.draw()
+        return fig
+    for _ in range(4):
         fig.canvas.draw()
         moved = False
-        for ax in fig.axes:
+        for ax in pending:
             leg = ax.get_legend()
-            spec = getattr(leg, "_book_placement", None)
-            if spec is None or getattr(leg, "_book_below", False):
+            if getattr(leg, "_book_below", False) or not _legend_problems(fig, ax, leg):
                 continue
-            if _legend_problems(fig, ax, leg):
-                args, kw, locations, below = spec
-                legend(ax, *args, locations=locations, below=below, **kw)
+            if _place_inside(fig, ax, leg):
+                continue
+            args, kw, _, below = leg._book_placement
+            if below:
+                new = legend_below(ax, *args, draw=False, **kw)
+                new._book_placement = leg._book_placement
                 moved = True
-        if not moved:
+        if moved:
+            _fit_legends_below(fig)
+        else:
             break
     return fig
 
 
-def legend_below(ax, *args, **kw):
+def _fit_legends_below(fig) -> None:
+    """Make the figure taller until every legend below a panel lies inside it."""
+    for _ in range(3):
+        fig.canvas.draw()
+        short = max((fig.bbox.y0 - ax.get_legend().get_window_extent().y0 for ax in fig.axes
+                     if getattr(ax.get_legend(), "_book_below", False)), default=0.0)
+        if short <= 0:
+            return
+        w, h = fig.get_size_inches()
+        fig.set_size_inches(w, h + (short + 4) / fig.dpi)
+
+
+def legend_below(ax, *args, draw: bool = True, **kw):
     """A legend below the panel, under its x label, centred (constrained layout makes room).
 
     Parameters
@@ -403,6 +427,9 @@ def legend_below(ax, *args, **kw):
         The panel.
     *args, **kw
         Passed to :meth:`matplotlib.axes.Axes.legend` (``ncol`` defaults to 1).
+    draw : bool
+        Draw the figure first (the x label's height is read from the drawn panel) and make the
+        figure taller if the legend does not fit; ``False`` when the figure was just drawn.
 
     Returns
     -------
@@ -416,20 +443,16 @@ def legend_below(ax, *args, **kw):
     fig = ax.figure
     if ax.get_legend() is not None:
         ax.get_legend().remove()
-    fig.canvas.draw()
+    if draw:
+        fig.canvas.draw()
     below = ax.get_window_extent().y0 - ax.get_tightbbox().y0  # x label and ticks, pixels
     pts = below * 72.0 / fig.dpi + 2.0
     tr = offset_copy(ax.transAxes, fig=fig, y=-pts, units="points")
     leg = ax.legend(*args, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=tr,
                     **kw)
     leg._book_below = True
-    for _ in range(3):  # make the figure taller until the legend is inside it
-        fig.canvas.draw()
-        short = fig.bbox.y0 - leg.get_window_extent().y0
-        if short <= 0:
-            break
-        w, h = fig.get_size_inches()
-        fig.set_size_inches(w, h + (short + 4) / fig.dpi)
+    if draw:
+        _fit_legends_below(fig)
     return leg
 
 
