@@ -325,30 +325,47 @@ def _plain(value: str) -> Any:
         return value
 
 
+def _output_value(o: Any) -> Any:
+    data = (o or {}).get("data") or {}
+    txt = next((v for k, v in data.items() if k.endswith("text/plain")), None)
+    if txt is None:
+        return None
+    return _plain("".join(txt) if isinstance(txt, list) else txt)
+
+
 def glued_values(notebook: str | os.PathLike) -> dict[str, Any]:
     """The values an executed notebook glued, ``name -> value`` (their ``text/plain`` form read back
     as numbers or strings; a figure or a missing file gives nothing).
 
+    myst-nb keeps a build's glued values in a store next to the executed notebook
+    (``<name>.glue.json``: name -> output); it is read when present, else the notebook's outputs
+    (papermill records glued values there).
+
     Parameters
     ----------
-    notebook : path of an executed ``.ipynb``.
+    notebook : path of an executed ``.ipynb`` (its store, if any, beside it).
 
     Returns
     -------
     dict
         Glue name to value.
     """
-    nb = _read_json(Path(notebook)) or {}
+    nb_path = Path(notebook)
     out: dict[str, Any] = {}
+    store = _read_json(nb_path.with_suffix(".glue.json"))
+    if isinstance(store, dict):
+        for name, o in store.items():
+            v = _output_value(o)
+            if v is not None:
+                out[name] = v
+        return out
+    nb = _read_json(nb_path) or {}
     for cell in nb.get("cells", []):
         for o in cell.get("outputs", []) or []:
             name = (o.get("metadata") or {}).get("scrapbook", {}).get("name")
-            if name is None:
-                continue
-            data = o.get("data") or {}
-            txt = next((v for k, v in data.items() if k.endswith("text/plain")), None)
-            if txt is not None:
-                out[name] = _plain("".join(txt) if isinstance(txt, list) else txt)
+            v = _output_value(o) if name is not None else None
+            if v is not None:
+                out[name] = v
     return out
 
 
@@ -430,9 +447,9 @@ def _write_claims(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
     site = Path(app.outdir)
-    executed = site / EXECUTED_DIR
+    executed = site.parent / "jupyter_execute"  # myst-nb's glue stores, beside the notebooks
     if not executed.is_dir():
-        executed = site.parent / "jupyter_execute"
+        executed = site / EXECUTED_DIR
     stamp = getattr(app, "_stumpbook_stamp", None) or build_stamp()
     from stumplib.core import book
 

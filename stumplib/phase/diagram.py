@@ -180,15 +180,17 @@ def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *, rtol: float
     xtol, max_refine : refinement of each crossing (:func:`bracket_crossing`).
     sigma, lam, A, seed : the model and the solver's seed. cache : keep the result with
     :func:`stumplib.core.cache.cached` (no log).
-    **solver : passed to :func:`stumplib.phase.state_evolution` (``max_log2_points``, ...).
+    **solver
+        Passed to :func:`stumplib.phase.solver.state_evolution` (``max_log2_points``, ...).
 
     Returns
     -------
-    dict of arrays. Per omega (axis ``W``): ``omega``, ``baseline``, ``seconds``, and for ``c`` in
-    ``alpha_c, alpha_l``: ``c``, ``c_lo``, ``c_hi``, ``c_outcome``. Per solved point (axis ``P``,
-    ``pt_w`` the omega index): ``pt_w``, ``pt_alpha`` and, for ``b`` in ``sem, pos``, ``b_<key>``
-    with its ``_err`` for the overlaps, test error and training loss, ``b_outcome``,
-    ``b_suppressed_derivative``, ``b_unstable``.
+    dict
+        Arrays. Per omega (axis ``W``): ``omega``, ``baseline``, ``seconds``, and for ``c`` in
+        ``alpha_c, alpha_l``: ``c``, ``c_lo``, ``c_hi``, ``c_outcome``. Per solved point (axis
+        ``P``, ``pt_w`` the omega index): ``pt_w``, ``pt_alpha`` and, for ``b`` in ``sem, pos``,
+        ``b_<key>`` with its ``_err`` for the overlaps, test error and training loss,
+        ``b_outcome``, ``b_suppressed_derivative``, ``b_unstable``.
     """
     om = [check_real(f"omegas[{i}]", w, low=0.0, high=0.95) for i, w in enumerate(omegas)]
     grid_ = [check_real(f"grid[{i}]", a, low=0.05, high=20.0) for i, a in enumerate(grid)]

@@ -3,7 +3,7 @@ test error.
 
 The theory of Cui et al. describes *minimisers* of
 
-    L(Q) = sum_mu |y_hat_mu - y_mu|^2 / (2 d) + (lambda / 2) |Q|^2,
+    ``L(Q) = sum_mu |y_hat_mu - y_mu|^2 / (2 d) + (lambda / 2) |Q|^2``,
 
 not a fixed number of gradient steps. :func:`minimise` runs L-BFGS (scipy's L-BFGS-B without
 bounds: a Moré-Thuente line search that satisfies the strong Wolfe conditions) in float64 on the
@@ -544,17 +544,30 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
 
     Parameters
     ----------
-    points : the fixed points (:func:`stumplib.phase.transition.lowest_points`). ds : dimensions.
-    seeds : seeds per point and ``d``. m0_sqrt_d : the starting ``m sqrt(d)``. sigma, lam, A :
-    the model. seed : the problems' seed. cache : keep the final ``m sqrt(d)`` with
-    :func:`stumplib.core.cache.cached` (no log) as a list over points of lists over ``ds`` of
-    (seeds,) arrays. device : torch device.
+    points : sequence of mapping
+        The fixed points (:func:`stumplib.phase.transition.lowest_points`).
+    ds : sequence of int
+        Dimensions.
+    seeds : int
+        Seeds per point and ``d``.
+    m0_sqrt_d : float
+        The starting ``m sqrt(d)``.
+    sigma, lam, A
+        The model.
+    seed : int
+        The problems' seed.
+    cache : bool
+        Keep the final ``m sqrt(d)`` with :func:`stumplib.core.cache.cached` (no log) as a list
+        over points of lists over ``ds`` of ``(seeds,)`` arrays.
+    device
+        Torch device.
 
     Returns
     -------
-    rows: ``omega, alpha, dF_m/dm, solver`` (``"unstable"`` when the derivative exceeds +1, else
-    ``"stable"``), ``median |m| sqrt(d)`` at each ``d``, ``dynamics`` (:func:`classify_dynamics`
-    on ``m sqrt(d)``) and ``agree``.
+    list of dict
+        Rows: ``omega, alpha, dF_m/dm, solver`` (``"unstable"`` when the derivative exceeds +1,
+        else ``"stable"``), the median of ``|m| sqrt(d)`` at each ``d``, ``dynamics``
+        (:func:`classify_dynamics` on ``m sqrt(d)``) and ``agree``.
     """
     def final_m(p: Mapping[str, float], d: int) -> np.ndarray:
         n = int(round(p["alpha"] * d))

@@ -15,7 +15,8 @@ def _cycle(k: int) -> list[str]:
 
 
 def head_law(betas, Ns, rmse, fit):
-    """(a) RMSE against N for each beta with the fitted law; (b) against beta for each N."""
+    """The head's law: panel (a) the RMSE against N for each beta with the fitted law, panel (b)
+    against beta for each N."""
     fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
     Bg, Ng = np.meshgrid(betas, Ns, indexing="ij")
     law = lambda b, N: np.sqrt(fit["A"] * b ** (-2 * fit["p"]) + fit["B"] * N ** (-2 * fit["q"]))  # noqa: E731
@@ -38,8 +39,8 @@ def head_law(betas, Ns, rmse, fit):
 
 
 def headline(mn, Ns, err, lo, hi, fit, beta_star, show_N, shapes=None):
-    """(a) error at the certified stop against m∧n for several N, with the bound's rate and the fit;
-    (b) against N for each shape. ``err, lo, hi`` have shape (shapes, KN); ``shapes``: the
+    """The headline: panel (a) the error at the certified stop against m∧n for several N, with the
+    bound's rate and the fit; panel (b) against N for each shape. ``err, lo, hi`` have shape (shapes, KN); ``shapes``: the
     ``(m, n)`` of each row, named in (b)'s legend (default: m∧n only)."""
     fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
     law = lambda x, N: np.sqrt(fit["A"] * x ** (-2 * fit["p"]) + fit["B"] * N ** (-2 * fit["q"]))  # noqa: E731
@@ -74,8 +75,8 @@ def headline(mn, Ns, err, lo, hi, fit, beta_star, show_N, shapes=None):
 
 
 def past_stop(runs, label_of):
-    """(a) large-N error against GD steps for one run per shape, the certified stop marked;
-    (b) the same error times beta against beta. ``runs``: list of dicts with ``steps, beta, err,
+    """Past the stop: panel (a) the large-N error against GD steps for one run per shape, the
+    certified stop marked; panel (b) the same error times beta against beta. ``runs``: list of dicts with ``steps, beta, err,
     stop_step, stop_err, key``."""
     fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
     for r, col in zip(runs, _cycle(len(runs))):

@@ -100,3 +100,12 @@ def test_compare_reports_a_changed_status_and_an_estimate_beyond_its_interval(tm
     out = capsys.readouterr().out
     assert "flipped (c): status holds -> fails" in out and "3 of 5 claims changed" in out
     assert book.compare_claims(a, a) == []
+
+
+def test_glued_values_prefer_the_build_glue_store(tmp_path):
+    """myst-nb keeps the glued values in ``<name>.glue.json`` beside the executed notebook."""
+    _fake_executed(tmp_path, "ch", {"x_status": "fails"})
+    assert sphinxext.glued_values(tmp_path / "ch.ipynb") == {"x_status": "fails"}
+    (tmp_path / "ch.glue.json").write_text(json.dumps({
+        "x_status": _glue_output("x_status", "holds"), "x_estimate": _glue_output("x_estimate", 0.5)}))
+    assert sphinxext.glued_values(tmp_path / "ch.ipynb") == {"x_status": "holds", "x_estimate": 0.5}
