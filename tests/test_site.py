@@ -797,7 +797,10 @@ def test_typeset_words(rel, facts):
 @pytest.mark.parametrize("rel", _params())
 def test_no_clipped_tables_or_equations(rel, facts):
     """Every display equation and table fits its box, or its box scrolls sideways (overflow-x
-    auto: a scroll bar the reader sees), and no box reaches past the text column."""
+    auto: a scroll bar the reader sees), and no box reaches past the text column (Sphinx's
+    generated index pages excepted)."""
+    if rel in GENERATED:
+        return
     clipped = facts(rel)["clipped"]
     assert not clipped, f"{rel}: cut content (width in px against its box): {clipped}"
 
