@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -308,6 +309,124 @@ def _outputs_from_cache(cache: Path, source: Path, out: Path) -> None:
     nbformat.write(nb, out)
 
 
+# ------------------------------------------------------------------ docstrings on the reference page
+_SECTIONS = {"parameters", "other parameters", "attributes", "returns", "yields", "raises"}
+_TYPEISH = re.compile(
+    r"^(?:\(|int\b|float|str\b|bool|dict|list|tuple|sequence|array|ndarray|numpy|np\.|torch|"
+    r"tensor|Tensor|Estimate|callable|Callable|mapping|Mapping|optional|Any|Path|None|"
+    r"matplotlib|iterable|object|bytes|complex|[A-Z]\w*(?:\.\w+)*(?:[\s,\[]|$)|\w+(?:\.\w+)+)")
+
+
+def _split_type(text: str) -> tuple[str, str]:
+    """``"torch.Tensor, shape ``(n,)``: the estimate"`` -> (type, description); a text that does
+    not start like a type is all description."""
+    if not _TYPEISH.match(text):
+        return "", text
+    depth, i = 0, 0
+    while i < len(text):
+        if text.startswith("``", i):
+            j = text.find("``", i + 2)
+            i = len(text) if j < 0 else j + 2
+            continue
+        c = text[i]
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if depth == 0 and text.startswith(": ", i):
+            return text[:i].strip(), text[i + 2:].strip()
+        i += 1
+    words = text.split()
+    return (text, "") if len(words) <= 8 and not text.rstrip().endswith(".") else ("", text)
+
+
+def numpy_sections(lines: list[str]) -> list[str]:
+    """Rewrite one-line entries of a docstring's numpy sections into the form napoleon parses.
+
+    ``name : description`` (a description where napoleon expects a type: it would render it
+    bold, with its ``code`` shown as literal backticks), ``name : type: description`` and, under
+    Returns, ``type: description`` on one line or a sentence wrapped at the section's indentation
+    (napoleon makes one return value per line) become ``name : type`` with the description
+    indented below. Proper numpy entries are kept as they are.
+
+    Parameters
+    ----------
+    lines : list of str
+        The docstring's lines (autodoc's ``autodoc-process-docstring`` list).
+
+    Returns
+    -------
+    list of str
+        The rewritten lines.
+    """
+    out: list[str] = []
+    i, n = 0, len(lines)
+    while i < n:
+        line = lines[i]
+        head = line.strip().lower()
+        if (head in _SECTIONS and i + 1 < n and set(lines[i + 1].strip()) == {"-"}
+                and len(lines[i + 1].strip()) >= 3):
+            base = len(line) - len(line.lstrip())
+            out += [line, lines[i + 1]]
+            i += 2
+            entries: list[tuple[str, list[str]]] = []
+            while i < n and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) >= base):
+                cur = lines[i]
+                if cur.strip() and i + 1 < n and set(lines[i + 1].strip()) == {"-"}:
+                    break  # the next section
+                ind = len(cur) - len(cur.lstrip())
+                if cur.strip() and ind == base:
+                    entries.append((cur.strip(), []))
+                elif entries:
+                    entries[-1][1].append(cur.strip())
+                else:
+                    out.append(cur)
+                i += 1
+            out += _rewrite_entries(entries, head, " " * base) + [""]
+            continue
+        out.append(line)
+        i += 1
+    return out
+
+
+def _rewrite_entries(entries, section: str, pad: str) -> list[str]:
+    if section in ("returns", "yields"):
+        merged: list[tuple[str, list[str]]] = []
+        for first, rest in entries:  # a wrapped sentence continues the previous value
+            if merged and not merged[-1][1] and not _TYPEISH.match(first) and not (
+                    " : " in first):
+                merged[-1] = (merged[-1][0] + " " + first, rest)
+            else:
+                merged.append((first, rest))
+        entries = merged
+    out = []
+    for first, rest in entries:
+        rest = [r for r in rest if r]
+        if section in ("returns", "yields", "raises") and " : " not in first:
+            typ, desc = _split_type(first)
+            if section == "raises":
+                typ, desc = (first, "") if not rest else (first, "")
+        else:
+            name, _, tail = first.partition(" : ")
+            if not tail:
+                out.append(pad + first)
+                out += [pad + "    " + r for r in rest]
+                continue
+            typ, desc = _split_type(tail)
+            typ = f"{name} : {typ}" if typ else name
+        if not typ:  # a description alone: keep it as a paragraph of the section
+            typ = ""
+        body = ([desc] if desc else []) + rest
+        if typ:
+            out.append(pad + typ)
+            out += [pad + "    " + b for b in body]
+        else:
+            out += [pad + b for b in body]
+    return out
+
+
+def _process_docstring(app, what, name, obj, options, lines) -> None:
+    lines[:] = numpy_sections(list(lines))
+
+
 # ------------------------------------------------------------------ claims as data
 #: the columns of ``claims.json`` / ``claims.csv``, in order
 CLAIM_FIELDS = ("key", "paper", "claim", "chapter", "status", "statistic", "estimate", "lower",
@@ -475,5 +594,6 @@ def setup(app) -> dict[str, Any]:
     app.connect("doctree-resolved", _add_executed_link)
     app.connect("build-finished", _copy_executed)
     app.connect("build-finished", _write_claims, priority=600)  # after the copy (500)
+    app.connect("autodoc-process-docstring", _process_docstring, priority=400)  # before napoleon
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True,
             "env_version": 1}

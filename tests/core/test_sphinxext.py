@@ -109,3 +109,23 @@ def test_glued_values_prefer_the_build_glue_store(tmp_path):
     (tmp_path / "ch.glue.json").write_text(json.dumps({
         "x_status": _glue_output("x_status", "holds"), "x_estimate": _glue_output("x_estimate", 0.5)}))
     assert sphinxext.glued_values(tmp_path / "ch.ipynb") == {"x_status": "holds", "x_estimate": 0.5}
+
+
+def test_one_line_docstring_entries_become_numpy_entries():
+    """What napoleon renders wrongly: a description where a type belongs (bold, literal
+    backticks), a type and its description on one line, and a Returns sentence wrapped at the
+    section's indentation (one bullet per line)."""
+    doc = ["Summary.", "", "Parameters", "----------",
+           "x, y : torch.Tensor, shape ``(..., N)``: features and labels.",
+           "n_boot : number of resamples.", "tol : float", "    A tolerance.", "",
+           "Returns", "-------", "``holds`` when the target lies inside; ``fails``",
+           "when it lies outside."]
+    got = sphinxext.numpy_sections(doc)
+    assert got[:4] == doc[:4]
+    assert got[4:10] == ["x, y : torch.Tensor, shape ``(..., N)``", "    features and labels.",
+                         "n_boot", "    number of resamples.", "tol : float", "    A tolerance."]
+    ret = got[got.index("Returns") + 2:]
+    assert [r for r in ret if r] == [
+        "``holds`` when the target lies inside; ``fails`` when it lies outside."]
+    proper = ["Returns", "-------", "numpy.ndarray", "    Shape ``(n,)``."]
+    assert [g for g in sphinxext.numpy_sections(proper) if g] == proper  # numpy style kept
