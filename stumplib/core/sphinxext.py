@@ -380,7 +380,14 @@ def numpy_sections(lines: list[str]) -> list[str]:
                 else:
                     out.append(cur)
                 i += 1
-            out += _rewrite_entries(entries, head, " " * base) + [""]
+            body = _rewrite_entries(entries, head, " " * base)
+            if head in ("returns", "yields") and body and all(
+                    b.startswith(" " * base) and not b[base:].startswith(" ") for b in body if b):
+                # descriptions only (no type): one line, which napoleon shows in bold as a type;
+                # :func:`unbold_returns` takes the bold off after napoleon
+                body = [" " * base + " ".join(b.strip() for b in body if b)]
+            out += body
+            out.append("")
             continue
         out.append(line)
         i += 1
@@ -412,8 +419,7 @@ def _rewrite_entries(entries, section: str, pad: str) -> list[str]:
                 continue
             typ, desc = _split_type(tail)
             typ = f"{name} : {typ}" if typ else name
-        if not typ:  # a description alone: keep it as a paragraph of the section
-            typ = ""
+        typ = typ.replace("``", "")  # a type is shown in italics: no nested code markup
         body = ([desc] if desc else []) + rest
         if typ:
             out.append(pad + typ)
@@ -423,8 +429,38 @@ def _rewrite_entries(entries, section: str, pad: str) -> list[str]:
     return out
 
 
+_BOLD_RETURNS = re.compile(r"^(\s*:returns:\s*)\*\*(.*?)\*\*(?: \((.*)\))?\s*$")
+
+
+def unbold_returns(lines: list[str]) -> list[str]:
+    """After napoleon: a Returns description it took for a type (``:returns: **text**``, where
+    ``code`` inside the bold shows its backticks) as plain text.
+
+    Parameters
+    ----------
+    lines : list of str
+        napoleon's reStructuredText lines.
+
+    Returns
+    -------
+    list of str
+        The lines, such returns unbolded.
+    """
+    def plain(m: re.Match) -> str:
+        text, desc = m.group(2), m.group(3)
+        if "``" not in text and " " not in text.strip():
+            return m.group(0)  # a type: keep it
+        return m.group(1) + text + (f": {desc}" if desc else "")
+
+    return [_BOLD_RETURNS.sub(plain, line) for line in lines]
+
+
 def _process_docstring(app, what, name, obj, options, lines) -> None:
     lines[:] = numpy_sections(list(lines))
+
+
+def _after_napoleon(app, what, name, obj, options, lines) -> None:
+    lines[:] = unbold_returns(list(lines))
 
 
 # ------------------------------------------------------------------ claims as data
@@ -595,5 +631,6 @@ def setup(app) -> dict[str, Any]:
     app.connect("build-finished", _copy_executed)
     app.connect("build-finished", _write_claims, priority=600)  # after the copy (500)
     app.connect("autodoc-process-docstring", _process_docstring, priority=400)  # before napoleon
+    app.connect("autodoc-process-docstring", _after_napoleon, priority=600)  # after it
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True,
             "env_version": 1}

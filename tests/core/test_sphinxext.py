@@ -122,10 +122,27 @@ def test_one_line_docstring_entries_become_numpy_entries():
            "when it lies outside."]
     got = sphinxext.numpy_sections(doc)
     assert got[:4] == doc[:4]
-    assert got[4:10] == ["x, y : torch.Tensor, shape ``(..., N)``", "    features and labels.",
+    assert got[4:10] == ["x, y : torch.Tensor, shape (..., N)", "    features and labels.",
                          "n_boot", "    number of resamples.", "tol : float", "    A tolerance."]
-    ret = got[got.index("Returns") + 2:]
-    assert [r for r in ret if r] == [
-        "``holds`` when the target lies inside; ``fails`` when it lies outside."]
+    assert got[-4:] == ["Returns", "-------",  # a description only: one line
+                        "``holds`` when the target lies inside; ``fails`` when it lies outside.", ""]
     proper = ["Returns", "-------", "numpy.ndarray", "    Shape ``(n,)``."]
     assert [g for g in sphinxext.numpy_sections(proper) if g] == proper  # numpy style kept
+
+
+def test_a_returns_description_is_one_line_and_not_bold():
+    from sphinx.ext.napoleon import Config
+    from sphinx.ext.napoleon.docstring import NumpyDocstring
+
+    doc = ["Summary.", "", "Parameters", "----------", "path : the file.", "",
+           "Returns", "-------", "``(runs, meta)``: ``runs`` as :func:`study` returns them", "and",
+           "``meta`` the run's command."]
+    rst = str(NumpyDocstring(sphinxext.numpy_sections(doc),
+                             Config(napoleon_use_rtype=False))).splitlines()
+    rst = sphinxext.unbold_returns(rst)
+    assert ":param path: the file." in rst
+    assert (":returns: ``(runs, meta)``: ``runs`` as :func:`study` returns them and ``meta`` "
+            "the run's command.") in rst
+    typed = ["Returns", "-------", "dict of ndarray, each of shape ``(Nb, Nc)``: the field."]
+    assert [g for g in sphinxext.numpy_sections(typed) if g] == [
+        "Returns", "-------", "dict of ndarray, each of shape (Nb, Nc)", "    the field."]
