@@ -317,6 +317,9 @@ _TYPEISH = re.compile(
     r"matplotlib|iterable|object|bytes|complex|[A-Z]\w*(?:\.\w+)*(?:[\s,\[]|$)|\w+(?:\.\w+)+)")
 
 
+_NAMES = re.compile(r"^\*{0,2}\w+(?:, \*{0,2}\w+)*$")
+
+
 def _split_type(text: str) -> tuple[str, str]:
     """``"torch.Tensor, shape ``(n,)``: the estimate"`` -> (type, description); a text that does
     not start like a type is all description."""
@@ -413,13 +416,14 @@ def _rewrite_entries(entries, section: str, pad: str) -> list[str]:
                 typ, desc = (first, "") if not rest else (first, "")
         else:
             name, _, tail = first.partition(" : ")
-            if not tail:
+            if not tail or not _NAMES.match(name) or " : " in tail:  # not one entry: as it is
                 out.append(pad + first)
                 out += [pad + "    " + r for r in rest]
                 continue
             typ, desc = _split_type(tail)
             typ = f"{name} : {typ}" if typ else name
-        typ = typ.replace("``", "")  # a type is shown in italics: no nested code markup
+        if not re.search(r"[|*_`]``|``[|*_]", typ):  # italics hold no nested code markup
+            typ = typ.replace("``", "")
         body = ([desc] if desc else []) + rest
         if typ:
             out.append(pad + typ)

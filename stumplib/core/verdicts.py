@@ -171,8 +171,8 @@ _VERBATIM = re.compile(r"(`[^`]*`|\$[^$]*\$)")
 
 
 def typeset_markdown(text: str) -> str:
-    """:func:`typeset` on Markdown text, leaving code spans (`` `n_tau` ``) and math (``$...$``)
-    as they are.
+    """:func:`typeset` on Markdown text, leaving code spans (between backticks) and math
+    (``$...$``) as they are.
 
     Parameters
     ----------
