@@ -32,10 +32,24 @@
       el.insertBefore(badge(m[2]), node);
     });
   }
+  // the execution table's status emoji (myst-nb writes U+2705 / U+274C) render as boxes
+  // without an emoji font: write them as words, in the badges' colours
+  function execStatus() {
+    const WORD = {"\u2705": ["ok", "holds"], "\u274C": ["failed", "fails"]};
+    document.querySelectorAll("table td").forEach(function (td) {
+      const w = WORD[td.textContent.trim()];
+      if (!w) return;
+      td.textContent = "";
+      const s = badge(w[1]);
+      s.textContent = w[0];
+      td.appendChild(s);
+    });
+  }
   function run() {
     if (document.querySelector("table.dashboard")) document.body.classList.add("dashboard-page");
     cells();
     verdicts();
+    execStatus();
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", run);
   else run();

@@ -304,6 +304,24 @@ async () => {
     executedLinks: Array.from(document.querySelectorAll('p.executed-notebook a[href]')).map(a => a.href),
     verdictBadges: Array.from(document.querySelectorAll('.admonition.verdict .status-badge')).map(b => b.textContent.trim()),
     apiEntries: Array.from(document.querySelectorAll('dl.py dt[id]')).map(dt => dt.id),
+    // display equations and tables: content wider than the box must scroll inside it
+    clipped: Array.from(article.querySelectorAll(
+        'mjx-container[display="true"], div.math, table')).filter(e => e.offsetParent !== null)
+      .map(e => {
+        let box = e;
+        for (let p = e; p && p !== article; p = p.parentElement) {
+          const ox = getComputedStyle(p).overflowX;
+          if (ox === 'auto' || ox === 'scroll') { box = p; break; }
+        }
+        const content = Math.max(e.scrollWidth, e.getBoundingClientRect().width,
+          ...Array.from(e.querySelectorAll('mjx-math, tr')).map(m => m.scrollWidth));
+        const ox = getComputedStyle(box).overflowX;
+        const r = box.getBoundingClientRect();
+        return {label: e.tagName + ': ' + (e.innerText || e.textContent || '').trim().slice(0, 50),
+                content: content, box: box.clientWidth, scrolls: ox === 'auto' || ox === 'scroll',
+                right: r.right};
+      })
+      .filter(x => x.content > x.box + 1 && !x.scrolls || x.right > colRight + 4),
   };
 }
 """
@@ -747,3 +765,62 @@ def test_tables_do_not_overflow(rel, facts):
         assert t["width"] <= t["parentWidth"] + 1, (
             f"{rel}: the dashboard {t['id']} needs sideways scrolling ({t['width']:.0f} px in "
             f"{t['parentWidth']} px)")
+
+
+#: ASCII that a typeset page never shows outside code: the book writes αc, αₗ, →, ≥, × N², 10⁴, a
+#: plural noun, and tables as tables
+ASCII_SYMBOLS = [
+    (re.compile(r"[A-Za-zα-ω]_c\b"), "a '_c' subscript (write αc)"),
+    (re.compile(r"[A-Za-zα-ω]_l\b"), "a '_l' subscript (write αₗ)"),
+    (re.compile(r"->"), "an ASCII arrow '->' (write →)"),
+    (re.compile(r">="), "an ASCII '>=' (write ≥)"),
+    (re.compile(r"<="), "an ASCII '<=' (write ≤)"),
+    (re.compile(r"x N\^"), "'x N^' (write × N²)"),
+    (re.compile(r"\de\+0"), "a number in e+0 notation (write 10⁴ or 10 000)"),
+    (re.compile(r"\w\(s\)"), "a template plural '(s)'"),
+    (re.compile(r"\|\s*-{3,}\s*\|"), "a raw Markdown table '|---|'"),
+]
+
+
+@pytest.mark.parametrize("rel", _params())
+def test_typeset_words(rel, facts):
+    """Verdicts, reasons, captions and table headers use the book's symbols, not their ASCII
+    spelling (code and math are hidden before reading the text)."""
+    if rel in GENERATED or rel == "reference.html":  # API signatures keep Python's spelling
+        return
+    text = facts(rel)["text"]
+    bad = [(why, text[max(m.start() - 40, 0):m.end() + 40].replace("\n", " "))
+           for rx, why in ASCII_SYMBOLS for m in [rx.search(text)] if m]
+    assert not bad, f"{rel}: ASCII where the book's symbols belong: {bad}"
+
+
+@pytest.mark.parametrize("rel", _params())
+def test_no_clipped_tables_or_equations(rel, facts):
+    """Every display equation and table fits its box, or its box scrolls sideways (overflow-x
+    auto: a scroll bar the reader sees), and no box reaches past the text column (Sphinx's
+    generated index pages excepted)."""
+    if rel in GENERATED:
+        return
+    clipped = facts(rel)["clipped"]
+    assert not clipped, f"{rel}: cut content (width in px against its box): {clipped}"
+
+
+#: a symbol as a verdict sentence writes it: a Greek letter with its Unicode sub- or superscripts
+_SYMBOL = re.compile(r"[α-ωΔ][ₐ-ₜᵢ-ᵦⱼ₀-₉]*\*?|dF[ₐ-ₜθ]*/d[α-ωa-z]")
+
+
+def test_notation_page_defines_the_symbols_of_the_verdicts(facts):
+    """Every symbol in a glued verdict or reason on the landing page is listed on the notation
+    page (its 'as the verdict sentences write them' table)."""
+    if "intro.html" not in PAGES or "notation.html" not in PAGES:
+        pytest.skip("no landing or notation page in the built site")
+    reasons = []
+    for t in facts("intro.html")["dashboards"]:
+        head = [h.lower() for h in t["rows"][0]] if t["rows"] else []
+        col = head.index("why") if "why" in head else -1  # the glued reasons (plain text)
+        reasons += [r[col] for r in t["rows"][1:] if len(r) > col]
+    verdicts = " ".join(reasons)
+    notation = facts("notation.html")["text"]
+    missing = sorted({m.group(0) for m in _SYMBOL.finditer(verdicts)} - {
+        m.group(0) for m in _SYMBOL.finditer(notation)})
+    assert not missing, f"symbols of the verdicts not on the notation page: {missing}"

@@ -44,7 +44,8 @@ from stumplib.core.stats import Estimate
 from stumplib.core.validation import check_choice, check_int
 
 __all__ = ["PROFILES", "ENV_VAR", "resolve_profile", "Chapter", "start", "settings", "show_settings",
-           "shared_dir", "SHARED_ENV", "glue_value", "glue_estimate", "glue_verdict", "table"]
+           "shared_dir", "SHARED_ENV", "glue_value", "glue_estimate", "glue_verdict", "table",
+           "load_claims", "compare_claims"]
 
 PROFILES = ("smoke", "quick", "full")
 ENV_VAR = "STUMPBOOK_PROFILE"
@@ -159,14 +160,20 @@ def _fmt(v: Any, floatfmt: str = ".4g") -> str:
 
 
 def table(rows: Sequence[Mapping[str, Any]], *, floatfmt: str = ".4g", display: bool = True):
-    """Rows (dicts with the same keys) as a Markdown table; displayed, and returned as Markdown."""
+    """Rows (dicts with the same keys) as a Markdown table; displayed, and returned as Markdown.
+    Headers and cells are typeset in the book's symbols (:func:`stumplib.core.verdicts.typeset`;
+    code spans and math kept)."""
     from IPython.display import Markdown, display as _display
+
+    from stumplib.core.verdicts import typeset_markdown as ts
 
     if not rows:
         raise ValueError("rows must hold at least one row")
     cols = list(rows[0])
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(_fmt(r.get(c, ""), floatfmt) for c in cols) + " |" for r in rows]
+    head = [ts(str(c)).replace("|", "\\|") for c in cols]  # a header's | would split it
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(ts(_fmt(r.get(c, ""), floatfmt)) for c in cols) + " |"
+              for r in rows]
     md = Markdown("\n".join(lines))
     if display:
         _display(md)
@@ -212,9 +219,15 @@ def _glue(name: str, value: Any) -> None:
 def glue_value(name: str, value: Any) -> Any:
     """Glue one value (numbers as plain Python floats/ints, so the page formats them); returns it.
     A matplotlib figure is closed once glued and ``None`` is returned, so the cell does not show it a
-    second time without its caption."""
+    second time without its caption. A verdict or reason given as text (a name ending in
+    ``_verdict`` or ``_reason``) is typeset in the book's symbols
+    (:func:`stumplib.core.verdicts.typeset`), as a :class:`~stumplib.core.verdicts.Verdict` is."""
     if isinstance(value, (np.floating, np.integer)):
         value = value.item()
+    if isinstance(value, str) and name.endswith(("_verdict", "_reason")):
+        from stumplib.core.verdicts import typeset
+
+        value = typeset(value)
     _glue(name, value)
     if type(value).__name__ == "Figure" and type(value).__module__.startswith("matplotlib"):
         import matplotlib.pyplot as plt
@@ -247,9 +260,81 @@ def glue_verdict(claim: str, v: "Verdict") -> "Verdict":
     return v
 
 
+def load_claims(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """The claims of a build: ``claims.json`` itself, or a site folder holding it.
+
+    Parameters
+    ----------
+    path : a ``claims.json`` file or a built site folder (``_build/html``).
+
+    Returns
+    -------
+    list of dict
+        One row per claim (:data:`stumplib.core.sphinxext.CLAIM_FIELDS`).
+    """
+    import json
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / "claims.json"
+    if not p.is_file():
+        raise FileNotFoundError(f"no claims.json at {p} (build the book, or give the file)")
+    rows = json.loads(p.read_text(encoding="utf-8"))
+    if not isinstance(rows, list):
+        raise ValueError(f"{p}: expected a list of claims")
+    return rows
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def compare_claims(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What changed between two builds' claims: a status, or an estimate that moved beyond its
+    interval (the new estimate outside the old interval, or the old outside the new).
+
+    Parameters
+    ----------
+    a, b : the rows of the older and the newer build (:func:`load_claims`).
+
+    Returns
+    -------
+    list of str
+        One line per changed claim (claims in only one build included); empty when none changed.
+    """
+    old = {r["key"]: r for r in a}
+    new = {r["key"]: r for r in b}
+    out = []
+    for key in list(old) + [k for k in new if k not in old]:
+        if key not in new or key not in old:
+            out.append(f"{key}: only in {'the first' if key in old else 'the second'} build")
+            continue
+        r, s = old[key], new[key]
+        what = []
+        if (r.get("status") or "") != (s.get("status") or ""):
+            what.append(f"status {r.get('status') or '-'} -> {s.get('status') or '-'}")
+        e0, l0, h0 = (_num(r.get(k)) for k in ("estimate", "lower", "upper"))
+        e1, l1, h1 = (_num(s.get(k)) for k in ("estimate", "lower", "upper"))
+        if np.isfinite(e0) and np.isfinite(e1):
+            outside = (np.isfinite(l0) and np.isfinite(h0) and not l0 <= e1 <= h0) or (
+                np.isfinite(l1) and np.isfinite(h1) and not l1 <= e0 <= h1)
+            if outside:
+                what.append(f"estimate {e0:.4g} [{l0:.4g}, {h0:.4g}] -> {e1:.4g} [{l1:.4g}, {h1:.4g}]")
+        elif np.isfinite(e0) != np.isfinite(e1):
+            what.append(f"estimate {r.get('estimate') or '-'} -> {s.get('estimate') or '-'}")
+        if what:
+            out.append(f"{key} ({s.get('chapter', '')}): " + "; ".join(what))
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m stumplib.core.book prune [--dry-run]``: delete the results files of other code versions
-    (see :func:`prune_results`) and list them.
+    (see :func:`prune_results`) and list them. ``python -m stumplib.core.book compare A B``: the
+    claims whose status changed or whose estimate moved beyond its interval between two builds
+    (``A``, ``B``: ``claims.json`` files or built site folders; :func:`compare_claims`).
 
     Parameters
     ----------
@@ -262,11 +347,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m stumplib.core.book",
-                                     description="Maintenance of the results cache.")
+                                     description="Maintenance of the results cache; comparison "
+                                                 "of two builds' claims.")
     sub = parser.add_subparsers(dest="command", required=True)
     prune = sub.add_parser("prune", help="delete results files made by other versions of stumplib")
     prune.add_argument("--dry-run", action="store_true", help="only list them")
+    comp = sub.add_parser("compare", help="claims whose status or estimate changed between builds")
+    comp.add_argument("a", help="claims.json of the first build, or its site folder")
+    comp.add_argument("b", help="claims.json of the second build, or its site folder")
     args = parser.parse_args(argv)
+    if args.command == "compare":
+        changed = compare_claims(load_claims(args.a), load_claims(args.b))
+        for line in changed:
+            print(line)
+        print(f"{len(changed)} of {len(load_claims(args.b))} claims changed" if changed
+              else "no claim changed its status or moved its estimate beyond its interval")
+        return 0
     gone = prune_results(dry_run=args.dry_run)
     size = sum(p.stat().st_size for p in gone if p.exists()) if args.dry_run else None
     for p in gone:

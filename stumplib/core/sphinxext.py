@@ -24,6 +24,11 @@ changed. This extension adds the two things neither knows about:
    myst-nb wrote to ``_build/jupyter_execute`` are copied into the site as
    ``_executed/<docname>.ipynb``, where the link points.
 
+4. **Claims as data.** At the end of the build the landing page's claims (the rows of
+   :data:`stumplib.core.claims.REGISTRY`) are written into the site root as ``claims.json`` and
+   ``claims.csv`` (:data:`CLAIM_FIELDS`; :func:`claims_rows`, :func:`write_claims`), from the glued
+   values of the executed notebooks. ``python -m stumplib.core.book compare A B`` compares two.
+
 At the end of every build the extension logs which notebooks were executed in this build (with
 their run times) and which were reused from the cache, e.g.::
 
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -303,6 +309,319 @@ def _outputs_from_cache(cache: Path, source: Path, out: Path) -> None:
     nbformat.write(nb, out)
 
 
+# ------------------------------------------------------------------ docstrings on the reference page
+_SECTIONS = {"parameters", "other parameters", "attributes", "returns", "yields", "raises"}
+_TYPEISH = re.compile(
+    r"^(?:\(|int\b|float|str\b|bool|dict|list|tuple|sequence|array|ndarray|numpy|np\.|torch|"
+    r"tensor|Tensor|Estimate|callable|Callable|mapping|Mapping|optional|Any|Path|None|"
+    r"matplotlib|iterable|object|bytes|complex|[A-Z]\w*(?:\.\w+)*(?:[\s,\[]|$)|\w+(?:\.\w+)+)")
+
+
+_NAMES = re.compile(r"^\*{0,2}\w+(?:, \*{0,2}\w+)*$")
+
+
+def _split_type(text: str) -> tuple[str, str]:
+    """``"torch.Tensor, shape ``(n,)``: the estimate"`` -> (type, description); a text that does
+    not start like a type is all description."""
+    if not _TYPEISH.match(text):
+        return "", text
+    depth, i = 0, 0
+    while i < len(text):
+        if text.startswith("``", i):
+            j = text.find("``", i + 2)
+            i = len(text) if j < 0 else j + 2
+            continue
+        c = text[i]
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if depth == 0 and text.startswith(": ", i):
+            return text[:i].strip(), text[i + 2:].strip()
+        i += 1
+    words = text.split()
+    return (text, "") if len(words) <= 8 and not text.rstrip().endswith(".") else ("", text)
+
+
+def numpy_sections(lines: list[str]) -> list[str]:
+    """Rewrite one-line entries of a docstring's numpy sections into the form napoleon parses.
+
+    ``name : description`` (a description where napoleon expects a type: it would render it
+    bold, with its ``code`` shown as literal backticks), ``name : type: description`` and, under
+    Returns, ``type: description`` on one line or a sentence wrapped at the section's indentation
+    (napoleon makes one return value per line) become ``name : type`` with the description
+    indented below. Proper numpy entries are kept as they are.
+
+    Parameters
+    ----------
+    lines : list of str
+        The docstring's lines (autodoc's ``autodoc-process-docstring`` list).
+
+    Returns
+    -------
+    list of str
+        The rewritten lines.
+    """
+    out: list[str] = []
+    i, n = 0, len(lines)
+    while i < n:
+        line = lines[i]
+        head = line.strip().lower()
+        if (head in _SECTIONS and i + 1 < n and set(lines[i + 1].strip()) == {"-"}
+                and len(lines[i + 1].strip()) >= 3):
+            base = len(line) - len(line.lstrip())
+            out += [line, lines[i + 1]]
+            i += 2
+            entries: list[tuple[str, list[str]]] = []
+            while i < n and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) >= base):
+                cur = lines[i]
+                if cur.strip() and i + 1 < n and set(lines[i + 1].strip()) == {"-"}:
+                    break  # the next section
+                ind = len(cur) - len(cur.lstrip())
+                if cur.strip() and ind == base:
+                    entries.append((cur.strip(), []))
+                elif entries:
+                    entries[-1][1].append(cur.strip())
+                else:
+                    out.append(cur)
+                i += 1
+            body = _rewrite_entries(entries, head, " " * base)
+            if head in ("returns", "yields") and body and all(
+                    b.startswith(" " * base) and not b[base:].startswith(" ") for b in body if b):
+                # descriptions only (no type): one line, which napoleon shows in bold as a type;
+                # :func:`unbold_returns` takes the bold off after napoleon
+                body = [" " * base + " ".join(b.strip() for b in body if b)]
+            out += body
+            out.append("")
+            continue
+        out.append(line)
+        i += 1
+    return out
+
+
+def _rewrite_entries(entries, section: str, pad: str) -> list[str]:
+    if section in ("returns", "yields"):
+        merged: list[tuple[str, list[str]]] = []
+        for first, rest in entries:  # a wrapped sentence continues the previous value
+            if merged and not merged[-1][1] and not _TYPEISH.match(first) and not (
+                    " : " in first):
+                merged[-1] = (merged[-1][0] + " " + first, rest)
+            else:
+                merged.append((first, rest))
+        entries = merged
+    out = []
+    for first, rest in entries:
+        rest = [r for r in rest if r]
+        if section in ("returns", "yields", "raises") and " : " not in first:
+            typ, desc = _split_type(first)
+            if section == "raises":
+                typ, desc = (first, "") if not rest else (first, "")
+        else:
+            name, _, tail = first.partition(" : ")
+            if not tail or not _NAMES.match(name) or " : " in tail:  # not one entry: as it is
+                out.append(pad + first)
+                out += [pad + "    " + r for r in rest]
+                continue
+            typ, desc = _split_type(tail)
+            typ = f"{name} : {typ}" if typ else name
+        if not re.search(r"[|*_`]``|``[|*_]", typ):  # italics hold no nested code markup
+            typ = typ.replace("``", "")
+        body = ([desc] if desc else []) + rest
+        if typ:
+            out.append(pad + typ)
+            out += [pad + "    " + b for b in body]
+        else:
+            out += [pad + b for b in body]
+    return out
+
+
+_BOLD_RETURNS = re.compile(r"^(\s*:returns:\s*)\*\*(.*?)\*\*(?: \((.*)\))?\s*$")
+
+
+def unbold_returns(lines: list[str]) -> list[str]:
+    """After napoleon: a Returns description it took for a type (``:returns: **text**``, where
+    ``code`` inside the bold shows its backticks) as plain text.
+
+    Parameters
+    ----------
+    lines : list of str
+        napoleon's reStructuredText lines.
+
+    Returns
+    -------
+    list of str
+        The lines, such returns unbolded.
+    """
+    def plain(m: re.Match) -> str:
+        text, desc = m.group(2), m.group(3)
+        if "``" not in text and " " not in text.strip():
+            return m.group(0)  # a type: keep it
+        return m.group(1) + text + (f": {desc}" if desc else "")
+
+    return [_BOLD_RETURNS.sub(plain, line) for line in lines]
+
+
+def _process_docstring(app, what, name, obj, options, lines) -> None:
+    lines[:] = numpy_sections(list(lines))
+
+
+def _after_napoleon(app, what, name, obj, options, lines) -> None:
+    lines[:] = unbold_returns(list(lines))
+
+
+# ------------------------------------------------------------------ claims as data
+#: the columns of ``claims.json`` / ``claims.csv``, in order
+CLAIM_FIELDS = ("key", "paper", "claim", "chapter", "status", "statistic", "estimate", "lower",
+                "upper", "target", "tolerance", "seed_agreement", "verdict", "profile",
+                "code_version")
+
+
+def _plain(value: str) -> Any:
+    """A glued ``text/plain`` payload as a Python value (``"'holds'"`` -> ``"holds"``)."""
+    import ast
+
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return value
+
+
+def _output_value(o: Any) -> Any:
+    data = (o or {}).get("data") or {}
+    txt = next((v for k, v in data.items() if k.endswith("text/plain")), None)
+    if txt is None:
+        return None
+    return _plain("".join(txt) if isinstance(txt, list) else txt)
+
+
+def glued_values(notebook: str | os.PathLike) -> dict[str, Any]:
+    """The values an executed notebook glued, ``name -> value`` (their ``text/plain`` form read back
+    as numbers or strings; a figure or a missing file gives nothing).
+
+    myst-nb keeps a build's glued values in a store next to the executed notebook
+    (``<name>.glue.json``: name -> output); it is read when present, else the notebook's outputs
+    (papermill records glued values there).
+
+    Parameters
+    ----------
+    notebook : path of an executed ``.ipynb`` (its store, if any, beside it).
+
+    Returns
+    -------
+    dict
+        Glue name to value.
+    """
+    nb_path = Path(notebook)
+    out: dict[str, Any] = {}
+    store = _read_json(nb_path.with_suffix(".glue.json"))
+    if isinstance(store, dict):
+        for name, o in store.items():
+            v = _output_value(o)
+            if v is not None:
+                out[name] = v
+        return out
+    nb = _read_json(nb_path) or {}
+    for cell in nb.get("cells", []):
+        for o in cell.get("outputs", []) or []:
+            name = (o.get("metadata") or {}).get("scrapbook", {}).get("name")
+            v = _output_value(o) if name is not None else None
+            if v is not None:
+                out[name] = v
+    return out
+
+
+def _number(v: Any) -> float | str:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return ""
+    return x if x == x else ""  # NaN: an empty field
+
+
+def claims_rows(executed: str | os.PathLike, *, profile: str = "", code_version: str = "",
+                registry=None) -> list[dict[str, Any]]:
+    """One row per registered claim, from the executed notebooks under ``executed``.
+
+    Parameters
+    ----------
+    executed : folder holding the executed notebooks as ``<chapter>.ipynb`` (the site's
+        ``_executed`` or ``_build/jupyter_execute``).
+    profile, code_version : the build's profile and :func:`stumplib.core.book.code_version`.
+    registry : the claims (default :data:`stumplib.core.claims.REGISTRY`).
+
+    Returns
+    -------
+    list of dict
+        Rows with the keys :data:`CLAIM_FIELDS`; a value not glued is an empty field (``""``),
+        never an error; numbers are floats.
+    """
+    if registry is None:
+        from stumplib.core.claims import REGISTRY as registry
+    cache: dict[str, dict[str, Any]] = {}
+    rows = []
+    for c in registry:
+        if c.chapter not in cache:
+            cache[c.chapter] = glued_values(Path(executed) / f"{c.chapter}.ipynb")
+        g = cache[c.chapter]
+
+        def get(suffix: str) -> Any:
+            return g.get(f"{c.key}_{suffix}", "")
+
+        rows.append({"key": c.key, "paper": c.paper, "claim": c.claim, "chapter": c.chapter,
+                     "status": get("status"), "statistic": c.statistic,
+                     "estimate": _number(get("estimate")), "lower": _number(get("estimate_lo")),
+                     "upper": _number(get("estimate_hi")), "target": c.target,
+                     "tolerance": c.tolerance, "seed_agreement": get("seed_agreement"),
+                     "verdict": get("verdict"), "profile": profile,
+                     "code_version": code_version})
+    return rows
+
+
+def write_claims(rows: list[dict[str, Any]], outdir: str | os.PathLike) -> tuple[Path, Path]:
+    """Write ``rows`` as ``claims.json`` (a list of objects) and ``claims.csv`` into ``outdir``.
+
+    Parameters
+    ----------
+    rows : :func:`claims_rows`' output.
+    outdir : the site root (``_build/html``).
+
+    Returns
+    -------
+    (Path, Path)
+        The JSON and CSV files.
+    """
+    import csv
+
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    js, cs = out / "claims.json", out / "claims.csv"
+    js.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    with cs.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(CLAIM_FIELDS), extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    return js, cs
+
+
+def _write_claims(app, exception) -> None:
+    """At the end of an HTML build: the claims of the executed notebooks into the site root."""
+    if exception is not None or app.builder.format != "html":
+        return
+    site = Path(app.outdir)
+    executed = site.parent / "jupyter_execute"  # myst-nb's glue stores, beside the notebooks
+    if not executed.is_dir():
+        executed = site / EXECUTED_DIR
+    stamp = getattr(app, "_stumpbook_stamp", None) or build_stamp()
+    from stumplib.core import book
+
+    profile = stamp.get("profile") or "quick"
+    try:
+        profile = book.resolve_profile(profile)
+    except ValueError:
+        pass
+    rows = claims_rows(executed, profile=profile, code_version=stamp.get("code_version", ""))
+    js, _ = write_claims(rows, site)
+    logger.info(f"stumpbook: wrote {len(rows)} claims to {js} and claims.csv")
+
+
 def setup(app) -> dict[str, Any]:
     # after myst-nb's own builder-inited handler, which resolves the execution cache path
     app.connect("builder-inited", _builder_inited, priority=900)
@@ -314,5 +633,8 @@ def setup(app) -> dict[str, Any]:
     app.connect("build-finished", _build_finished)
     app.connect("doctree-resolved", _add_executed_link)
     app.connect("build-finished", _copy_executed)
+    app.connect("build-finished", _write_claims, priority=600)  # after the copy (500)
+    app.connect("autodoc-process-docstring", _process_docstring, priority=400)  # before napoleon
+    app.connect("autodoc-process-docstring", _after_napoleon, priority=600)  # after it
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True,
             "env_version": 1}

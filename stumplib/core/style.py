@@ -13,8 +13,8 @@ from __future__ import annotations
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 
-__all__ = ["use", "COLORS", "COLUMN_WIDTH", "SCREEN_DPI", "MIN_FONT_PT", "figure", "panels",
-           "label_panels"]
+__all__ = ["use", "COLORS", "COLUMN_WIDTH", "SCREEN_DPI", "MIN_FONT_PT", "LEGIBLE_PT", "figure",
+           "panels", "label_panels", "figure_problems"]
 
 #: the text column's width in inches: a figure drawn at this width is shown at its natural size
 COLUMN_WIDTH = 7.0
@@ -23,6 +23,9 @@ COLUMN_WIDTH = 7.0
 SCREEN_DPI = 98
 #: the smallest font of any figure text (legends, ticks), in points
 MIN_FONT_PT = 9.0
+
+#: the smallest font a reader can read at the column width, in points (:func:`figure_problems`)
+LEGIBLE_PT = 8.0
 
 #: fixed colours for recurring curves (colour-blind-safe Okabe-Ito palette)
 COLORS = {
@@ -166,3 +169,357 @@ def label_panels(axes) -> None:
     for i, ax in enumerate(flat):
         ax.text(-0.12, 1.04, f"({chr(97 + i)})", transform=ax.transAxes, fontsize=11,
                 fontweight="bold", va="bottom")
+
+
+# ------------------------------------------------------------------------------ figure checks
+def _drawn_points(artist, ax) -> "np.ndarray":
+    """Display coordinates ``(P, 2)`` of the finite data points of a line or collection, or of
+    the vertices of an unfilled polygon (a step histogram)."""
+    import numpy as np
+    from matplotlib.collections import Collection
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Polygon
+
+    if isinstance(artist, Line2D):
+        xy = np.asarray(artist.get_xydata(), dtype=float).reshape(-1, 2)
+        tr = artist.get_transform()
+    elif isinstance(artist, Polygon) and not artist.get_fill():
+        xy = np.asarray(artist.get_xy(), dtype=float).reshape(-1, 2)
+        tr = artist.get_transform()
+    elif isinstance(artist, Collection):
+        offs = np.asarray(artist.get_offsets(), dtype=float).reshape(-1, 2)
+        paths = artist.get_paths()
+        if len(offs) and (len(paths) <= 1):  # a scatter: its markers sit at the offsets
+            xy, tr = offs, artist.get_offset_transform()
+        else:  # line segments (error bars, streamlines)
+            pts = [np.asarray(p.vertices, dtype=float).reshape(-1, 2) for p in paths]
+            xy = np.concatenate(pts) if pts else np.empty((0, 2))
+            tr = artist.get_transform()
+    else:
+        return np.empty((0, 2))
+    xy = xy[np.all(np.isfinite(xy), axis=1)]
+    if not len(xy):
+        return np.empty((0, 2))
+    return np.asarray(tr.transform(xy), dtype=float).reshape(-1, 2)
+
+
+def _segments(artist) -> list:
+    """Polylines ``[(P_k, 2)]`` in display coordinates that ``artist`` draws (lines with a line
+    style, line collections, step histograms); markers alone give none."""
+    import numpy as np
+    from matplotlib.collections import LineCollection
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Polygon
+
+    out = []
+    if isinstance(artist, Line2D):
+        if artist.get_linestyle() in ("None", "none", " ", "") or artist.get_linewidth() == 0:
+            return out
+        xy = np.asarray(artist.get_xydata(), dtype=float).reshape(-1, 2)
+        out.append(artist.get_transform().transform(xy))
+    elif isinstance(artist, Polygon) and not artist.get_fill():
+        out.append(artist.get_transform().transform(np.asarray(artist.get_xy(), dtype=float)))
+    elif isinstance(artist, LineCollection):
+        tr = artist.get_transform()
+        for p in artist.get_paths():
+            v = np.asarray(p.vertices, dtype=float).reshape(-1, 2)
+            if len(v) > 1:
+                out.append(tr.transform(v))
+    return out
+
+
+def _clip(a, b, box) -> bool:
+    """Whether any part of the segments ``a -> b`` (``(S, 2)`` each) lies inside ``box`` (``x0, y0,
+    x1, y1``): Liang-Barsky clipping, vectorised."""
+    import numpy as np
+
+    x0, y0, x1, y1 = box
+    d = b - a
+    t0 = np.zeros(len(a))
+    t1 = np.ones(len(a))
+    ok = np.all(np.isfinite(a), 1) & np.all(np.isfinite(b), 1)
+    for p, q in ((-d[:, 0], a[:, 0] - x0), (d[:, 0], x1 - a[:, 0]),
+                 (-d[:, 1], a[:, 1] - y0), (d[:, 1], y1 - a[:, 1])):
+        par = p == 0
+        ok &= ~(par & (q < 0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(par, 0.0, q / np.where(par, 1.0, p))
+        t0 = np.where(~par & (p < 0), np.maximum(t0, r), t0)
+        t1 = np.where(~par & (p > 0), np.minimum(t1, r), t1)
+    return bool(np.any(ok & (t0 <= t1)))
+
+
+def _crosses(artist, box, clip_box) -> bool:
+    """Whether a data point or a drawn line of ``artist`` inside ``clip_box`` (the panel) lies in
+    ``box`` (a legend's frame, display coordinates)."""
+    import numpy as np
+
+    inter = (max(box[0], clip_box[0]), max(box[1], clip_box[1]),
+             min(box[2], clip_box[2]), min(box[3], clip_box[3]))
+    if inter[0] >= inter[2] or inter[1] >= inter[3]:
+        return False
+    pts = _drawn_points(artist, None)
+    if len(pts):
+        inside = ((pts[:, 0] >= inter[0]) & (pts[:, 0] <= inter[2])
+                  & (pts[:, 1] >= inter[1]) & (pts[:, 1] <= inter[3]))
+        if inside.any():
+            return True
+    for poly in _segments(artist):
+        if len(poly) > 1 and _clip(poly[:-1], poly[1:], inter):
+            return True
+    return False
+
+
+def _plotted(ax) -> list:
+    """The artists of a panel that show data: lines, markers, line collections (error bars,
+    streamlines) and unfilled polygons (step histograms); shaded bands and spans are background."""
+    from matplotlib.collections import LineCollection, PathCollection
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Polygon
+
+    return [a for a in ax.get_children()
+            if a.get_visible() and (isinstance(a, (Line2D, LineCollection, PathCollection))
+                                    or (isinstance(a, Polygon) and not a.get_fill()))]
+
+
+def _legend_problems(fig, owner, leg) -> list[str]:
+    """:func:`figure_problems` for one legend (``owner``: its panel, ``None`` for a figure legend);
+    the figure must have been drawn."""
+    axes = list(fig.axes)
+    fb = fig.bbox
+    out = []
+    where = "figure legend" if owner is None else f"legend of panel {axes.index(owner) + 1}"
+    bb = leg.get_window_extent()
+    box = (bb.x0, bb.y0, bb.x1, bb.y1)
+    if bb.x0 < fb.x0 - 1 or bb.y0 < fb.y0 - 1 or bb.x1 > fb.x1 + 1 or bb.y1 > fb.y1 + 1:
+        out.append(f"{where} sticks out of the figure")
+    labels = [t.get_text() for t in leg.get_texts()]
+    dup = sorted({lab for lab in labels if labels.count(lab) > 1})
+    if dup:
+        out.append(f"{where} lists {', '.join(map(repr, dup))} more than once")
+    for ax in axes:
+        if not ax.get_visible() or not ax.get_window_extent().overlaps(bb):
+            continue
+        ab = ax.get_window_extent()
+        clip = (ab.x0, ab.y0, ab.x1, ab.y1)
+        for art in _plotted(ax):
+            if _crosses(art, box, clip):
+                lab = art.get_label()
+                name = repr(lab) if lab and not lab.startswith("_") else type(art).__name__
+                out.append(f"{where} covers data of panel {axes.index(ax) + 1} ({name})")
+                break
+    return out
+
+
+def _placement_free(kw: dict) -> None:
+    """Drop a caller's ``loc`` and ``bbox_to_anchor``: the placement is chosen here."""
+    kw.pop("loc", None)
+    kw.pop("bbox_to_anchor", None)
+
+
+#: where :func:`legend` tries to put a legend, in order, before it goes below the panel
+LEGEND_LOCATIONS = ("upper left", "upper right", "lower left", "lower right", "center left",
+                    "center right", "upper center", "lower center")
+
+
+def legend(ax, *args, locations: tuple[str, ...] = LEGEND_LOCATIONS, below: bool = True,
+           **kw):
+    """A legend inside the panel where it covers no data, else below the panel (outside it).
+
+    The legend is made now and placed by :func:`finish` (call it once the figure is complete):
+    each location of ``locations`` is tried in turn on the drawn figure and kept when
+    :func:`figure_problems` finds no data under the legend; when none is free, the legend goes
+    below the panel (:func:`legend_below`; ``below=False``: the last location is kept anyway).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The panel.
+    *args, **kw
+        Passed to :meth:`matplotlib.axes.Axes.legend` (handles, labels, ``ncol``, ``title``...);
+        ``loc`` and ``bbox_to_anchor`` are chosen here.
+    locations : tuple of str
+        The in-panel locations to try, in order of preference.
+    below : bool
+        Whether to fall back to a legend below the panel.
+
+    Returns
+    -------
+    matplotlib.legend.Legend
+        The legend, at its first location until :func:`finish` places it.
+    """
+    _placement_free(kw)
+    leg = ax.legend(*args, loc=locations[0], **kw)
+    leg._book_placement = (args, dict(kw), locations, below)  # for :func:`finish`
+    return leg
+
+
+def _place_inside(fig, ax, leg) -> bool:
+    """Try the legend's in-panel locations on the drawn figure; ``True`` when one is free."""
+    for loc in leg._book_placement[2]:
+        leg.set_loc(loc)
+        if not _legend_problems(fig, ax, leg):
+            return True
+    return False
+
+
+def finish(fig):
+    """Place every legend made with :func:`legend`: in its panel where it covers no data, else
+    below the panel; placed again when a legend below one panel reshapes the others. Returns
+    ``fig``. Costs a few draws of the figure, and none when no legend was made with
+    :func:`legend`.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        A complete figure.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The same figure.
+    """
+    pending = [ax for ax in fig.axes
+               if getattr(ax.get_legend(), "_book_placement", None) is not None]
+    if not pending:
+        if fig.legends:  # an "outside" figure legend settles on the second layout pass
+            fig.canvas.draw()
+        return fig
+    for _ in range(4):
+        fig.canvas.draw()
+        moved = False
+        for ax in pending:
+            leg = ax.get_legend()
+            if getattr(leg, "_book_below", False) or not _legend_problems(fig, ax, leg):
+                continue
+            if _place_inside(fig, ax, leg):
+                continue
+            args, kw, _, below = leg._book_placement
+            if below:
+                new = legend_below(ax, *args, draw=False, **kw)
+                new._book_placement = leg._book_placement
+                moved = True
+        if moved:
+            _fit_legends_below(fig)
+        else:
+            break
+    return fig
+
+
+def _fit_legends_below(fig) -> None:
+    """Make the figure taller until every legend below a panel lies inside it."""
+    for _ in range(3):
+        fig.canvas.draw()
+        short = max((fig.bbox.y0 - ax.get_legend().get_window_extent().y0 for ax in fig.axes
+                     if getattr(ax.get_legend(), "_book_below", False)), default=0.0)
+        if short <= 0:
+            return
+        w, h = fig.get_size_inches()
+        fig.set_size_inches(w, h + (short + 4) / fig.dpi)
+
+
+def legend_below(ax, *args, draw: bool = True, **kw):
+    """A legend below the panel, under its x label, centred (constrained layout makes room).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The panel.
+    *args, **kw
+        Passed to :meth:`matplotlib.axes.Axes.legend` (``ncol`` defaults to 1).
+    draw : bool
+        Draw the figure first (the x label's height is read from the drawn panel) and make the
+        figure taller if the legend does not fit; ``False`` when the figure was just drawn.
+
+    Returns
+    -------
+    matplotlib.legend.Legend
+        The legend placed.
+    """
+    from matplotlib.transforms import offset_copy
+
+    _placement_free(kw)
+    kw.setdefault("ncol", 1)
+    fig = ax.figure
+    if ax.get_legend() is not None:
+        ax.get_legend().remove()
+    if draw:
+        fig.canvas.draw()
+    below = ax.get_window_extent().y0 - ax.get_tightbbox().y0  # x label and ticks, pixels
+    pts = below * 72.0 / fig.dpi + 2.0
+    tr = offset_copy(ax.transAxes, fig=fig, y=-pts, units="points")
+    leg = ax.legend(*args, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=tr,
+                    **kw)
+    leg._book_below = True
+    if draw:
+        _fit_legends_below(fig)
+    return leg
+
+
+def figure_problems(fig) -> list[str]:
+    """What a reader would stumble on in ``fig``, checked in display coordinates (empty: none).
+
+    The figure is drawn first (constrained layout settles). Problems reported:
+
+    - a legend's frame covers a plotted data point, a line's vertex or a stretch of a drawn line
+      (lines, error bars, streamlines, step histograms) of any panel it overlaps;
+    - a legend lists a label twice, or lists an artist with no finite data in its panel's view;
+    - a legend sticks out of the figure;
+    - any text is smaller than :data:`LEGIBLE_PT` points once the figure is shown at the column
+      width (a figure wider than :data:`COLUMN_WIDTH` is shrunk, its fonts with it).
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure as a chapter glues it.
+
+    Returns
+    -------
+    list of str
+        One sentence per problem, naming the panel (by its position) and the label concerned.
+    """
+    import numpy as np
+    from matplotlib.legend import Legend
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    out: list[str] = []
+    axes = list(fig.axes)
+    fb = fig.bbox
+    scale = min(1.0, COLUMN_WIDTH / fig.get_size_inches()[0])
+
+    legends = [(ax, ax.get_legend()) for ax in axes if ax.get_legend() is not None]
+    legends += [(None, leg) for leg in fig.legends]
+    for owner, leg in legends:
+        out += _legend_problems(fig, owner, leg)
+    for ax in axes:
+        if ax.get_legend() is None and not fig.legends:
+            continue
+        ab = ax.get_window_extent()
+        for art in _plotted(ax):
+            lab = art.get_label()
+            if not lab or lab.startswith("_"):
+                continue
+            pts = _drawn_points(art, ax)
+            inside = ((pts[:, 0] >= ab.x0 - 1) & (pts[:, 0] <= ab.x1 + 1)
+                      & (pts[:, 1] >= ab.y0 - 1) & (pts[:, 1] <= ab.y1 + 1)) if len(pts) else []
+            if not np.any(inside):
+                out.append(f"panel {axes.index(ax) + 1}: legend entry {lab!r} has no drawn data")
+        for cont in ax.containers:  # error bars: the label sits on the container
+            lab = cont.get_label()
+            if not lab or lab.startswith("_"):
+                continue
+            pts = [_drawn_points(a, ax) for a in cont.get_children() if a is not None]
+            pts = np.concatenate(pts) if pts else np.empty((0, 2))
+            inside = ((pts[:, 0] >= ab.x0 - 1) & (pts[:, 0] <= ab.x1 + 1)
+                      & (pts[:, 1] >= ab.y0 - 1) & (pts[:, 1] <= ab.y1 + 1))
+            if not np.any(inside):
+                out.append(f"panel {axes.index(ax) + 1}: legend entry {lab!r} has no drawn data")
+    for t in fig.findobj(Text):
+        if not t.get_visible() or not t.get_text().strip() or isinstance(t, Legend):
+            continue
+        pt = t.get_fontsize() * scale
+        if pt < LEGIBLE_PT - 1e-9:
+            out.append(f"text {t.get_text()[:30]!r} is {pt:.1f} pt at the column width "
+                       f"(at least {LEGIBLE_PT:g})")
+    return out

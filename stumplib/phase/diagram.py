@@ -244,24 +244,34 @@ def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *, rtol: float
 
     Parameters
     ----------
-    omegas : positional shares, each in [0, 0.95].
-    grid : the coarse ``alpha`` grid (>= 2 values).
-    rtol : the solver's accuracy target, or ``{omega: rtol}`` (missing omegas: 5e-3).
-    max_log2_points : the solver's largest rule (points per scrambling ``2**p``), or
-        ``{omega: p}`` (missing omegas: 14).
-    extra : ``{omega: alphas}`` solved besides the grid (for example the points of a comparison).
-    xtol, max_refine : refinement of each crossing (:func:`bracket_crossing`).
-    sigma, lam, A, seed : the model and the solver's seed.
-    cache : keep the result with :func:`stumplib.core.cache.cached` (no log).
-    **solver : passed to :func:`stumplib.phase.state_evolution` (``max_log2_points``, ...).
+    omegas : sequence of float
+        Positional shares, each in [0, 0.95].
+    grid : sequence of float
+        The coarse ``alpha`` grid (>= 2 values).
+    rtol : float or dict
+        The solver's accuracy target, or ``{omega: rtol}`` (missing omegas: 5e-3).
+    max_log2_points : int or dict
+        The solver's largest rule (points per scrambling ``2**p``), or ``{omega: p}`` (missing
+        omegas: 14).
+    extra : dict, optional
+        ``{omega: alphas}`` solved besides the grid (for example the points of a comparison).
+    xtol, max_refine
+        Refinement of each crossing (:func:`bracket_crossing`).
+    sigma, lam, A, seed
+        The model and the solver's seed.
+    cache : bool
+        Keep the result with :func:`stumplib.core.cache.cached` (no log).
+    **solver
+        Passed to :func:`stumplib.phase.solver.state_evolution` (``max_log2_points``, ...).
 
     Returns
     -------
-    dict of arrays. Per omega (axis ``W``): ``omega``, ``baseline``, ``seconds``, and for ``c`` in
-    ``alpha_c, alpha_l``: ``c``, ``c_lo``, ``c_hi``, ``c_outcome``. Per solved point (axis ``P``,
-    ``pt_w`` the omega index): ``pt_w``, ``pt_alpha`` and, for ``b`` in ``sem, pos``, ``b_<key>``
-    with its ``_err`` for the overlaps, test error and training loss, ``b_outcome``,
-    ``b_suppressed_derivative``, ``b_unstable``.
+    dict
+        Arrays. Per omega (axis ``W``): ``omega``, ``baseline``, ``seconds``, and for ``c`` in
+        ``alpha_c, alpha_l``: ``c``, ``c_lo``, ``c_hi``, ``c_outcome``. Per solved point (axis
+        ``P``, ``pt_w`` the omega index): ``pt_w``, ``pt_alpha`` and, for ``b`` in ``sem, pos``,
+        ``b_<key>`` with its ``_err`` for the overlaps, test error and training loss,
+        ``b_outcome``, ``b_suppressed_derivative``, ``b_unstable``.
     """
     om = [check_real(f"omegas[{i}]", w, low=0.0, high=0.95) for i, w in enumerate(omegas)]
     grid_ = [check_real(f"grid[{i}]", a, low=0.05, high=20.0) for i, a in enumerate(grid)]

@@ -3,7 +3,7 @@ test error.
 
 The theory of Cui et al. describes *minimisers* of
 
-    L(Q) = sum_mu |y_hat_mu - y_mu|^2 / (2 d) + (lambda / 2) |Q|^2,
+    ``L(Q) = sum_mu |y_hat_mu - y_mu|^2 / (2 d) + (lambda / 2) |Q|^2``,
 
 not a fixed number of gradient steps. :func:`minimise` runs L-BFGS (scipy's L-BFGS-B without
 bounds: a Moré-Thuente line search that satisfies the strong Wolfe conditions) in float64 on the

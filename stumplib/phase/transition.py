@@ -13,7 +13,7 @@ import numpy as np
 
 from stumplib.core import verdicts
 from stumplib.core.stats import Estimate, crossing
-from stumplib.core.verdicts import Verdict
+from stumplib.core.verdicts import Verdict, plural
 
 __all__ = ["first_crossing", "theory_curves", "accurate_curves", "crossing_estimate", "branch_end",
            "stability_verdict", "gd_verdict", "replay_verdict", "read_published", "published_curves",
@@ -137,7 +137,7 @@ def semantic_end_verdict(end: Estimate, alphas: Any, outcomes: Any) -> Verdict:
     und = int(np.sum((a < end.hi) & (a >= end.lo) & (o == "undecided")))
     if und:
         return Verdict("undecided", f"semantic branch established down to alpha = {end.hi:.3g}; "
-                                    f"{und} undecided point(s) down to {end.lo:.3g}.")
+                                    f"{plural(und, 'undecided point')} down to {end.lo:.3g}.")
     return Verdict("holds", f"the semantic branch ends between alpha = {end.lo:.3g} and {end.hi:.3g}.")
 
 

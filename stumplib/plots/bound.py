@@ -15,7 +15,8 @@ def _cycle(k: int) -> list[str]:
 
 
 def head_law(betas, Ns, rmse, fit):
-    """(a) RMSE against N for each beta with the fitted law; (b) against beta for each N."""
+    """The head's law: panel (a) the RMSE against N for each beta with the fitted law, panel (b)
+    against beta for each N."""
     fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
     Bg, Ng = np.meshgrid(betas, Ns, indexing="ij")
     law = lambda b, N: np.sqrt(fit["A"] * b ** (-2 * fit["p"]) + fit["B"] * N ** (-2 * fit["q"]))  # noqa: E731
@@ -25,20 +26,22 @@ def head_law(betas, Ns, rmse, fit):
         a0.loglog(Nf, law(b, Nf), "-", color=col, lw=1)
     a0.set_xlabel("context size $N$")
     a0.set_ylabel("RMSE over fresh contexts")
-    a0.legend(ncol=2)
+    style.legend(a0, ncol=2)
     bf = np.geomspace(min(betas), max(betas), 60)
     for k, (N, col) in enumerate(zip(Ns, _cycle(len(Ns)))):
         a1.loglog(betas, rmse[:, k], "s", color=col, ms=4, label=f"$N$ = {N}")
         a1.loglog(bf, law(bf, N), "-", color=col, lw=1)
     a1.set_xlabel(r"attention scale $\beta$ (label score calibrated)")
-    a1.legend(ncol=2)
+    style.legend(a1, ncol=2)
     style.label_panels([a0, a1])
+    style.finish(fig)
     return fig
 
 
-def headline(mn, Ns, err, lo, hi, fit, beta_star, show_N):
-    """(a) error at the certified stop against m∧n for several N, with the bound's rate and the fit;
-    (b) against N for each shape. ``err, lo, hi`` have shape (shapes, KN)."""
+def headline(mn, Ns, err, lo, hi, fit, beta_star, show_N, shapes=None):
+    """The headline: panel (a) the error at the certified stop against m∧n for several N, with the
+    bound's rate and the fit; panel (b) against N for each shape. ``err, lo, hi`` have shape (shapes, KN); ``shapes``: the
+    ``(m, n)`` of each row, named in (b)'s legend (default: m∧n only)."""
     fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
     law = lambda x, N: np.sqrt(fit["A"] * x ** (-2 * fit["p"]) + fit["B"] * N ** (-2 * fit["q"]))  # noqa: E731
     order = np.argsort(mn, kind="stable")
@@ -54,22 +57,26 @@ def headline(mn, Ns, err, lo, hi, fit, beta_star, show_N):
     a0.set_yscale("log")
     a0.set_xlabel(r"$m\wedge n$")
     a0.set_ylabel(r"RMSE at the certified stop $\beta^*(m,n)$")
-    a0.legend()
+    style.legend(a0)
     Nf = np.geomspace(min(Ns), max(Ns), 60)
-    for i, col in zip(order, _cycle(len(mn))):
-        a1.loglog(Ns, err[i], "o", color=col, ms=3.5, label=f"{int(mn[i])}, {beta_star[i]:.0f}")
+    marks = "osD^v<>p"
+    for j, (i, col) in enumerate(zip(order, _cycle(len(mn)))):
+        name = f"{shapes[i][0]}×{shapes[i][1]}" if shapes is not None else f"{int(mn[i])}"
+        a1.loglog(Ns, err[i], marks[j % len(marks)], color=col, ms=3.5,
+                  label=f"{name}, {beta_star[i]:.0f}")
         a1.loglog(Nf, law(mn[i], Nf), "-", color=col, lw=0.9)
     a1.loglog(Nf, np.sqrt(2) / Nf, "k:", lw=1.2, label=r"$\sqrt{2}/N$")
     a1.set_xlabel("context size $N$")
-    a1.legend(ncol=2 if len(mn) > 4 else 1, loc="lower left", title=r"$m\wedge n$, $\beta^*$",
+    style.legend(a1, ncol=2 if len(mn) > 4 else 1, loc="lower left", title=(r"$m\times n$" if shapes is not None else r"$m\wedge n$") + r", $\beta^*$",
                columnspacing=0.8, handletextpad=0.3)
     style.label_panels([a0, a1])
+    style.finish(fig)
     return fig
 
 
 def past_stop(runs, label_of):
-    """(a) large-N error against GD steps for one run per shape, the certified stop marked;
-    (b) the same error times beta against beta. ``runs``: list of dicts with ``steps, beta, err,
+    """Past the stop: panel (a) the large-N error against GD steps for one run per shape, the
+    certified stop marked; panel (b) the same error times beta against beta. ``runs``: list of dicts with ``steps, beta, err,
     stop_step, stop_err, key``."""
     fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
     for r, col in zip(runs, _cycle(len(runs))):
@@ -79,11 +86,12 @@ def past_stop(runs, label_of):
         a1.semilogx([r["stop_beta"]], [r["stop_beta"] * r["stop_err"]], "*", color=col, ms=11, mec="k", mew=0.5)
     a0.set_xlabel("GD steps")
     a0.set_ylabel("RMSE at the largest $N$")
-    a0.legend()
+    style.legend(a0)
     a1.set_xlabel(r"attention scale $\beta$ of the run")
     a1.set_ylabel(r"$\beta\,\times$ RMSE")
     a1.axhline(1.0, color="0.4", lw=0.8, ls=":")
     style.label_panels([a0, a1])
+    style.finish(fig)
     return fig
 
 
@@ -99,7 +107,7 @@ def calibration(ms, tau_fix, p_meas, p_lo, p_hi, p_pred, mae, mae_lo, mae_hi, rm
     a0.set_xscale("log", base=2)
     a0.set_xlabel("tasks $m$")
     a0.set_ylabel(r"P(label score $c_T$ below $\tau$)")
-    a0.legend(title="lines: prediction", title_fontsize=9)
+    style.legend(a0, title="lines: prediction", title_fontsize=9)
     a1.errorbar(ms, mae, yerr=[mae - mae_lo, mae_hi - mae], fmt="o", color=C["attention"], capsize=2,
                 label="MAE, trained heads")
     a1.plot(ms, rmse, "s", color=C["midpoint"], label="RMSE, trained heads")
@@ -111,6 +119,7 @@ def calibration(ms, tau_fix, p_meas, p_lo, p_hi, p_pred, mae, mae_lo, mae_hi, rm
     a1.set_yscale("log")
     a1.set_xlabel("tasks $m$")
     a1.set_ylabel(r"error, $\tau$ averaged over the prior")
-    a1.legend()
+    style.legend(a1)
     style.label_panels([a0, a1])
+    style.finish(fig)
     return fig

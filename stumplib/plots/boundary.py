@@ -21,9 +21,12 @@ def profiles(PROF, head, N_grid, N_ref):
         rec = PROF[head, N]
         tg = rec["tau"]
         for name in CURVES:
-            bayes = name == "Bayes"
-            ax.plot(tg, rec[name][0] * N ** 2, "--" if bayes else "-", color=C[name], lw=2.2 if bayes else 1.4,
-                    label=name + (" = midpoint" if bayes else ""), zorder=3 if bayes else 2)
+            bayes, aware = name == "Bayes", name == "boundary-aware"
+            # the boundary-aware curve lies on the Bayes one: markers on top keep it visible
+            ax.plot(tg, rec[name][0] * N ** 2, "--" if bayes else "-", color=C[name],
+                    lw=2.2 if bayes else 1.4, marker="o" if aware else None, ms=3.5,
+                    markevery=max(len(tg) // 15, 1), mfc="none", zorder=4 if aware else 3 if bayes else 2,
+                    label=name + (" = midpoint" if bayes else "") + (" (circles)" if aware else ""))
         if head == "sharp":
             ax.plot(tg, exact_mse("one-head", tg, N) * N ** 2, ":", color="k", lw=1,
                     label=r"exact, $\beta\to\infty$")
@@ -36,7 +39,7 @@ def profiles(PROF, head, N_grid, N_ref):
         ax.set_title(rf"$N = {N}$, $\beta = {rec['beta']:.0f}$, $c = {rec['b'] / rec['beta']:.3f}$",
                      fontsize=10)
     axes[0].set_ylabel(r"MSE $\times N^2$")
-    axes[0].legend(loc="lower center", ncol=2)
+    style.legend(axes[0], loc="lower center", ncol=2)
     axes[1].sharey(axes[0])
     ax = axes[2]  # the upper boundary layer for every N, against the expected number of positives
     cmap = plt.get_cmap("viridis")
@@ -54,8 +57,9 @@ def profiles(PROF, head, N_grid, N_ref):
     ax.set_xlabel(r"expected positives $N(1-\tau)$")
     ax.set_ylabel("MSE (not rescaled)")
     ax.set_title("upper end: one-head (solid), boundary-aware (dashed)", fontsize=9)
-    ax.legend(loc="upper right")
+    style.legend(ax, loc="upper right")
     style.label_panels(axes)
+    style.finish(fig)
     plt.close(fig)
     return fig
 
@@ -78,7 +82,7 @@ def mechanism(PROF, tau_r, err_r, k, N_grid, N_ref):
     ax.set_yscale("log"); ax.set_ylim(1e-4, 1.5)
     ax.set_xlabel(r"expected positives $N(1-\tau)$")
     ax.set_ylabel("P(no positive example)")
-    ax.legend()
+    style.legend(ax)
 
     ax = axes[1]
     bins = np.concatenate([-np.geomspace(1.05 * N_ref, 2.0, 40)[:-1], np.linspace(-2.0, 2.0, 41)])
@@ -91,7 +95,7 @@ def mechanism(PROF, tau_r, err_r, k, N_grid, N_ref):
     ax.set_xlabel(r"error $\times N$ (symlog)")
     ax.set_ylabel("density")
     ax.set_title(rf"$N = {N_ref}$, $\tau = 1 - 1/N$", fontsize=10)
-    ax.legend(loc="upper left")
+    style.legend(ax, loc="upper left")
 
     ax = axes[2]
     e2 = err_r["one-head"] ** 2
@@ -109,8 +113,9 @@ def mechanism(PROF, tau_r, err_r, k, N_grid, N_ref):
     ax.set_yscale("log")
     ax.set_xlabel(r"expected positives $N(1-\tau)$")
     ax.set_ylabel(r"one-head MSE $\times N^2$, by part")
-    ax.legend()
+    style.legend(ax)
     style.label_panels(axes)
+    style.finish(fig)
     plt.close(fig)
     return fig
 
@@ -138,7 +143,7 @@ def ratios(sweep, PROF, N_grid, N_ref, c_sharp):
     ax.set_xlabel(r"sharpness $\beta / N$")
     ax.set_ylabel("interior MSE ratio")
     ax.set_title(rf"$N = {N_ref}$, $c = {c_sharp}$", fontsize=10)
-    ax.legend()
+    style.legend(ax)
     ax = axes[1]
     for head, mk in (("sharp", "o"), ("trained", "s")):
         for key, col, lab in [("ratio_sym", C["one-head"], "one-head / symmetrized"),
@@ -150,8 +155,9 @@ def ratios(sweep, PROF, N_grid, N_ref, c_sharp):
     ax.set_xscale("log", base=2); ax.set_yscale("log")
     ax.set_xlabel(r"context size $N$")
     ax.set_ylabel("interior MSE ratio")
-    ax.legend()
+    style.legend(ax)
     style.label_panels(axes)
+    style.finish(fig)
     plt.close(fig)
     return fig
 

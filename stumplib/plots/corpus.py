@@ -26,14 +26,15 @@ def trajectories(t, beta, c, labels, flow_t, flow_beta, flow_c, path_beta, path_
     a0.loglog(flow_t, flow_beta, "--", color=C["population"], lw=1.8, label="population gradient flow")
     a0.set_xlabel(r"time $t = \eta \times$ steps")
     a0.set_ylabel(r"attention scale $\beta$")
-    a0.legend()
+    style.legend(a0)
     a1.semilogx(flow_beta, flow_c, "--", color=C["population"], lw=1.8, label="population gradient flow")
     a1.semilogx(path_beta, path_c, color=C["Bayes"], lw=1, label=r"calibrated path $c^*(\beta)$")
     a1.axhline(tau_hi, color=C["Bayes"], ls=":", lw=1, label=r"$\tau_{hi}$")
     a1.set_xlabel(r"attention scale $\beta$")
     a1.set_ylabel(r"relative label score $c = b/\beta$")
-    a1.legend()
+    style.legend(a1)
     style.label_panels([a0, a1])
+    style.finish(fig)
     return fig
 
 
@@ -49,9 +50,10 @@ def transfer_curves(series, P, E, level):
         ax.axhline(level, color="k", lw=1, ls="--", label=f"level {level:g}")
         ax.set_xlabel(r"scale $\beta$ on the population path")
         ax.set_title(title)
-        ax.legend()
+        style.legend(ax)
     axes[0].set_ylabel("RMS relative gradient error")
     style.label_panels(axes)
+    style.finish(fig)
     return fig
 
 
@@ -65,21 +67,24 @@ def own_tracking(profiles, level, scales_path, scales_own, censored, mn):
     a0.axhline(level, color="k", lw=1, ls="--", label=f"level {level:g}")
     a0.set_xlabel(r"scale $\beta$ (each corpus at its own calibrated $c$)")
     a0.set_ylabel("RMS relative error, reduced gradient")
-    a0.legend()
+    style.legend(a0)
     ok = np.isfinite(scales_path)
     a1.set_xscale("log", base=2)
     a1.set_yscale("log")
     a1.plot(mn[ok], scales_path[ok], "o", color=C["attention"], label=r"path-based $\beta^*$ (certificate)")
     unc = np.isfinite(scales_own) & ~censored
-    a1.plot(mn[unc], scales_own[unc], "s", color=C["gd"], label="own-calibration scale")
-    a1.plot(mn[censored], scales_own[censored], "^", color=C["gd"], mfc="none", ms=8,
-            label="own-calibration scale, lower bound")
+    if unc.any():
+        a1.plot(mn[unc], scales_own[unc], "s", color=C["gd"], label="own-calibration scale")
+    if np.any(censored):
+        a1.plot(mn[censored], scales_own[censored], "^", color=C["gd"], mfc="none", ms=8,
+                label="own-calibration scale, lower bound")
     xx = np.geomspace(mn.min(), mn.max(), 10)
     a1.plot(xx, xx, ":", color=C["Bayes"], lw=1, label=r"$\beta = m\wedge n$")
     a1.set_xlabel(r"$m\wedge n$")
     a1.set_ylabel(r"scale $\beta$")
-    a1.legend()
+    style.legend(a1)
     style.label_panels([a0, a1])
+    style.finish(fig)
     return fig
 
 
@@ -127,4 +132,5 @@ def certified_growth(shapes, beta, lo, hi, fit, own=None, own_censored=None):
     h, lab = ax.get_legend_handles_labels()
     order = sorted(range(len(lab)), key=lambda i: not lab[i].startswith(r"$\beta^*$"))  # beta* first
     fig.legend([h[i] for i in order], [lab[i] for i in order], loc="outside lower center", ncols=2)
+    style.finish(fig)
     return fig

@@ -44,7 +44,8 @@ def trajectory(flow, starts, t_cal, field, tau_lo, tau_hi, lb_top):
     ax.set_ylim(-0.35, lb_top)
     ax.set_xlabel(r"relative label score $c = b/\beta$")
     ax.set_ylabel(r"attention scale $\log_{10}\beta$")
-    ax.legend(loc="upper left")
+    style.legend(ax, loc="upper left")
+    style.finish(fig)
     plt.close(fig)
     return fig
 
@@ -61,12 +62,12 @@ def laws(flow, fit_beta, fit_rmse, local, local_rmse, win, t_cal, tau_hi):
     ax.loglog(tt, (D.scale_constant(tau_hi) * tt) ** 0.25, color="0.5", ls=":", lw=1.2,
               label=r"$(8t/(1+\tau_{hi}^2))^{1/4}$")
     ax.set_ylim(flow.beta[0].min() / 1.5, flow.beta[0].max() * 1.5)
-    ax.set_xlabel("flow time $t$"); ax.set_ylabel(r"attention scale $\beta$"); ax.legend()
+    ax.set_xlabel("flow time $t$"); ax.set_ylabel(r"attention scale $\beta$")
     ax = axes[1]
     ax.loglog(tt, flow.rmse[0][1:], color=style.COLORS["population"], label="flow RMSE$(t)$")
     ax.loglog(tw, fit_rmse(tw), color=style.COLORS["fit"], ls="--",
               label=rf"fit $\propto t^{{{fit_rmse.slope:.3f}}}$")
-    ax.set_xlabel("flow time $t$"); ax.set_ylabel(r"threshold RMSE $\sqrt{L}$"); ax.legend()
+    ax.set_xlabel("flow time $t$"); ax.set_ylabel(r"threshold RMSE $\sqrt{L}$")
     ax = axes[2]
     ax.semilogx(tt, local[1:], color=style.COLORS["population"], label=r"$d\log\beta/d\log t$")
     ax.semilogx(tt, -local_rmse, color=style.COLORS["attention"], ls="-.",
@@ -74,10 +75,13 @@ def laws(flow, fit_beta, fit_rmse, local, local_rmse, win, t_cal, tau_hi):
     ax.axhline(0.25, color="k", lw=0.8, label="1/4")
     ax.axvspan(tw.min(), t_max, color="0.9", alpha=0.5, lw=0, label="fit window")
     ax.set_ylim(0.0, 0.6)
-    ax.set_xlabel("flow time $t$"); ax.set_ylabel("local exponent"); ax.legend(loc="upper right")
+    ax.set_xlabel("flow time $t$"); ax.set_ylabel("local exponent")
     for a in axes:
         a.axvline(t_cal, color=style.COLORS["gd"], lw=0.8, ls=":")
+    for a in axes:
+        style.legend(a)
     style.label_panels(axes)
+    style.finish(fig)
     plt.close(fig)
     return fig
 
@@ -101,8 +105,9 @@ def gd(flow, gd_res, lrs, fracs):
     axes[0].set_yticks(yt); axes[0].set_yticklabels([f"{v:g}" for v in yt])
     axes[0].yaxis.set_minor_formatter(plt.NullFormatter())
     axes[1].axhline(flow.tau_hi, color="k", lw=0.8); axes[1].set_ylabel(r"relative label score $c$")
-    axes[1].legend()
+    style.legend(axes[1])
     style.label_panels(axes)
+    style.finish(fig)
     plt.close(fig)
     return fig
 
@@ -121,12 +126,13 @@ def constants(prior_flows):
         axes[2].loglog(fl.t[late], D.valley_c(fl.beta[0][late], hi) - hi, color="k", ls=":", lw=1.3,
                        label=r"$\log(\tau_{hi}\beta(t)/2)/\beta(t)$" if j == 0 else None)
     axes[0].set_ylim(0, 8.5); axes[0].axhline(8, color="k", lw=0.8, ls="--", label="naive 8")
-    axes[0].set_ylabel(r"$\beta^4 / t$"); axes[0].legend()
+    axes[0].set_ylabel(r"$\beta^4 / t$"); style.legend(axes[0])
     axes[1].axhline(1, color="k", lw=0.8); axes[1].set_ylim(0, 1.8)
     axes[1].set_ylabel(r"$\beta\cdot\mathrm{RMSE}$")
-    axes[2].set_ylabel(r"calibration margin $c(t) - \tau_{hi}$"); axes[2].legend()
+    axes[2].set_ylabel(r"calibration margin $c(t) - \tau_{hi}$"); style.legend(axes[2])
     for a in axes:
         a.set_xlabel("flow time $t$")
     style.label_panels(axes)
+    style.finish(fig)
     plt.close(fig)
     return fig

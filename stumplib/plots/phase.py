@@ -45,8 +45,9 @@ def theory_figure(th: Mapping[str, Any], pub: Mapping[str, Any], baseline: float
     axes[1].set_ylabel(r"semantic overlap $\theta/\sigma^2$")
     for ax in axes:
         ax.set_xlabel(r"sample ratio $\alpha = n/d$")
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=LEGEND)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=LEGEND)
     style.label_panels(axes)
+    style.finish(fig)
     plt.close(fig)
     return fig
 
@@ -70,8 +71,9 @@ def transition_figure(alpha, dloss, dloss_err, test_error, test_error_err, basel
             ax.axvline(est.value, color=style.COLORS["fit"], ls=":")
             ax.axvspan(est.lo, est.hi, color=style.COLORS["fit"], alpha=0.15, lw=0)
         ax.set_xlabel(r"sample ratio $\alpha = n/d$")
-    axes[1].legend(fontsize=LEGEND)
+    style.legend(axes[1], fontsize=LEGEND)
     style.label_panels(axes)
+    style.finish(fig)
     plt.close(fig)
     return fig
 
@@ -104,8 +106,9 @@ def window_figure(prof: Sequence[Mapping[str, Any]], thetas, rules, alpha_window
     for ax in axes:
         ax.set_xlabel(r"semantic overlap $\theta$ (held fixed)")
     axes[0].set_title(rf"$\alpha$ = {alpha_window}", fontsize=10)
-    axes[0].legend(fontsize=LEGEND)
+    style.legend(axes[0], fontsize=LEGEND)
     style.label_panels(axes)
+    style.finish(fig)
     plt.close(fig)
     return fig
 
@@ -136,7 +139,8 @@ def diagram_figure(diag: Mapping[str, Any], published: tuple[float, float] | Non
     ax.set_xlim(max(0.0, float(np.nanmin(np.asarray(diag["pt_alpha"]))) - 0.05), a_max)
     ax.set_xlabel(r"sample ratio $\alpha = n/d$")
     ax.set_ylabel(r"positional share $\omega$")
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=LEGEND)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=LEGEND)
+    style.finish(fig)
     plt.close(fig)
     return fig
 
@@ -166,7 +170,8 @@ def minimiser_figure(decision: Mapping[str, Any], alphas, accurate, accurate_err
         ax.set_xlabel(r"$1/d$")
         ax.set_title(rf"$\alpha$ = {a:.4g}", fontsize=10)
         ax.set_ylabel("test error per sample")
-    axes[0].legend(fontsize=LEGEND)
+    style.legend(axes[0], fontsize=LEGEND)
     style.label_panels(axes)
+    style.finish(fig)
     plt.close(fig)
     return fig

@@ -27,7 +27,8 @@ def weights(x, y, betas, c, tau=0.5):
         ax.set_xlabel(r"feature $x_i$")
     for ax in axes[:, 0]:
         ax.set_ylabel(r"attention weight $w_i$")
-    axes[0, 0].legend(loc="upper left")
+    style.legend(axes[0, 0], loc="upper left")
+    style.finish(fig)
     plt.close(fig)
     return fig
 
@@ -41,15 +42,16 @@ def estimator(taus, R, betas, c, N, tau_lo, tau_hi):
     for i, (beta, col) in enumerate(zip(betas, cols)):
         ax.fill_between(taus, R["q10"][i], R["q90"][i], color=col, alpha=0.18, lw=0)
         ax.plot(taus, R["mean"][i], color=col, label=rf"$\beta={beta:g}$, $N={N}$ (mean)")
-        ax.plot(taus, R["pop"][i], color=col, ls="--", lw=1)
+        ax.plot(taus, R["pop"][i], color=col, ls="--", lw=1,
+                label=r"exact $N\to\infty$ estimator (dashed)" if i == 0 else None)
     for k in range(R["single"].shape[0]):  # the same draws, labels moving with tau
         ax.plot(taus, R["single"][k], color=cols[-1], lw=0.6, alpha=0.7,
                 label="three single contexts" if k == 0 else None)
-    ax.plot([], [], color="k", ls="--", lw=1, label=r"exact $N\to\infty$ estimator")
     ax.axvline(c, color=style.COLORS["fit"], ls=":", lw=1, label=rf"$c = b/\beta = {c}$")
     ax.axvspan(tau_lo, tau_hi, color="0.9", alpha=0.5, lw=0, label="interior prior")
     ax.set_xlabel(r"true threshold $\tau$")
     ax.set_ylabel(r"estimate $f_{\beta,b}$")
-    ax.legend(loc="upper left")
+    style.legend(ax, loc="upper left")
+    style.finish(fig)
     plt.close(fig)
     return fig

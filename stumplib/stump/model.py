@@ -64,8 +64,10 @@ def attention_weights(x: torch.Tensor, y: torch.Tensor, beta: Any, b: Any,
 
     Parameters
     ----------
-    x, y : torch.Tensor, shape ``(..., n)``
-        Features and 0/1 labels.
+    x : torch.Tensor, shape ``(..., n)``
+        Features.
+    y : torch.Tensor, shape ``(..., n)``
+        Their 0/1 labels.
     beta, b : float or torch.Tensor broadcastable to ``x.shape[:-1]``
         Attention scale and label score. To evaluate ``P`` parameter vectors on ``T`` contexts,
         pass ``x`` of shape ``(T, n)`` and ``beta``, ``b`` of shape ``(P, 1)``.
@@ -74,7 +76,8 @@ def attention_weights(x: torch.Tensor, y: torch.Tensor, beta: Any, b: Any,
 
     Returns
     -------
-    w : torch.Tensor, shape ``broadcast(beta, x.shape[:-1]) + (n,)``; rows sum to 1.
+    torch.Tensor
+        The weights ``w``, shape ``broadcast(beta, x.shape[:-1]) + (n,)``; rows sum to 1.
     """
     check_context(x, y, mask)
     beta = _as_param("beta", beta, x)

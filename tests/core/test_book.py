@@ -58,3 +58,19 @@ def test_table_formats_rows_as_markdown():
                     display=False).data
     lines = md.splitlines()
     assert lines[0] == "| a | b | c |" and lines[2] == "| 1.235 | x\\|y | True |"
+
+
+def test_table_headers_are_typeset_and_a_pipe_in_a_header_does_not_split_it():
+    md = book.table([{"alpha": 0.7, "|m| sqrt(d), d = 100": 1e-5, "`n_tau`": 3}],
+                    display=False).data.splitlines()
+    assert md[0] == r"| α | \|m\| √d, d = 100 | `n_tau` |"  # code spans kept as they are
+    assert md[1].count("---") == 3 and md[2] == "| 0.7 | 10⁻⁵ | 3 |"
+
+
+def test_a_verdict_glued_as_text_is_typeset(monkeypatch):
+    seen = {}
+    monkeypatch.setattr(book, "_glue", lambda name, value: seen.__setitem__(name, value))
+    book.glue_value("bound_reason", "N^-1 term holds, (m∧n)^-1 term undecided, on m∧n <= 512.")
+    book.glue_value("gd_script_command", "python3 scripts/x.py --d_list 100")  # not a verdict
+    assert seen["bound_reason"] == "N⁻¹ term holds, (m∧n)⁻¹ term undecided, on m∧n ≤ 512."
+    assert seen["gd_script_command"] == "python3 scripts/x.py --d_list 100"

@@ -27,3 +27,122 @@ def test_write_stamp_stores_this_process_stamp_next_to_the_cache(tmp_path):
     assert sf == tmp_path / "_build" / ".jupyter_cache.stamp.json"
     assert json.loads(sf.read_text()) == build_stamp()
     assert not list(sf.parent.glob("*.tmp"))
+
+
+# ------------------------------------------------------------------ claims as data
+import csv  # noqa: E402
+
+from stumplib.core import sphinxext  # noqa: E402
+from stumplib.core.claims import Claim  # noqa: E402
+
+
+def _glue_output(name: str, value) -> dict:
+    """A glue output as papermill/scrapbook records it in an executed notebook."""
+    return {"output_type": "display_data", "metadata": {"scrapbook": {"name": name}},
+            "data": {"application/papermill.record/text/plain": repr(value)}}
+
+
+def _fake_executed(folder, chapter: str, glued: dict) -> None:
+    nb = {"cells": [{"cell_type": "code", "source": "", "metadata": {},
+                     "outputs": [_glue_output(k, v) for k, v in glued.items()]},
+                    {"cell_type": "markdown", "source": "text", "metadata": {}}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    f = folder / f"{chapter}.ipynb"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(json.dumps(nb))
+
+
+REG = (Claim("head", "stump", "chapters/04_error_bound", "error² = β⁻² + 2N⁻²", "p, q", "1",
+             "0.05", "against_target"),
+       Claim("bound_mn", "stump", "chapters/04_error_bound", "(m∧n)⁻¹ rate", "slope", "-1",
+             "logs", "rate_up_to_logs"),
+       Claim("gone", "phase", "chapters/06_positional_semantic", "c", "s", "t", "tol", "located"))
+
+
+def test_claims_export_reads_the_glued_values_and_leaves_missing_ones_empty(tmp_path):
+    _fake_executed(tmp_path / "_executed", "chapters/04_error_bound", {
+        "head_status": "holds", "head_verdict": "Holds: p = 0.99 [0.97, 1.01] against 1.",
+        "head_estimate": 0.99, "head_estimate_lo": 0.97, "head_estimate_hi": 1.01,
+        "head_seed_agreement": "3 of 3 seeds", "bound_mn_status": "undecided",
+        "bound_mn_estimate": float("nan")})
+    rows = sphinxext.claims_rows(tmp_path / "_executed", profile="smoke", code_version="abc",
+                                 registry=REG)
+    assert [r["key"] for r in rows] == ["head", "bound_mn", "gone"]
+    head, bound, gone = rows
+    assert (head["status"], head["estimate"], head["lower"], head["upper"]) == ("holds", 0.99, 0.97, 1.01)
+    assert head["seed_agreement"] == "3 of 3 seeds" and head["profile"] == "smoke"
+    assert head["code_version"] == "abc" and head["target"] == "1" and head["claim"].startswith("error²")
+    assert bound["status"] == "undecided" and bound["estimate"] == "" and bound["lower"] == ""
+    assert all(gone[k] == "" for k in ("status", "estimate", "lower", "upper", "seed_agreement"))
+    js, cs = sphinxext.write_claims(rows, tmp_path / "site")
+    assert json.loads(js.read_text(encoding="utf-8")) == rows
+    with cs.open(encoding="utf-8") as f:
+        table = list(csv.DictReader(f))
+    assert list(table[0]) == list(sphinxext.CLAIM_FIELDS)
+    assert table[0]["estimate"] == "0.99" and table[1]["estimate"] == "" and len(table) == 3
+
+
+def test_compare_reports_a_changed_status_and_an_estimate_beyond_its_interval(tmp_path, capsys):
+    def row(key, status, e, lo, hi):
+        return {"key": key, "chapter": "c", "status": status, "estimate": e, "lower": lo, "upper": hi}
+    a = [row("same", "holds", 1.0, 0.9, 1.1), row("moved", "holds", 1.0, 0.9, 1.1),
+         row("flipped", "holds", 1.0, 0.9, 1.1), row("empty", "undecided", "", "", "")]
+    b = [row("same", "holds", 1.05, 0.95, 1.15), row("moved", "holds", 1.3, 1.25, 1.35),
+         row("flipped", "fails", 1.0, 0.9, 1.1), row("empty", "undecided", "", "", ""),
+         row("new", "holds", 1.0, 0.9, 1.1)]
+    got = book.compare_claims(a, b)
+    assert [g.split(" ")[0] for g in got] == ["moved", "flipped", "new:"]
+    assert "status holds -> fails" in got[1] and "estimate 1 [0.9, 1.1] -> 1.3" in got[0]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "claims.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    assert book.main(["compare", str(tmp_path / "a"), str(tmp_path / "b.json")]) == 0
+    out = capsys.readouterr().out
+    assert "flipped (c): status holds -> fails" in out and "3 of 5 claims changed" in out
+    assert book.compare_claims(a, a) == []
+
+
+def test_glued_values_prefer_the_build_glue_store(tmp_path):
+    """myst-nb keeps the glued values in ``<name>.glue.json`` beside the executed notebook."""
+    _fake_executed(tmp_path, "ch", {"x_status": "fails"})
+    assert sphinxext.glued_values(tmp_path / "ch.ipynb") == {"x_status": "fails"}
+    (tmp_path / "ch.glue.json").write_text(json.dumps({
+        "x_status": _glue_output("x_status", "holds"), "x_estimate": _glue_output("x_estimate", 0.5)}))
+    assert sphinxext.glued_values(tmp_path / "ch.ipynb") == {"x_status": "holds", "x_estimate": 0.5}
+
+
+def test_one_line_docstring_entries_become_numpy_entries():
+    """What napoleon renders wrongly: a description where a type belongs (bold, literal
+    backticks), a type and its description on one line, and a Returns sentence wrapped at the
+    section's indentation (one bullet per line)."""
+    doc = ["Summary.", "", "Parameters", "----------",
+           "x, y : torch.Tensor, shape ``(..., N)``: features and labels.",
+           "n_boot : number of resamples.", "tol : float", "    A tolerance.", "",
+           "Returns", "-------", "``holds`` when the target lies inside; ``fails``",
+           "when it lies outside."]
+    got = sphinxext.numpy_sections(doc)
+    assert got[:4] == doc[:4]
+    assert got[4:10] == ["x, y : torch.Tensor, shape (..., N)", "    features and labels.",
+                         "n_boot", "    number of resamples.", "tol : float", "    A tolerance."]
+    assert got[-4:] == ["Returns", "-------",  # a description only: one line
+                        "``holds`` when the target lies inside; ``fails`` when it lies outside.", ""]
+    proper = ["Returns", "-------", "numpy.ndarray", "    Shape ``(n,)``."]
+    assert [g for g in sphinxext.numpy_sections(proper) if g] == proper  # numpy style kept
+
+
+def test_a_returns_description_is_one_line_and_not_bold():
+    from sphinx.ext.napoleon import Config
+    from sphinx.ext.napoleon.docstring import NumpyDocstring
+
+    doc = ["Summary.", "", "Parameters", "----------", "path : the file.", "",
+           "Returns", "-------", "``(runs, meta)``: ``runs`` as :func:`study` returns them", "and",
+           "``meta`` the run's command."]
+    rst = str(NumpyDocstring(sphinxext.numpy_sections(doc),
+                             Config(napoleon_use_rtype=False))).splitlines()
+    rst = sphinxext.unbold_returns(rst)
+    assert ":param path: the file." in rst
+    assert (":returns: ``(runs, meta)``: ``runs`` as :func:`study` returns them and ``meta`` "
+            "the run's command.") in rst
+    typed = ["Returns", "-------", "dict of ndarray, each of shape ``(Nb, Nc)``: the field."]
+    assert [g for g in sphinxext.numpy_sections(typed) if g] == [
+        "Returns", "-------", "dict of ndarray, each of shape (Nb, Nc)", "    the field."]

@@ -127,3 +127,36 @@ def test_located_branches():
     w = located(Estimate(1.25, 0.5, 2.0, "quadrature"), symbol="alpha_c", max_width=0.2)
     assert w.status == "undecided" and "wider" in w.sentence
     assert located(Estimate.lower_bound(0.9), symbol="alpha_c").status == "undecided"
+
+
+# ------------------------------------------------------------------ typesetting
+from stumplib.core.verdicts import number, plural, typeset  # noqa: E402
+
+
+@pytest.mark.parametrize("ascii_, book", [
+    ("alpha_l >= alpha_c", "αₗ ≥ αc"),
+    ("d -> infinity", "d → ∞"),
+    ("a m∧n^-1 rate", "a (m∧n)⁻¹ rate"),  # the exponent binds to the meet, not to n
+    ("(m∧n)^-1", "(m∧n)⁻¹"),
+    ("MSE x N^2", "MSE × N²"),
+    ("m x n = 128x512", "m × n = 128×512"),
+    ("beta* = 1e+04", "β* = 10⁴"),
+    ("1.281e+06 and 2.5e-03", "1.281 × 10⁶ and 2.5 × 10⁻³"),
+    ("dF_m/dm, dF_theta/dtheta, tau_hi", "dFₘ/dm, dFθ/dθ, τₕᵢ"),
+    ("alphabet, betas, x_i", "alphabet, betas, xᵢ"),  # words that merely start like a symbol
+])
+def test_typeset_writes_the_books_symbols(ascii_, book):
+    assert typeset(ascii_) == book
+    assert typeset(book) == book  # idempotent
+
+
+def test_verdict_sentences_are_typeset_and_numbers_plain():
+    v = V.ordering(Estimate(1.4, 1.38, 1.42), Estimate(1.06, 1.04, 1.08),
+                   symbols=("alpha_l", "alpha_c"))
+    assert v.sentence.startswith("αₗ ≥ αc:") and "_" not in v.sentence
+    v = V.rate_up_to_logs(Estimate(-0.9, -1.1, -0.7), x_mid=256.0, variable="m∧n")
+    assert "(m∧n)⁻¹ rate" in v.sentence
+    assert number(1e4) == "10⁴" and number(1281000.0, ".4g") == "1.281 × 10⁶"
+    assert number(0.5) == "0.5" and number(float("nan")) == "NaN"
+    assert (plural(1, "point"), plural(3, "point"), plural(2, "axis", "axes")) == (
+        "1 point", "3 points", "2 axes")

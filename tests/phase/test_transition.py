@@ -127,7 +127,7 @@ def test_stability_verdict_on_a_constructed_set_of_points():
     v = stability_verdict([-2.5, 0.9, np.nan, 0.3, 5.0], ["converged"] * 4 + ["undecided"])
     assert v.status == "holds" and "= 0.9 at 3 converged points" in v.sentence
     v = stability_verdict([-2.5, 1.2], ["converged"] * 2, direction="theta")
-    assert v.status == "fails" and "dF_theta/dtheta" in v.sentence
+    assert v.status == "fails" and "dFθ/dθ" in v.sentence  # typeset: dF_theta/dtheta
     assert stability_verdict([np.nan], ["converged"]).status == "undecided"
 
 
@@ -140,7 +140,7 @@ def test_replay_verdict_per_branch():
             pub[f"{b}_{k}"] = one
             pub[f"{b}_stopped_{k}"] = one * (1 + dev)
     v = replay_verdict(pub)
-    assert v.status == "partly" and "5.0e-04 (semantic)" in v.sentence and "2.0e-03 (positional)" in v.sentence
+    assert v.status == "partly" and "5.0 × 10⁻⁴ (semantic)" in v.sentence and "2.0 × 10⁻³ (positional)" in v.sentence
     assert replay_verdict(pub, target=3e-3).status == "holds"
     assert replay_verdict(pub, target=1e-4).status == "fails"
 

@@ -1,0 +1,315 @@
+"""Every figure a chapter shows, checked by :func:`stumplib.core.style.figure_problems`, not by eye.
+
+Each figure function of :mod:`stumplib.plots` is drawn on small data shaped like a chapter's run
+(the library's own computations at a few seconds' size where they are cheap: chapter 2's flow,
+chapter 5's error profiles; elsewhere synthetic curves that follow the measured laws at the quick
+profile's grid sizes, so that legends meet data where the book's figures have them). A figure
+fails when a legend's frame covers a data point or a drawn line, a legend repeats a label or lists
+an artist with no data in view, a legend leaves the figure, or a text is below 8 pt at the column
+width. The first tests show that the check itself catches each fault.
+"""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from stumplib.core import style  # noqa: E402
+from stumplib.core.stats import Estimate  # noqa: E402
+
+style.use()
+
+
+# ------------------------------------------------------------------ the check catches each fault
+def test_check_flags_a_legend_over_a_line_and_not_one_beside_it():
+    x = np.linspace(0, 1, 5)  # a diagonal with vertices far apart: the crossing is mid-segment
+    fig, ax = style.figure()
+    ax.plot(x, x, label="diagonal")
+    ax.legend(loc="center")
+    assert any("covers data" in p for p in style.figure_problems(fig))
+    fig, ax = style.figure()
+    ax.plot(x, x, label="diagonal")
+    ax.legend(loc="upper left")
+    assert style.figure_problems(fig) == []
+    plt.close("all")
+
+
+def test_check_flags_duplicates_empty_entries_and_small_text():
+    fig, ax = style.figure()
+    ax.plot([0, 1], [0, 0.2], label="a")
+    ax.plot([0, 1], [0.1, 0.3], label="a")
+    ax.plot([], [], "^", label="never drawn")
+    ax.set_ylim(0, 3)
+    ax.legend(loc="upper right")
+    got = style.figure_problems(fig)
+    assert any("more than once" in p for p in got)
+    assert any("'never drawn' has no drawn data" in p for p in got)
+    assert not any("covers data" in p for p in got)
+    fig, ax = style.figure(width=2 * style.COLUMN_WIDTH)  # drawn at the column width: 9 pt
+    ax.set_title("small", fontsize=7.9)
+    assert any("'small' is 7.9 pt" in p for p in style.figure_problems(fig))
+    plt.close("all")
+
+
+def test_check_sees_error_bars_and_step_histograms():
+    fig, ax = style.figure()
+    ax.errorbar([0.5], [0.5], yerr=[0.4], fmt="o", label="bar")
+    ax.set_xlim(0, 1); ax.set_ylim(0, 1)
+    ax.legend(loc="center")
+    assert any("covers data" in p for p in style.figure_problems(fig))
+    fig, ax = style.figure()
+    ax.hist(np.linspace(0, 1, 100), bins=5, histtype="step", label="hist")  # flat top at 20
+    ax.set_ylim(0, 40)
+    ax.legend(loc="center")
+    assert any("covers data" in p for p in style.figure_problems(fig))
+    plt.close("all")
+
+
+# ------------------------------------------------------------------ chapter inputs
+class _Fit:
+    """A power-law fit as the chapters pass it (callable, ``slope``, ``ci``)."""
+
+    def __init__(self, a=1.0, slope=0.6):
+        self.a, self.slope, self.ci = a, slope, (slope - 0.1, slope + 0.1)
+
+    def __call__(self, x):
+        return self.a * np.asarray(x, dtype=float) ** self.slope
+
+
+class _Profile:
+    """A transfer / own-calibration profile: ``beta`` and ``curve()``."""
+
+    def __init__(self, beta, y):
+        self.beta, self._y = beta, y
+
+    def curve(self, which="along"):
+        return self._y
+
+
+def _ch1():
+    from stumplib.plots import setup as ch1
+    from stumplib.stump.population import population_estimate
+    from stumplib.stump.model import estimate
+    from stumplib.stump.tasks import sample_contexts
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(1, 32, generator=g, dtype=torch.float64)
+    y = (x >= 0.5).double()
+    yield "fig_setup_weights", lambda: ch1.weights(x, y, [2.0, 10.0, 50.0, 250.0], 0.9)
+    taus = torch.linspace(0.02, 0.98, 41, dtype=torch.float64)
+    u = torch.rand(200, 32, generator=g, dtype=torch.float64)
+    R = {k: [] for k in ("mean", "q10", "q90", "pop")}
+    for beta in (2.0, 10.0, 50.0):
+        est = torch.stack([estimate(u, (u >= t).double(), beta, 0.9 * beta) for t in taus]).numpy()
+        q10, q90 = np.quantile(est, [0.1, 0.9], axis=1)
+        for k, v in zip(R, (est.mean(1), q10, q90, population_estimate(taus, beta, 0.9 * beta).numpy())):
+            R[k].append(v)
+    R = {"tau": taus.numpy(), "single": est[:, :3].T, **{k: np.array(v) for k, v in R.items()}}
+    del sample_contexts
+    yield "fig_setup_estimator", lambda: ch1.estimator(R["tau"], R, [2.0, 10.0, 50.0], 0.9, 32, 0.2, 0.8)
+
+
+def _ch2():
+    from stumplib.plots import dynamics as ch2
+    from stumplib.stump import dynamics as D
+
+    lo, hi = 0.2, 0.8
+    starts = [(20.0, 20.0), (1.0, 0.0), (5.0, 5.0), (100.0, 90.0), (50.0, 25.0)]
+    flow = D.integrate_flow([s[0] for s in starts], [s[1] for s in starts], 1e7, tau_lo=lo,
+                            tau_hi=hi, n_records=45, rtol=1e-4, atol=1e-6)
+    t_cal = D.calibration_time(flow)
+    lb_top = np.log10(flow.beta.max()) + 0.15
+    field = D.gradient_field(np.linspace(-0.1, 1.25, 24), np.linspace(-0.35, lb_top, 20), lo, hi)
+    yield "fig_pop_trajectory", lambda: ch2.trajectory(flow, starts, t_cal, field, lo, hi, lb_top)
+    win = flow.t >= 1e3
+    window = dict(t_lo=1e3, t_hi=1e7, n_windows=20, seed=0)
+    fit_b = D.fit_exponent(flow.t, flow.beta[0], **window)
+    fit_r = D.fit_exponent(flow.t, flow.rmse[0], **window)
+    local_rmse = np.gradient(np.log(flow.rmse[0][1:]), np.log(flow.t[1:]))
+    yield "fig_pop_laws", lambda: ch2.laws(flow, fit_b, fit_r, flow.dlogbeta_dlogt[0], local_rmse,
+                                           win, t_cal[0], hi)
+    lam = D.hessian_max_eig(flow.beta[0], flow.b[0], lo, hi)
+    fracs = [0.02, 0.2, 0.9]
+    gd = D.population_gd(20.0, 20.0, [f * 2 / lam.max() for f in fracs], 100, tau_lo=lo,
+                         tau_hi=hi, n_records=30)
+    yield "fig_pop_gd", lambda: ch2.gd(flow, gd, [f * 2 / lam.max() for f in fracs], fracs)
+    other = D.integrate_flow([5.0, 20.0], [0.0, 20.0], 1e7, tau_lo=0.4, tau_hi=0.8, n_records=45,
+                             rtol=1e-4, atol=1e-6)
+    priors = {(lo, hi): (flow, starts), (0.4, 0.8): (other, [(5.0, 0.0), (20.0, 20.0)])}
+    yield "fig_pop_constants", lambda: ch2.constants(priors)
+
+
+def _ch3():
+    from stumplib.plots import corpus as ch3
+
+    rng = np.random.default_rng(0)
+    base = 128
+    series = {"m": [(m, base) for m in (32, 128, 512, 2048)],
+              "n": [(base, n) for n in (32, 128, 512, 2048)]}
+    P, E = {}, {}
+    for sh in series["m"] + series["n"]:
+        b = np.geomspace(4, 4096, 40)
+        scale = 0.3 * min(sh)
+        P[sh] = _Profile(b, 0.02 * (1 + (b / scale) ** 2) ** 0.5 * (1 + 0.05 * rng.random(40)))
+        E[sh] = float(scale * 2.5)
+    yield "fig_corpus_transfer", lambda: ch3.transfer_curves(series, P, E, 0.05)
+    shapes = [(v, v) for v in (32, 64, 128, 256, 512, 1024, 2048)] + [(128, 512), (512, 128)]
+    mn = np.array([min(s) for s in shapes], float)
+    beta = 0.9 * mn ** 0.6
+    own = np.where([s[0] == s[1] and s[0] <= 512 for s in shapes], 8 * mn ** 0.9, np.nan)
+    cens = np.array([s == (512, 512) for s in shapes])
+    yield "fig_certified_scale", lambda: ch3.certified_growth(shapes, beta, 0.8 * beta, 1.2 * beta,
+                                                              _Fit(0.9, 0.6), own, cens)
+    own_shapes = [(v, v) for v in (32, 64, 128, 256, 512)] + [(512, 4), (512, 8), (512, 16)]
+    prof = []
+    for m, n in own_shapes:
+        b = 2.0 ** np.arange(2, 14.01, 0.5)
+        prof.append((rf"$m\times n$ = {m}x{n}", _Profile(b, 0.01 * (1 + b / (4 * min(m, n))))))
+    both = [s for s in own_shapes if s[0] == s[1]]
+    mnb = np.array([min(s) for s in both], float)
+    c2 = np.array([False, False, False, False, True])
+    yield "fig_corpus_own", lambda: ch3.own_tracking(prof, 0.05, 0.9 * mnb ** 0.6, 8 * mnb ** 0.9,
+                                                     c2, mnb)
+    c2n = np.zeros(5, bool)  # no censored shape: the lower-bound entry must not appear
+    yield "fig_corpus_own_uncensored", lambda: ch3.own_tracking(prof, 0.05, 0.9 * mnb ** 0.6,
+                                                                8 * mnb ** 0.9, c2n, mnb)
+    t = np.geomspace(1e-2, 4e3, 60)
+    labels = ["m×n = 32x32"] * 2 + ["m×n = 128x128"] * 2 + ["m×n = 256x512"] * 2
+    fb = (8 * t / 1.64) ** 0.25 + 20
+    betas = np.stack([fb * (1 + 0.02 * k) for k in range(6)])
+    cs = np.stack([0.8 + np.log(0.4 * betas[k]) / betas[k] + 0.01 * k for k in range(6)])
+    bp = np.geomspace(4, 64, 30)
+    yield "fig_corpus_traj", lambda: ch3.trajectories(
+        np.r_[0, t], np.c_[np.full(6, 20.0), betas], np.c_[np.ones(6), cs], labels, t, fb,
+        0.8 + np.log(0.4 * fb) / fb, bp, 0.8 + np.log(0.4 * bp) / bp, 0.8)
+
+
+def _ch4():
+    from stumplib.plots import bound as ch4
+
+    hb, hN = [2 ** k for k in range(4, 11)], [2 ** k for k in range(5, 12)]
+    fit = {"A": 0.3, "p": 1.0, "B": 0.5, "q": 1.0}
+    B_, N_ = np.meshgrid(hb, hN, indexing="ij")
+    rmse = np.sqrt(fit["A"] / B_ ** 2 + fit["B"] / N_ ** 2)
+    yield "fig_head_law", lambda: ch4.head_law(hb, hN, rmse, fit)
+    shapes = [(v, v) for v in (32, 64, 128, 256, 512)] + [(32, 128), (128, 32), (64, 256)]
+    mn = np.array([min(s) for s in shapes], float)
+    Ns = np.array([2.0 ** k for k in range(4, 13)])
+    law = {"A": 40.0, "p": 1.0, "B": 2.0, "q": 1.0}
+    X, NN = np.meshgrid(mn, Ns, indexing="ij")
+    err = np.sqrt(law["A"] / X ** 2 + law["B"] / NN ** 2)
+    beta_star = 0.08 * mn * 8
+    yield "fig_frozen_headline", lambda: ch4.headline(mn, Ns, err, 0.9 * err, 1.1 * err, law,
+                                                      beta_star, [16, 256, 4096], shapes)
+    runs = []
+    for i, v in enumerate((32, 64, 128, 256, 512)):
+        steps = np.geomspace(1, 6e4, 40)
+        beta = 4 + 0.5 * steps ** 0.25 * v ** 0.3
+        e = np.sqrt(1 / beta ** 2 + 1e-6) * (1 + 0.1 * i)
+        runs.append({"key": (v, v), "steps": steps, "beta": beta, "err": e,
+                     "stop_step": steps[20], "stop_beta": beta[20], "stop_err": e[20]})
+    yield "fig_past_stop", lambda: ch4.past_stop(runs, lambda k: rf"$m\times n$ = {k[0]}x{k[1]}")
+    ms = np.array([4, 8, 16, 32, 64])
+    taus = [0.5, 0.6, 0.7]
+    p_pred = np.array([[np.exp(-m * (0.85 - t)) for t in taus] for m in ms])
+    mae = 0.75 / (ms + 1)
+    yield "fig_calibration", lambda: ch4.calibration(
+        ms, taus, p_pred, 0.8 * p_pred, np.minimum(1.2 * p_pred, 1), p_pred, mae, 0.8 * mae,
+        1.2 * mae, 0.8 / np.sqrt(ms), mae, 0.8 / np.sqrt(ms))
+
+
+def _ch5():
+    from stumplib.plots import boundary as ch5
+    from stumplib.stump import boundary as B
+
+    N_grid, N_ref = [16, 32, 64], 64
+    PROF, KEEP = {}, {}
+    for N in N_grid:
+        for head, (beta, b) in (("sharp", (20.0 * N, 1.1 * 20 * N)), ("trained", (60.0, 63.0))):
+            gen = torch.Generator().manual_seed(N)
+            x = torch.rand(600, N, generator=gen, dtype=torch.float64)
+            tau = B.threshold_grid(41, N)
+            err = B.profile_errors(x, tau, beta, b)
+            PROF[head, N] = B.profile_record(N, beta, b, tau, err, interior=(0.1, 0.9),
+                                             boundary_width=2.0, n_boot=100, seed=0)
+            if N == N_ref:
+                KEEP[head] = (tau, err)
+    for head in ("sharp", "trained"):
+        yield f"fig_boundary_profiles_{head}", lambda h=head: ch5.profiles(PROF, h, N_grid, N_ref)
+    tau_r, err_r = KEEP["sharp"]
+    k = int(torch.argmin((tau_r - (1 - 1 / N_ref)).abs()))
+    yield "fig_boundary_mechanism", lambda: ch5.mechanism(PROF, tau_r, err_r, k, N_grid, N_ref)
+    sweep = [(r, Estimate(4.0 - 3 / (1 + r), 3.8 - 3 / (1 + r), 4.2 - 3 / (1 + r)),
+              Estimate(1.0 + 0.5 / (1 + r), 0.95 + 0.5 / (1 + r), 1.05 + 0.5 / (1 + r)))
+             for r in (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 200.0, 1000.0)]
+    yield "fig_boundary_ratios", lambda: ch5.ratios(sweep, PROF, N_grid, N_ref, 1.1)
+
+
+def _ch6():
+    from stumplib.plots import phase as ch6
+
+    om = np.array([0.2, 0.3, 0.4])
+    diag = {"omega": om, "alpha_c": np.array([1.0, 1.06, 1.12]),
+            "alpha_c_lo": np.array([0.98, 1.04, 1.1]), "alpha_c_hi": np.array([1.02, 1.08, 1.14]),
+            "alpha_l": np.array([1.3, 1.4, 1.5]), "alpha_l_lo": np.array([1.28, 1.38, 1.47]),
+            "alpha_l_hi": np.array([1.32, 1.42, 1.53]),
+            "pt_alpha": np.array([2.6, 2.2, 1.8, 1.5, 1.25, 1.05, 0.9, 0.8])}
+    yield "fig_phase_diagram", lambda: ch6.diagram_figure(diag, published=(1.02, 1.35))
+    a = np.array([0.8, 0.9, 1.05, 1.25, 1.5, 1.8, 2.2, 2.6])
+    dl = 0.05 * (a - 1.06)
+    te = 0.6 / (1 + a)
+    ca = Estimate(1.06, 1.04, 1.08)
+    cl = Estimate(1.4, 1.38, 1.42)
+    yield "fig_phase_train", lambda: ch6.transition_figure(a, dl, 0.002 + 0 * a, te, 0.002 + 0 * a,
+                                                           0.6 / 2.4, ca, cl)
+    th, pub = {}, {}
+    for key, shift in (("sem", 0.0), ("pos", 0.03)):
+        th[f"{key}_alpha"] = a
+        th[f"{key}_outcome"] = np.array(["converged"] * len(a))
+        th[f"{key}_test_error"] = 0.6 / (1 + a) + shift
+        th[f"{key}_test_error_err"] = 0.001 + 0 * a
+        th[f"{key}_theta"] = 0.1 * (1 - 1 / (1 + a)) * (key == "sem")
+        th[f"{key}_theta_err"] = 0.001 + 0 * a
+        pa = np.linspace(0.3, 2.6, 12)
+        pub[f"{key}_alpha"] = pa
+        for k in ("test_error", "theta"):
+            f = (0.6 / (1 + pa) + shift + 0.01) if k == "test_error" else 0.1 * (1 - 1 / (1 + pa))
+            pub[f"{key}_{k}"] = f
+            pub[f"{key}_replay_{k}"] = f * 1.01
+    yield "fig_phase_theory", lambda: ch6.theory_figure(th, pub, 0.25, 0.5)
+    dec = {"ds": np.array([100, 200, 400]),
+           "mean": np.array([[0.31, 0.27], [0.305, 0.265], [0.302, 0.262]]),
+           "se": np.full((3, 2), 0.002),
+           "limit": [Estimate(0.3, 0.297, 0.303), Estimate(0.26, 0.257, 0.263)]}
+    yield "fig_phase_gd", lambda: ch6.minimiser_figure(dec, [1.0164, 1.25], np.array([0.3, 0.26]),
+                                                       np.array([0.001, 0.001]),
+                                                       np.array([0.29, 0.255]))
+    thetas = np.linspace(0.01, 0.09, 7)
+    prof = [{"residual": 0.02 - 0.3 * thetas + 0.002 * k, "test_error": 0.3 - thetas + 0.003 * k,
+             "root": (0.02 + 0.002 * k) / 0.3} for k in range(2)]
+    rules = [("Gauss-Hermite, $6^4$ nodes", "gauss-hermite", 6), ("Sobol, $2^{12}$ points", "sobol", 12)]
+    yield "fig_phase_window", lambda: ch6.window_figure(prof, thetas, rules, 1.6)
+
+
+_CHAPTERS = {"ch1": _ch1, "ch2": _ch2, "ch3": _ch3, "ch4": _ch4, "ch5": _ch5, "ch6": _ch6}
+
+
+@pytest.mark.parametrize("chapter", sorted(_CHAPTERS))
+def test_every_figure_of_the_chapter_reads_cleanly(chapter):
+    bad = {}
+    n = 0
+    for name, draw in _CHAPTERS[chapter]():
+        fig = draw()
+        n += 1
+        assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH + 1e-9, name
+        problems = style.figure_problems(fig)
+        if problems:
+            bad[name] = problems
+        plt.close(fig)
+    assert n >= 2
+    assert not bad, "\n".join(f"{k}: {'; '.join(v)}" for k, v in bad.items())
