@@ -1,0 +1,94 @@
+"""Chapter 6's flat window: the landscape along theta at finite d and in the theory.
+
+At ``alpha = 1.0164`` (omega = 0.3), for each dimension ``d`` and seed, the regularised empirical
+risk is minimised with the semantic overlap ``theta = sigma^2 Q*.Q / d`` held at each value of a
+window (:func:`stumplib.phase.flat_window.landscape`: L-BFGS on the constraint plane, two sweeps,
+the lower kept), with the unconstrained minimiser from ``Q = Q*`` and the lowest minimiser found.
+The theory's constrained training loss along the same window
+(:func:`stumplib.phase.flat_window.held_theory`, one curve per scrambling of a Sobol rule) is
+computed first. Results go to ``--out`` (rewritten after each stage, so a stopped run keeps what it
+finished) with the command, the commit, the machine, the run time and every model parameter.
+Chapter 6 reads this file; its ``full`` profile recomputes it.
+
+Usage (one CPU thread):
+
+    OMP_NUM_THREADS=1 python3 scripts/phase_flat_window.py --d 500 1000 2000 --seeds 24 12 8 \\
+        --out scripts/PHASE_FLAT_WINDOW.npz
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from stumplib.phase.flat_window import held_theory, landscape  # noqa: E402
+
+A = ((0.6, 0.4), (0.4, 0.6))
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--d", type=int, nargs="+", default=[500, 1000, 2000])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[24, 12, 8],
+                    help="seeds per dimension (one value, or one per --d)")
+    ap.add_argument("--alpha", type=float, default=1.0164)
+    ap.add_argument("--theta-range", type=float, nargs=3, default=[0.080, 0.116, 9],
+                    help="first, last held theta and their number")
+    ap.add_argument("--theory-log2", type=int, default=13)
+    ap.add_argument("--theory-scramblings", type=int, default=8)
+    ap.add_argument("--omega", type=float, default=0.3)
+    ap.add_argument("--sigma", type=float, default=0.5)
+    ap.add_argument("--lam", type=float, default=0.01)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--gtol", type=float, default=1e-8)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--out", default="scripts/PHASE_FLAT_WINDOW.npz")
+    a = ap.parse_args(argv)
+    seeds = a.seeds * len(a.d) if len(a.seeds) == 1 else a.seeds
+    if len(seeds) != len(a.d):
+        raise SystemExit("--seeds: one value or one per --d")
+    thetas = np.linspace(a.theta_range[0], a.theta_range[1], int(a.theta_range[2]))
+    torch.set_num_threads(1)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                            cwd=Path(__file__).parent).stdout.strip()
+    meta = dict(command=" ".join(["python3", "scripts/phase_flat_window.py"] + sys.argv[1:]),
+                commit=commit, machine=f"{platform.node()}: {platform.processor() or platform.machine()}, "
+                f"{a.device}, torch {torch.__version__}, 1 thread")
+    model = dict(alpha=a.alpha, omega=a.omega, sigma=a.sigma, lam=a.lam, A=np.asarray(A), seed=a.seed,
+                 gtol=a.gtol, thetas=thetas)
+    out: dict[str, np.ndarray] = {}
+    t_all = time.time()
+
+    def save() -> None:
+        out["ds"] = np.asarray([d for d in a.d if f"d{d}_seconds" in out])
+        np.savez(a.out, **out, **{k: np.asarray(v) for k, v in meta.items()},
+                 **{k: np.asarray(v) for k, v in model.items()}, seconds=np.asarray(time.time() - t_all))
+
+    t0 = time.time()
+    th = held_theory(a.alpha, thetas, omega=a.omega, sigma=a.sigma, lam=a.lam, A=A,
+                     log2_points=a.theory_log2, n_scramblings=a.theory_scramblings, seed=a.seed)
+    out.update({f"theory_{k}": np.asarray(v) for k, v in th.items()})
+    out["theory_seconds"] = np.asarray(time.time() - t0)
+    save()
+    print(f"theory: {time.time() - t0:.0f} s, {int(th['n_iter'])} updates", flush=True)
+    for d, ns in zip(a.d, seeds):
+        t0 = time.time()
+        r = landscape(a.alpha, d, list(range(ns)), thetas, omega=a.omega, sigma=a.sigma, lam=a.lam, A=A,
+                      seed=a.seed, gtol=a.gtol, device=a.device)
+        out.update({f"d{d}_{k}": np.asarray(v) for k, v in r.items()})
+        out[f"d{d}_seconds"] = np.asarray(time.time() - t0)
+        save()
+        print(f"d={d}: {ns} seeds in {time.time() - t0:.0f} s; converged {r['converged'].mean():.3f}; "
+              f"sweeps differ {r['sweeps_differ'].mean():.3f}; free theta {r['free_theta'].mean():.4f}, "
+              f"best theta {r['best_theta'].mean():.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
