@@ -53,8 +53,8 @@ from stumplib.phase.minimise import (Problem, exact_test_error, make_problem, mi
                                      summaries)
 
 __all__ = ["MINIMISER_FILES", "FLAT_WINDOW_RUN", "QUANTITIES", "FORMS", "read_minimisers",
-           "overlap_table", "HeldTheta", "hold_theta", "constrained_minimise", "landscape",
-           "held_theory", "landscape_fit", "replicon", "choose_form", "explanation_verdict",
+           "overlap_table", "theory_points", "scaling_rows", "held_root", "HeldTheta", "hold_theta", "constrained_minimise", "landscape",
+           "held_theory", "landscape_fit", "landscape_summary", "replicon", "choose_form", "explanation_verdict",
            "read_flat_window"]
 
 _SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
@@ -147,6 +147,125 @@ def overlap_table(runs: Mapping[int, Mapping[str, np.ndarray]], alphas: Sequence
                 out[k + "_sd"][i, j] = x.std(ddof=1) if x.size > 1 else np.nan
                 out[k + "_se"][i, j] = out[k + "_sd"][i, j] / math.sqrt(max(x.size, 1))
     return out
+
+
+def theory_points(alphas: Sequence[float], *, known: Mapping[str, np.ndarray] | None = None,
+                  omega: float = 0.3, sigma: float = 0.5, lam: float = 0.01, rtol: float = 1e-3,
+                  seed: int = 0, cache: bool = True) -> dict[str, np.ndarray]:
+    """The accurate theory (semantic branch) at each of ``alphas``, with quadrature errors.
+
+    Points that ``known`` (chapter 6's :func:`.diagram.omega_curves` output) holds converged are
+    taken from it; the others are solved with :func:`.solver.state_evolution` at ``rtol`` (kept
+    with :func:`stumplib.core.cache.cached` when ``cache``).
+
+    Parameters
+    ----------
+    alphas : (A,) sample ratios. known : solved curves (``sem_alpha``, ``sem_<key>``,
+    ``sem_<key>_err``, ``sem_outcome``) or ``None``. omega, sigma, lam : the model.
+    rtol, seed : the solver's accuracy target and scramblings.
+
+    Returns
+    -------
+    dict of (A,) arrays: ``<k>`` and ``<k>_err`` for ``k`` in ``q, m, V, theta, test_error,
+    train_loss`` (NaN where no converged point), ``alphas``.
+    """
+    from stumplib.phase.solver import OUTPUT_KEYS, state_evolution
+
+    al = np.asarray(alphas, dtype=float)
+    out = {k: np.full(al.size, np.nan) for key in OUTPUT_KEYS for k in (key, f"{key}_err")}
+    missing = []
+    for i, a in enumerate(al):
+        hit = np.array([], dtype=int)
+        if known is not None:
+            hit = np.flatnonzero(np.isclose(known["sem_alpha"], a, rtol=0, atol=1e-4)
+                                 & (np.asarray(known["sem_outcome"]) == "converged"))
+        if hit.size:
+            for key in OUTPUT_KEYS:
+                out[key][i], out[f"{key}_err"][i] = known[f"sem_{key}"][hit[0]], known[f"sem_{key}_err"][hit[0]]
+        else:
+            missing.append(i)
+    if missing:
+        def compute() -> dict[str, np.ndarray]:
+            r = state_evolution(al[missing], omega=omega, sigma=sigma, lam=lam, rtol=rtol, seed=seed,
+                                stability=False, on_accuracy="undecided")
+            conv = np.asarray(r["outcome"]) == "converged"
+            return {k: np.where(conv, np.asarray(r[k], dtype=float), np.nan)
+                    for key in OUTPUT_KEYS for k in (key, f"{key}_err")}
+
+        if cache:
+            from stumplib.core.cache import cached
+            got = cached("ch6_flat_theory", dict(alphas=al[missing].tolist(), omega=omega, sigma=sigma,
+                                                 lam=lam, rtol=rtol, seed=seed), compute, verbose=False)
+        else:
+            got = compute()
+        for k, v in got.items():
+            out[k][missing] = np.asarray(v, dtype=float)
+    return dict(out, alphas=al)
+
+
+def scaling_rows(table: Mapping[str, np.ndarray], alpha_index: int = 0, *,
+                 quantities: Sequence[str] = ("train_loss", "theta", "q", "test_error"),
+                 theory: Mapping[str, np.ndarray] | None = None) -> tuple[list[dict], dict[str, dict]]:
+    """:func:`choose_form` for each overlap at one alpha, as table rows.
+
+    Parameters
+    ----------
+    table : :func:`overlap_table`'s output. alpha_index : which alpha. quantities : keys of it.
+    theory : :func:`theory_points`' output (the rows show the theory and the distance to it).
+
+    Returns
+    -------
+    (rows, fits): one row per quantity (chosen form, its limit and interval, the acceptable forms'
+    hull, the theory, the limit's relative distance to it), and ``{quantity: choose_form output}``.
+    """
+    rows, fits = [], {}
+    ok = np.isfinite(table["theta"][alpha_index]) & (table["n"][alpha_index] > 1)
+    d = table["ds"][ok]
+    for k in quantities:
+        y, se = table[k][alpha_index][ok], table[f"{k}_se"][alpha_index][ok]
+        if d.size < 4:
+            continue
+        f = choose_form(d, y, se)
+        fits[k] = f
+        row = {"quantity": k.replace("_", " "), "form": f["form"], "limit": f["limit"].value,
+               "95% interval": f"[{f['limit'].lo:.5g}, {f['limit'].hi:.5g}]",
+               "forms within 2 AIC": f"[{f['envelope'].lo:.5g}, {f['envelope'].hi:.5g}]",
+               "chi2 / dof": f"{f['fits'][f['form']]['chi2']:.1f} / {f['fits'][f['form']]['dof']}"}
+        if theory is not None and k in theory:
+            t = float(theory[k][alpha_index])
+            row.update(theory=t, **{"limit / theory - 1": f["limit"].value / t - 1})
+        rows.append(row)
+    return rows, fits
+
+
+def held_root(theory: Mapping[str, np.ndarray], *, sigma: float = 0.5,
+              level: float = 0.95) -> dict[str, Estimate]:
+    """The fixed point along ``theta`` by a second route: per scrambling of :func:`held_theory`, the
+    root of the residual ``g = F - theta`` (first sign change from + to -, linear interpolation)
+    and the minimum of the constrained training loss (:func:`landscape_fit`'s cubic); Student
+    intervals over the scramblings.
+
+    Parameters
+    ----------
+    theory : :func:`held_theory`'s output. sigma : token noise. level : interval coverage.
+
+    Returns
+    -------
+    dict of Estimates: ``root``, ``loss_min``, ``curvature`` (the loss's, at its minimum),
+    ``curvature_from_g`` (``-g' / (sigma^2 V)``, ``g'`` the slope of a line through the residual
+    over the window, ``V`` its mean there).
+    """
+    from stumplib.core.stats import crossing, mean_interval
+
+    th, g = np.asarray(theory["thetas"], dtype=float), np.asarray(theory["residual"], dtype=float)
+    roots = np.array([crossing(th, gk, 0.0, direction="down", which="first") for gk in g])
+    fit = landscape_fit(th, theory["train_loss"])
+    slopes = np.array([np.polyfit(th, gk, 1)[0] for gk in g])
+    fin = np.isfinite(roots)
+    return dict(root=mean_interval(roots[fin], level=level) if fin.sum() > 1 else Estimate.nan("seeds"),
+                loss_min=fit["theta_min"], curvature=fit["curvature"],
+                curvature_from_g=mean_interval(-slopes / (sigma ** 2 * np.asarray(theory["V"]).mean(1)),
+                                               level=level))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -439,6 +558,49 @@ def landscape_fit(theta: np.ndarray, E: np.ndarray, *, centre: float | None = No
     return out
 
 
+def landscape_summary(land: Mapping[int, Mapping[str, np.ndarray]], held: Mapping[str, np.ndarray],
+                      level: float = 0.95) -> dict[str, Any]:
+    """Per ``d`` of a :func:`landscape` run, and for the theory (:func:`held_theory`): where the
+    minimum lies and how curved the loss is there.
+
+    Parameters
+    ----------
+    land : ``{d: landscape output}``. held : the theory along the same line. level : coverage.
+
+    Returns
+    -------
+    dict: ``ds`` (increasing); lists over ``ds`` of Estimates ``free`` and ``best`` (seed means of
+    the minimisers' theta from ``Q*`` and of the lowest found), ``mean_curve_min``, ``curvature``,
+    ``curvature_left``, ``curvature_right``, ``third``, ``bias_measured``, ``bias_predicted``
+    (:func:`landscape_fit` over seeds); ``other_minimum`` (fraction of seeds whose lowest minimum
+    is not the one reached from ``Q*``), ``free_sd`` (spread of the free theta over seeds);
+    ``theory``: :func:`landscape_fit` over the scramblings, with ``theory_left``,
+    ``theory_right`` (its side curvatures).
+    """
+    from stumplib.core.stats import mean_interval
+
+    ds = sorted(int(d) for d in land)
+    out: dict[str, Any] = {"ds": np.asarray(ds)}
+    keys = ("mean_curve_min", "curvature", "curvature_left", "curvature_right", "third", "bias_measured",
+            "bias_predicted", "free", "best", "other_minimum", "free_sd")
+    for k in keys:
+        out[k] = []
+    for d in ds:
+        L = land[d]
+        ok = np.asarray(L["converged"], dtype=bool).all(1)
+        fit = landscape_fit(L["thetas"], np.asarray(L["train_loss"])[ok], level=level)
+        for k in keys[:7]:
+            out[k].append(fit[k])
+        for w in ("free", "best"):
+            out[w].append(mean_interval(np.asarray(L[f"{w}_theta"])[ok], level=level))
+        moved = np.abs(np.asarray(L["best_theta"]) - np.asarray(L["free_theta"])) > 1e-6
+        out["other_minimum"].append(float(moved[ok].mean()))
+        out["free_sd"].append(float(np.asarray(L["free_theta"])[ok].std(ddof=1)))
+    th = landscape_fit(held["thetas"], held["train_loss"], level=level)
+    out.update(theory=th, theory_left=th["curvature_left"], theory_right=th["curvature_right"])
+    return out
+
+
 # ----------------------------------------------------------------------------------------------
 # stability of the replica-symmetric point
 # ----------------------------------------------------------------------------------------------
@@ -467,7 +629,14 @@ def replicon(alpha: float, q: float, V: float, theta: float, *, omega: float = 0
     Returns
     -------
     dict of :class:`~stumplib.core.stats.Estimate` (mean over scramblings, 95% Student interval):
-    ``replicon`` (``alpha E |I - J|_F^2``; stable below 1), ``vhat_v``, ``alpha_tr``.
+    ``replicon`` (``alpha E |I - J|_F^2`` over the points where the proximal map is smooth; stable
+    below 1), ``vhat_v``, ``alpha_tr`` and ``stein_defect`` (``alpha E tr(I - J) - V_hat V``).
+    Where the proximal minimiser *jumps* between two basins as its centre moves (the problem is
+    not convex), Stein's identity picks up the jumps and ``J`` does not: ``stein_defect`` measures
+    their weight. A jump puts a delta function into ``d f_out / d omega``, so wherever
+    ``stein_defect`` is not zero the condition fails formally (as for the perceptron that
+    minimises its errors above capacity, whose replica-symmetric solution is unstable for the
+    same reason): replica symmetry is then broken, by an amount this check does not size.
     """
     from stumplib.core.stats import mean_interval
     from stumplib.phase.se import _geometry, prox_objective_and_derivatives, se_update, teacher_rows
@@ -486,7 +655,7 @@ def replicon(alpha: float, q: float, V: float, theta: float, *, omega: float = 0
     rep = alpha * np.einsum("kn,kn->k", w, (IJ ** 2).sum((-1, -2)))
     tr = alpha * np.einsum("kn,kn->k", w, np.trace(IJ, axis1=-2, axis2=-1))
     return dict(replicon=mean_interval(rep), vhat_v=mean_interval(up["V_hat"] * V),
-                alpha_tr=mean_interval(tr))
+                alpha_tr=mean_interval(tr), stein_defect=mean_interval(tr - up["V_hat"] * V))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -506,8 +675,10 @@ def choose_form(d: Any, y: Any, se: Any, *, forms: Sequence[str] | None = None,
     """The approach of a seed mean ``y(d)`` to its limit, chosen by fit quality.
 
     Each form of :data:`FORMS` is a weighted least-squares fit with the known standard errors
-    ``se``; its limit is the constant term. Forms are ranked by Akaike's criterion ``AIC = chi^2 +
-    2 k`` (``k`` parameters); a form needs at least one degree of freedom. The chosen form's limit
+    ``se``; its limit is the constant term. Forms are ranked by Akaike's criterion with its
+    small-sample correction, ``AICc = chi^2 + 2 k + 2 k (k + 1) / (D - k - 1)`` (``k``
+    parameters, ``D`` points); a form needs ``D >= k + 2`` (a three-parameter form five ``d``).
+    The chosen form's limit
     has a normal interval from the fit's covariance, widened by ``sqrt(chi^2 / dof)`` when the fit
     is worse than the errors allow; ``envelope`` spans the intervals of every form within
     ``delta_aic`` of the best (the uncertainty of the choice itself).
@@ -522,7 +693,7 @@ def choose_form(d: Any, y: Any, se: Any, *, forms: Sequence[str] | None = None,
     -------
     dict: ``form`` (the chosen name), ``limit`` (Estimate), ``envelope`` (Estimate: the chosen
     value, the hull of the acceptable forms' intervals), ``fits`` (name -> dict of ``limit``,
-    ``chi2``, ``dof``, ``aic``, ``p_value``, ``coef``), ``acceptable`` (names).
+    ``chi2``, ``dof``, ``aic`` (AICc), ``p_value``, ``coef``), ``acceptable`` (names).
     """
     from scipy.stats import chi2 as chi2_dist, norm
 
@@ -539,7 +710,7 @@ def choose_form(d: Any, y: Any, se: Any, *, forms: Sequence[str] | None = None,
     for name in names:
         X = np.column_stack([np.ones_like(d)] + FORMS[name](d))
         k = X.shape[1]
-        if d.size - k < 1:
+        if d.size - k < 2:
             continue
         W = 1 / se ** 2
         cov = np.linalg.inv(X.T @ (X * W[:, None]))
@@ -549,10 +720,13 @@ def choose_form(d: Any, y: Any, se: Any, *, forms: Sequence[str] | None = None,
         s = math.sqrt(cov[0, 0] * max(1.0, chi2 / dof))
         fits[name] = dict(limit=Estimate(float(beta[0]), beta[0] - z * s, beta[0] + z * s, "seeds",
                                          level, None, int(d.size)),
-                          chi2=chi2, dof=dof, aic=chi2 + 2 * k, p_value=float(chi2_dist.sf(chi2, dof)),
+                          chi2=chi2, dof=dof, aic=chi2 + 2 * k + 2 * k * (k + 1) / (dof - 1),
+                          p_value=float(chi2_dist.sf(chi2, dof)),
                           coef=beta)
+    if not fits:
+        raise ValueError(f"d: {d.size} points leave no form two degrees of freedom (need >= 4)")
     best = min(fits, key=lambda f: fits[f]["aic"])
-    ok = [f for f in fits if fits[f]["aic"] <= fits[best]["aic"] + delta_aic]
+    ok = [f for f in fits if fits[f]["aic"] < fits[best]["aic"] + delta_aic]
     lim = fits[best]["limit"]
     env = Estimate(lim.value, min(fits[f]["limit"].lo for f in ok), max(fits[f]["limit"].hi for f in ok),
                    "seeds", level, None, int(d.size))
@@ -562,20 +736,24 @@ def choose_form(d: Any, y: Any, se: Any, *, forms: Sequence[str] | None = None,
 # ----------------------------------------------------------------------------------------------
 # the verdict
 # ----------------------------------------------------------------------------------------------
-def explanation_verdict(theta_limit: Estimate, theory_theta: Estimate, landscape_min: Estimate,
-                        *, d_landscape: int, form: str) -> Verdict:
+def explanation_verdict(theta_limit: Estimate, theory_theta: Estimate, theta_dmax: float,
+                        landscape_min: Estimate, *, dmax: int, d_landscape: int,
+                        form: str) -> Verdict:
     """Is the minimisers' departure from the accurate theory at this point a finite-size effect?
 
     ``holds`` ("finite-size"): the extrapolated ``theta`` (the hull of the acceptable scaling
-    forms, :func:`choose_form`) contains the theory's (widened by its quadrature error).
-    ``fails`` ("theory"): it excludes the theory's, and so does the minimum of the landscape at
-    the largest ``d`` measured (the seed-mean constrained training loss, :func:`landscape_fit`).
-    ``undecided`` otherwise, saying what would decide.
+    forms, :func:`choose_form`) contains the theory's (widened by its quadrature error) and
+    excludes the mean at the largest ``d`` (so the data say the minimisers are still moving
+    towards it). ``fails`` ("theory"): it excludes the theory's, and so does the minimum of the
+    landscape at the largest ``d`` measured (the seed-mean constrained training loss,
+    :func:`landscape_fit`). ``undecided`` otherwise (an interval holding both the theory and the
+    largest-``d`` mean cannot tell them apart), saying what would decide.
 
     Parameters
     ----------
     theta_limit : the extrapolated theta (interval: the forms' hull). theory_theta : the accurate
-    theory (quadrature error). landscape_min : the seed-mean landscape's minimum at ``d_landscape``.
+    theory (quadrature error). theta_dmax : the seed mean at the largest ``d`` (``dmax``).
+    landscape_min : the seed-mean landscape's minimum at ``d_landscape``.
     form : the chosen scaling form (named in the sentence).
 
     Returns
@@ -588,8 +766,12 @@ def explanation_verdict(theta_limit: Estimate, theory_theta: Estimate, landscape
     land = against_target(landscape_min, theory_theta.value, tol=tol, fmt=".4f",
                           symbol=f"the landscape's minimum at d = {d_landscape}",
                           target_text=f"{theory_theta.value:.4f}")
-    if ext.status == "holds":
+    moving = not theta_limit.contains(theta_dmax)
+    if ext.status == "holds" and moving:
         return Verdict("holds", f"Finite-size: {ext.sentence}")
+    if ext.status == "holds":
+        return Verdict("undecided", f"{ext.sentence.rstrip('.')}, but the interval also holds the "
+                       f"mean at d = {dmax} ({theta_dmax:.4f}): larger d would decide.")
     if ext.status == "fails" and land.status == "fails":
         return Verdict("fails", f"Theory: {ext.sentence.rstrip('.')}, and {land.sentence[0].lower()}"
                        f"{land.sentence[1:]}")
@@ -606,7 +788,8 @@ def read_flat_window(path: str | Path | None = None) -> dict[str, Any] | None:
     Returns
     -------
     ``{"landscape": {d: landscape output}, "theory": held_theory output, "meta": {command,
-    commit, machine, seconds}}`` (``theory`` ``None`` if the run did not reach it).
+    commit, machine, seconds and the model: alpha, omega, sigma, lam, seed, gtol, thetas}}``
+    (``theory`` ``None`` if the run did not reach it).
     """
     p = Path(FLAT_WINDOW_RUN if path is None else path)
     if not p.is_file():
@@ -616,6 +799,7 @@ def read_flat_window(path: str | Path | None = None) -> dict[str, Any] | None:
     ds = [int(d) for d in np.atleast_1d(flat.get("ds", []))]
     land = {d: {k[len(f"d{d}_"):]: v for k, v in flat.items() if k.startswith(f"d{d}_")} for d in ds}
     th = {k[len("theory_"):]: v for k, v in flat.items() if k.startswith("theory_")} or None
-    meta = {k: (str(flat[k]) if k != "seconds" else float(flat[k])) for k in
-            ("command", "commit", "machine", "seconds") if k in flat}
+    meta = {k: (str(flat[k]) if k in ("command", "commit", "machine") else flat[k]) for k in
+            ("command", "commit", "machine", "seconds", "alpha", "omega", "sigma", "lam", "seed",
+             "gtol", "thetas") if k in flat}
     return dict(landscape=land, theory=th, meta=meta)
