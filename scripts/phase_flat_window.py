@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -48,6 +49,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--lam", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gtol", type=float, default=1e-8)
+    ap.add_argument("--stages", nargs="+", default=["theory", "landscape"],
+                    choices=["theory", "landscape", "root"],
+                    help="root: the theory along a narrow window with a finer rule (the second "
+                    "route to the fixed point)")
+    ap.add_argument("--root-window", type=float, nargs=3, default=[0.0955, 0.0985, 4])
+    ap.add_argument("--root-log2", type=int, default=14)
+    ap.add_argument("--root-scramblings", type=int, default=4)
+    ap.add_argument("--resume", action="store_true",
+                    help="keep what --out holds and add the stages run now")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out", default="scripts/PHASE_FLAT_WINDOW.npz")
     a = ap.parse_args(argv)
@@ -64,21 +74,46 @@ def main(argv: list[str] | None = None) -> None:
     model = dict(alpha=a.alpha, omega=a.omega, sigma=a.sigma, lam=a.lam, A=np.asarray(A), seed=a.seed,
                  gtol=a.gtol, thetas=thetas)
     out: dict[str, np.ndarray] = {}
-    t_all = time.time()
+    t_all, t_before = time.time(), 0.0
+    if a.resume and Path(a.out).is_file():
+        with np.load(a.out) as f:
+            out = {k: np.asarray(f[k]) for k in f.files}
+        t_before = float(out.pop("seconds"))
+        old = {k: str(out.pop(k)) for k in ("command", "commit", "machine")}
+        for k in list(model):
+            v = out.pop(k)
+            if k in ("alpha", "omega", "sigma", "lam", "seed") and not np.allclose(v, model[k]):
+                raise SystemExit(f"--resume: {a.out} holds {k} = {v}, this run {model[k]}")
+            if k == "thetas":
+                model[k] = v  # the landscape's window stays the file's
+        out.update({f"{a.stages[0]}_{k}": np.asarray(v) for k, v in meta.items()})
+        meta = old
+    hk = dict(omega=a.omega, sigma=a.sigma, lam=a.lam, A=A, seed=a.seed)
 
     def save() -> None:
-        out["ds"] = np.asarray([d for d in a.d if f"d{d}_seconds" in out])
+        out["ds"] = np.asarray(sorted(int(k[1:-len("_seconds")]) for k in out
+                                      if re.fullmatch(r"d\d+_seconds", k)))
         np.savez(a.out, **out, **{k: np.asarray(v) for k, v in meta.items()},
-                 **{k: np.asarray(v) for k, v in model.items()}, seconds=np.asarray(time.time() - t_all))
+                 **{k: np.asarray(v) for k, v in model.items()},
+                 seconds=np.asarray(t_before + time.time() - t_all))
 
-    t0 = time.time()
-    th = held_theory(a.alpha, thetas, omega=a.omega, sigma=a.sigma, lam=a.lam, A=A,
-                     log2_points=a.theory_log2, n_scramblings=a.theory_scramblings, seed=a.seed)
-    out.update({f"theory_{k}": np.asarray(v) for k, v in th.items()})
-    out["theory_seconds"] = np.asarray(time.time() - t0)
-    save()
-    print(f"theory: {time.time() - t0:.0f} s, {int(th['n_iter'])} updates", flush=True)
-    for d, ns in zip(a.d, seeds):
+    if "root" in a.stages:
+        t0 = time.time()
+        rw = np.linspace(a.root_window[0], a.root_window[1], int(a.root_window[2]))
+        rt = held_theory(a.alpha, rw, log2_points=a.root_log2, n_scramblings=a.root_scramblings, **hk)
+        out.update({f"root_{k}": np.asarray(v) for k, v in rt.items()})
+        out["root_seconds"] = np.asarray(time.time() - t0)
+        save()
+        print(f"root: {time.time() - t0:.0f} s", flush=True)
+    if "theory" in a.stages:
+        t0 = time.time()
+        th = held_theory(a.alpha, thetas, log2_points=a.theory_log2,
+                         n_scramblings=a.theory_scramblings, **hk)
+        out.update({f"theory_{k}": np.asarray(v) for k, v in th.items()})
+        out["theory_seconds"] = np.asarray(time.time() - t0)
+        save()
+        print(f"theory: {time.time() - t0:.0f} s, {int(th['n_iter'])} updates", flush=True)
+    for d, ns in zip(a.d, seeds) if "landscape" in a.stages else ():
         t0 = time.time()
         r = landscape(a.alpha, d, list(range(ns)), thetas, omega=a.omega, sigma=a.sigma, lam=a.lam, A=A,
                       seed=a.seed, gtol=a.gtol, device=a.device)

@@ -241,8 +241,8 @@ def scaling_rows(table: Mapping[str, np.ndarray], alpha_index: int = 0, *,
 def held_root(theory: Mapping[str, np.ndarray], *, sigma: float = 0.5,
               level: float = 0.95) -> dict[str, Estimate]:
     """The fixed point along ``theta`` by a second route: per scrambling of :func:`held_theory`, the
-    root of the residual ``g = F - theta`` (first sign change from + to -, linear interpolation)
-    and the minimum of the constrained training loss (:func:`landscape_fit`'s cubic); Student
+    root of the residual ``g = F - theta`` (a least-squares polynomial of degree up to 3 through
+    it; the root inside the window nearest its first sign change from + to -) and the minimum of the constrained training loss (:func:`landscape_fit`'s cubic); Student
     intervals over the scramblings.
 
     Parameters
@@ -258,7 +258,14 @@ def held_root(theory: Mapping[str, np.ndarray], *, sigma: float = 0.5,
     from stumplib.core.stats import crossing, mean_interval
 
     th, g = np.asarray(theory["thetas"], dtype=float), np.asarray(theory["residual"], dtype=float)
-    roots = np.array([crossing(th, gk, 0.0, direction="down", which="first") for gk in g])
+    deg, roots = min(3, th.size - 1), []
+    for gk in g:
+        near = crossing(th, gk, 0.0, direction="down", which="first")
+        r = np.roots(np.polyfit(th - near, gk, deg)) + near if np.isfinite(near) else np.array([])
+        r = r[np.isreal(r)].real
+        r = r[(r >= th.min()) & (r <= th.max())]
+        roots.append(r[np.argmin(np.abs(r - near))] if r.size else np.nan)
+    roots = np.asarray(roots)
     fit = landscape_fit(th, theory["train_loss"])
     slopes = np.array([np.polyfit(th, gk, 1)[0] for gk in g])
     fin = np.isfinite(roots)
@@ -442,7 +449,7 @@ def held_theory(alpha: float, thetas: Sequence[float], *, omega: float = 0.3, si
     dict of (K, T) arrays, one row per scrambling: ``train_loss``, ``q``, ``V``, ``F_theta``
     (the theta the unconstrained update returns), ``residual`` (``F - theta``), ``test_error``,
     ``slope`` (``dE/dtheta = -residual / (sigma^2 V)``, the multiplier); ``thetas`` (T,),
-    ``n_iter``.
+    ``n_iter``, ``log2_points``.
 
     Raises
     ------
@@ -481,7 +488,8 @@ def held_theory(alpha: float, thetas: Sequence[float], *, omega: float = 0.3, si
     res = up["theta"] - t
     out = dict(train_loss=up["train_loss"], q=q, V=V, F_theta=up["theta"], residual=res,
                test_error=up["test_error"], slope=-res / (rho * V))
-    return dict({k: v.reshape(K, T_) for k, v in out.items()}, thetas=th, n_iter=np.asarray(it + 1))
+    return dict({k: v.reshape(K, T_) for k, v in out.items()}, thetas=th, n_iter=np.asarray(it + 1),
+                log2_points=np.asarray(log2_points))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -573,7 +581,9 @@ def landscape_summary(land: Mapping[int, Mapping[str, np.ndarray]], held: Mappin
     the minimisers' theta from ``Q*`` and of the lowest found), ``mean_curve_min``, ``curvature``,
     ``curvature_left``, ``curvature_right``, ``third``, ``bias_measured``, ``bias_predicted``
     (:func:`landscape_fit` over seeds); ``other_minimum`` (fraction of seeds whose lowest minimum
-    is not the one reached from ``Q*``), ``free_sd`` (spread of the free theta over seeds);
+    is not the one reached from ``Q*``), ``free_sd`` (spread of the free theta over seeds),
+    ``start_bias`` (Estimates: seed mean of the free minus the best theta, paired),
+    ``free_test_error``, ``best_test_error`` (Estimates);
     ``theory``: :func:`landscape_fit` over the scramblings, with ``theory_left``,
     ``theory_right`` (its side curvatures).
     """
@@ -582,7 +592,8 @@ def landscape_summary(land: Mapping[int, Mapping[str, np.ndarray]], held: Mappin
     ds = sorted(int(d) for d in land)
     out: dict[str, Any] = {"ds": np.asarray(ds)}
     keys = ("mean_curve_min", "curvature", "curvature_left", "curvature_right", "third", "bias_measured",
-            "bias_predicted", "free", "best", "other_minimum", "free_sd")
+            "bias_predicted", "free", "best", "other_minimum", "free_sd", "start_bias", "free_test_error",
+            "best_test_error")
     for k in keys:
         out[k] = []
     for d in ds:
@@ -593,6 +604,10 @@ def landscape_summary(land: Mapping[int, Mapping[str, np.ndarray]], held: Mappin
             out[k].append(fit[k])
         for w in ("free", "best"):
             out[w].append(mean_interval(np.asarray(L[f"{w}_theta"])[ok], level=level))
+            out[f"{w}_test_error"].append(mean_interval(np.asarray(L[f"{w}_test_error"])[ok],
+                                                        level=level))
+        out["start_bias"].append(mean_interval((np.asarray(L["free_theta"])
+                                                - np.asarray(L["best_theta"]))[ok], level=level))
         moved = np.abs(np.asarray(L["best_theta"]) - np.asarray(L["free_theta"])) > 1e-6
         out["other_minimum"].append(float(moved[ok].mean()))
         out["free_sd"].append(float(np.asarray(L["free_theta"])[ok].std(ddof=1)))
@@ -738,7 +753,7 @@ def choose_form(d: Any, y: Any, se: Any, *, forms: Sequence[str] | None = None,
 # ----------------------------------------------------------------------------------------------
 def explanation_verdict(theta_limit: Estimate, theory_theta: Estimate, theta_dmax: float,
                         landscape_min: Estimate, *, dmax: int, d_landscape: int,
-                        form: str) -> Verdict:
+                        form: str, start_bias: Estimate | None = None) -> Verdict:
     """Is the minimisers' departure from the accurate theory at this point a finite-size effect?
 
     ``holds`` ("finite-size"): the extrapolated ``theta`` (the hull of the acceptable scaling
@@ -755,6 +770,9 @@ def explanation_verdict(theta_limit: Estimate, theory_theta: Estimate, theta_dma
     theory (quadrature error). theta_dmax : the seed mean at the largest ``d`` (``dmax``).
     landscape_min : the seed-mean landscape's minimum at ``d_landscape``.
     form : the chosen scaling form (named in the sentence).
+    start_bias : the paired seed mean of theta reached from ``Q*`` minus the lowest minimum's
+    (:func:`landscape_summary`); when it excludes 0 the sentence says so (the status does not
+    change: it names a cause, the rule decides).
 
     Returns
     -------
@@ -776,9 +794,13 @@ def explanation_verdict(theta_limit: Estimate, theory_theta: Estimate, theta_dma
         return Verdict("fails", f"Theory: {ext.sentence.rstrip('.')}, and {land.sentence[0].lower()}"
                        f"{land.sentence[1:]}")
     if ext.status == "fails":
+        why = ""
+        if start_bias is not None and math.isfinite(start_bias.lo) and not start_bias.contains(0.0):
+            why = (f"; the minimisers reached from Q* are not the lowest: theta differs by "
+                   f"{start_bias:.4f} at d = {d_landscape}")
         return Verdict("undecided", f"{ext.sentence.rstrip('.')}, but {land.sentence[0].lower()}"
-                       f"{land.sentence[1:].rstrip('.')}: a landscape at larger d (or more seeds) "
-                       "would decide.")
+                       f"{land.sentence[1:].rstrip('.')}{why}: the lowest minima followed to larger "
+                       "d would decide.")
     return Verdict("undecided", f"{ext.sentence.rstrip('.')}: more d or seeds would decide.")
 
 
@@ -789,7 +811,8 @@ def read_flat_window(path: str | Path | None = None) -> dict[str, Any] | None:
     -------
     ``{"landscape": {d: landscape output}, "theory": held_theory output, "meta": {command,
     commit, machine, seconds and the model: alpha, omega, sigma, lam, seed, gtol, thetas}}``
-    (``theory`` ``None`` if the run did not reach it).
+    (``theory`` ``None`` if the run did not reach it), and ``root``: the theory on the narrow
+    window of the ``root`` stage (``None`` without it).
     """
     p = Path(FLAT_WINDOW_RUN if path is None else path)
     if not p.is_file():
@@ -798,8 +821,9 @@ def read_flat_window(path: str | Path | None = None) -> dict[str, Any] | None:
         flat = {k: np.asarray(f[k]) for k in f.files}
     ds = [int(d) for d in np.atleast_1d(flat.get("ds", []))]
     land = {d: {k[len(f"d{d}_"):]: v for k, v in flat.items() if k.startswith(f"d{d}_")} for d in ds}
-    th = {k[len("theory_"):]: v for k, v in flat.items() if k.startswith("theory_")} or None
+    th, root = ({k[len(p):]: v for k, v in flat.items() if k.startswith(p)} or None
+                for p in ("theory_", "root_"))
     meta = {k: (str(flat[k]) if k in ("command", "commit", "machine") else flat[k]) for k in
             ("command", "commit", "machine", "seconds", "alpha", "omega", "sigma", "lam", "seed",
              "gtol", "thetas") if k in flat}
-    return dict(landscape=land, theory=th, meta=meta)
+    return dict(landscape=land, theory=th, root=root, meta=meta)

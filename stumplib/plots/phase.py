@@ -235,8 +235,9 @@ def flat_overlaps_figure(table: Mapping[str, Any], theory: Mapping[str, Any],
                     capsize=2, color=_FW_COLORS[j], label=_FW_LABELS[k].split(" $")[0].split(" per")[0])
     ax.axhline(0, color="k", lw=0.8)
     ax.set_xlabel(r"$1/d$")
-    ax.set_ylabel(rf"minimisers / theory $-$ 1 (%), $\alpha$ = {table['alphas'][0]:.4g}")
-    ax.legend(fontsize=LEGEND, ncol=2)
+    ax.set_ylabel("relative to the theory (%)")
+    ax.set_title(rf"$\alpha$ = {table['alphas'][0]:.4g}", fontsize=10)
+    ax.legend(fontsize=LEGEND - 1, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.3))
     axes[0].legend(fontsize=LEGEND)
     style.label_panels(axes)
     plt.close(fig)
@@ -295,7 +296,9 @@ def flat_landscape_figure(land: Mapping[int, Mapping[str, Any]], held: Mapping[s
         ta, ea = np.asarray(appendix["theta"]), np.asarray(appendix["train_loss"])
         ea = ea - ea.mean() + (mh.mean() if np.allclose(ta, th_h) else 0)
         ca = np.polyval(np.polyfit(ta, ea, 3), np.linspace(ta.min(), ta.max(), 200)).min()
+        top = axes[0].get_ylim()[1]
         axes[0].plot(ta, 1e6 * (ea - ca), "k--", lw=1, label="theory, Appendix D's line")
+        axes[0].set_ylim(top=1.3 * top)  # Appendix D's line leaves the panel
     te_h = np.asarray(held["test_error"])
     axes[1].plot(th_h, te_h.mean(0), "k-", lw=1.5, label="theory")
     for ax in axes[:2]:
