@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--root-window", type=float, nargs=3, default=[0.0955, 0.0985, 4])
     ap.add_argument("--root-log2", type=int, default=14)
     ap.add_argument("--root-scramblings", type=int, default=4)
+    ap.add_argument("--seed-offset", type=int, default=0,
+                    help="first seed (with --resume, new seeds join a d already in --out)")
     ap.add_argument("--resume", action="store_true",
                     help="keep what --out holds and add the stages run now")
     ap.add_argument("--device", default="cpu")
@@ -115,10 +117,16 @@ def main(argv: list[str] | None = None) -> None:
         print(f"theory: {time.time() - t0:.0f} s, {int(th['n_iter'])} updates", flush=True)
     for d, ns in zip(a.d, seeds) if "landscape" in a.stages else ():
         t0 = time.time()
-        r = landscape(a.alpha, d, list(range(ns)), thetas, omega=a.omega, sigma=a.sigma, lam=a.lam, A=A,
-                      seed=a.seed, gtol=a.gtol, device=a.device)
+        r = landscape(a.alpha, d, list(range(a.seed_offset, a.seed_offset + ns)), model["thetas"],
+                      gtol=a.gtol, device=a.device, **hk)
+        old = {k[len(f"d{d}_"):]: v for k, v in out.items() if k.startswith(f"d{d}_")}
+        if old:  # more seeds at a d already recorded: join them along the seed axis
+            if not np.allclose(old["thetas"], r["thetas"]) or set(old["seeds"]) & set(r["seeds"]):
+                raise SystemExit(f"d = {d}: the new seeds repeat old ones or the window differs")
+            r = {k: (np.concatenate([old[k], v]) if np.ndim(v) and k != "thetas" else v)
+                 for k, v in r.items()}
         out.update({f"d{d}_{k}": np.asarray(v) for k, v in r.items()})
-        out[f"d{d}_seconds"] = np.asarray(time.time() - t0)
+        out[f"d{d}_seconds"] = np.asarray(time.time() - t0 + float(old.get("seconds", 0.0)))
         save()
         print(f"d={d}: {ns} seeds in {time.time() - t0:.0f} s; converged {r['converged'].mean():.3f}; "
               f"sweeps differ {r['sweeps_differ'].mean():.3f}; free theta {r['free_theta'].mean():.4f}, "
