@@ -306,7 +306,7 @@ def flat_landscape_figure(land: Mapping[int, Mapping[str, Any]], held: Mapping[s
         ax.set_xlabel(r"semantic overlap $\theta$ (held)")
     axes[0].set_ylabel(r"training loss / d $-$ its minimum ($10^{-6}$)")
     axes[1].set_ylabel("test error per sample")
-    axes[0].legend(fontsize=LEGEND - 1)
+    axes[0].legend(fontsize=LEGEND - 1, ncol=2, loc="upper center", bbox_to_anchor=(1.1, -0.22))
     ax = axes[2]
     x = 1 / np.asarray(minima["ds"], dtype=float)
     for j, (key, lab) in enumerate((("free", r"minimisers from $Q = Q^\star$"), ("best", "lowest minima found"),
