@@ -50,12 +50,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gtol", type=float, default=1e-8)
     ap.add_argument("--stages", nargs="+", default=["theory", "landscape"],
-                    choices=["theory", "landscape", "root"],
+                    choices=["theory", "landscape", "root", "control"],
                     help="root: the theory along a narrow window with a finer rule (the second "
                     "route to the fixed point)")
     ap.add_argument("--root-window", type=float, nargs=3, default=[0.0955, 0.0985, 4])
     ap.add_argument("--root-log2", type=int, default=14)
     ap.add_argument("--root-scramblings", type=int, default=4)
+    ap.add_argument("--control", type=float, nargs=6, default=[2.0, 500, 8, 0.146, 0.170, 5],
+                    help="control stage: alpha, d, seeds, first and last theta, their number "
+                    "(a point outside the window: landscape and theory should agree there)")
     ap.add_argument("--seed-offset", type=int, default=0,
                     help="first seed (with --resume, new seeds join a d already in --out)")
     ap.add_argument("--resume", action="store_true",
@@ -107,6 +110,17 @@ def main(argv: list[str] | None = None) -> None:
         out["root_seconds"] = np.asarray(time.time() - t0)
         save()
         print(f"root: {time.time() - t0:.0f} s", flush=True)
+    if "control" in a.stages:
+        t0 = time.time()
+        ca, cd, cs = a.control[0], int(a.control[1]), int(a.control[2])
+        cw = np.linspace(a.control[3], a.control[4], int(a.control[5]))
+        ct = held_theory(ca, cw, log2_points=a.theory_log2, n_scramblings=a.theory_scramblings, **hk)
+        cl = landscape(ca, cd, list(range(cs)), cw, gtol=a.gtol, device=a.device, **hk)
+        out.update({f"control_theory_{k}": np.asarray(v) for k, v in ct.items()})
+        out.update({f"control_land_{k}": np.asarray(v) for k, v in cl.items()})
+        out["control_seconds"] = np.asarray(time.time() - t0)
+        save()
+        print(f"control: {time.time() - t0:.0f} s", flush=True)
     if "theory" in a.stages:
         t0 = time.time()
         th = held_theory(a.alpha, thetas, log2_points=a.theory_log2,

@@ -812,7 +812,9 @@ def read_flat_window(path: str | Path | None = None) -> dict[str, Any] | None:
     ``{"landscape": {d: landscape output}, "theory": held_theory output, "meta": {command,
     commit, machine, seconds and the model: alpha, omega, sigma, lam, seed, gtol, thetas}}``
     (``theory`` ``None`` if the run did not reach it), and ``root``: the theory on the narrow
-    window of the ``root`` stage (``None`` without it).
+    window of the ``root`` stage (``None`` without it), and ``control``: ``{"theory": held_theory
+    output, "landscape": landscape output}`` at the control point outside the window (``None``
+    without it).
     """
     p = Path(FLAT_WINDOW_RUN if path is None else path)
     if not p.is_file():
@@ -821,9 +823,10 @@ def read_flat_window(path: str | Path | None = None) -> dict[str, Any] | None:
         flat = {k: np.asarray(f[k]) for k in f.files}
     ds = [int(d) for d in np.atleast_1d(flat.get("ds", []))]
     land = {d: {k[len(f"d{d}_"):]: v for k, v in flat.items() if k.startswith(f"d{d}_")} for d in ds}
-    th, root = ({k[len(p):]: v for k, v in flat.items() if k.startswith(p)} or None
-                for p in ("theory_", "root_"))
+    th, root, c_th, c_land = ({k[len(p):]: v for k, v in flat.items() if k.startswith(p)} or None
+                              for p in ("theory_", "root_", "control_theory_", "control_land_"))
     meta = {k: (str(flat[k]) if k in ("command", "commit", "machine") else flat[k]) for k in
             ("command", "commit", "machine", "seconds", "alpha", "omega", "sigma", "lam", "seed",
              "gtol", "thetas") if k in flat}
-    return dict(landscape=land, theory=th, root=root, meta=meta)
+    return dict(landscape=land, theory=th, root=root, meta=meta,
+                control=dict(theory=c_th, landscape=c_land) if c_th and c_land else None)
