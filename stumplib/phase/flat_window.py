@@ -583,7 +583,8 @@ def landscape_summary(land: Mapping[int, Mapping[str, np.ndarray]], held: Mappin
     (:func:`landscape_fit` over seeds); ``other_minimum`` (fraction of seeds whose lowest minimum
     is not the one reached from ``Q*``), ``free_sd`` (spread of the free theta over seeds),
     ``start_bias`` (Estimates: seed mean of the free minus the best theta, paired),
-    ``free_test_error``, ``best_test_error`` (Estimates);
+    ``free_test_error``, ``best_test_error`` (Estimates); ``start_bias_pooled`` (Estimate: the
+    paired difference over the seeds of every ``d``);
     ``theory``: :func:`landscape_fit` over the scramblings, with ``theory_left``,
     ``theory_right`` (its side curvatures).
     """
@@ -611,6 +612,9 @@ def landscape_summary(land: Mapping[int, Mapping[str, np.ndarray]], held: Mappin
         moved = np.abs(np.asarray(L["best_theta"]) - np.asarray(L["free_theta"])) > 1e-6
         out["other_minimum"].append(float(moved[ok].mean()))
         out["free_sd"].append(float(np.asarray(L["free_theta"])[ok].std(ddof=1)))
+    diffs = np.concatenate([(np.asarray(land[d]["free_theta"]) - np.asarray(land[d]["best_theta"]))
+                            [np.asarray(land[d]["converged"], dtype=bool).all(1)] for d in ds])
+    out["start_bias_pooled"] = mean_interval(diffs, level=level)
     th = landscape_fit(held["thetas"], held["train_loss"], level=level)
     out.update(theory=th, theory_left=th["curvature_left"], theory_right=th["curvature_right"])
     return out
@@ -753,7 +757,8 @@ def choose_form(d: Any, y: Any, se: Any, *, forms: Sequence[str] | None = None,
 # ----------------------------------------------------------------------------------------------
 def explanation_verdict(theta_limit: Estimate, theory_theta: Estimate, theta_dmax: float,
                         landscape_min: Estimate, *, dmax: int, d_landscape: int,
-                        form: str, start_bias: Estimate | None = None) -> Verdict:
+                        form: str, start_bias: Estimate | None = None,
+                        bias_where: str = "") -> Verdict:
     """Is the minimisers' departure from the accurate theory at this point a finite-size effect?
 
     ``holds`` ("finite-size"): the extrapolated ``theta`` (the hull of the acceptable scaling
@@ -772,7 +777,7 @@ def explanation_verdict(theta_limit: Estimate, theory_theta: Estimate, theta_dma
     form : the chosen scaling form (named in the sentence).
     start_bias : the paired seed mean of theta reached from ``Q*`` minus the lowest minimum's
     (:func:`landscape_summary`); when it excludes 0 the sentence says so (the status does not
-    change: it names a cause, the rule decides).
+    change: it names a cause, the rule decides). bias_where : where it was measured (text).
 
     Returns
     -------
@@ -797,7 +802,7 @@ def explanation_verdict(theta_limit: Estimate, theory_theta: Estimate, theta_dma
         why = ""
         if start_bias is not None and math.isfinite(start_bias.lo) and not start_bias.contains(0.0):
             why = (f"; the minimisers reached from Q* are not the lowest: theta differs by "
-                   f"{start_bias:.4f} at d = {d_landscape}")
+                   f"{start_bias:.4f}{' (' + bias_where + ')' if bias_where else ''}")
         return Verdict("undecided", f"{ext.sentence.rstrip('.')}, but {land.sentence[0].lower()}"
                        f"{land.sentence[1:].rstrip('.')}{why}: the lowest minima followed to larger "
                        "d would decide.")
