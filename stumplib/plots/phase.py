@@ -304,9 +304,8 @@ def flat_landscape_figure(land: Mapping[int, Mapping[str, Any]], held: Mapping[s
     for ax in axes[:2]:
         ax.axvline(theory_theta, color="k", ls=":", lw=1)
         ax.set_xlabel(r"semantic overlap $\theta$ (held)")
-    axes[0].set_ylabel(r"training loss / d $-$ its minimum ($10^{-6}$)")
+    axes[0].set_ylabel(r"$E(\theta) - E_{\min}$ ($10^{-6}$)")
     axes[1].set_ylabel("test error per sample")
-    axes[0].legend(fontsize=LEGEND - 1, ncol=2, loc="upper center", bbox_to_anchor=(1.1, -0.22))
     ax = axes[2]
     x = 1 / np.asarray(minima["ds"], dtype=float)
     for j, (key, lab) in enumerate((("free", r"minimisers from $Q = Q^\star$"), ("best", "lowest minima found"),
@@ -320,7 +319,6 @@ def flat_landscape_figure(land: Mapping[int, Mapping[str, Any]], held: Mapping[s
     ax.set_xlim(0, 1.15 * x.max())
     ax.set_xlabel(r"$1/d$")
     ax.set_ylabel(r"$\theta$ at the minimum")
-    ax.legend(fontsize=LEGEND - 1)
     ax = axes[3]
     for j, side in enumerate(("left", "right")):
         est = minima[f"curvature_{side}"]
@@ -334,7 +332,9 @@ def flat_landscape_figure(land: Mapping[int, Mapping[str, Any]], held: Mapping[s
     ax.set_xlim(0, 1.15 * x.max())
     ax.set_xlabel(r"$1/d$ (lines, bands: theory)")
     ax.set_ylabel(r"curvature $d^2 E / d\theta^2$")
-    ax.legend(fontsize=LEGEND - 1)
+    hl = [ax_.get_legend_handles_labels() for ax_ in (axes[0], axes[2], axes[3])]
+    fig.legend(sum((h for h, _ in hl), []), sum((lab for _, lab in hl), []), loc="outside lower center",
+               ncol=3, fontsize=LEGEND)
     style.label_panels(axes)
     plt.close(fig)
     return fig
