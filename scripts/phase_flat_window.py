@@ -102,33 +102,30 @@ def main(argv: list[str] | None = None) -> None:
                  **{k: np.asarray(v) for k, v in model.items()},
                  seconds=np.asarray(t_before + time.time() - t_all))
 
-    if "root" in a.stages:
+    def stage(name: str, compute) -> None:
+        """Run one stage, store its results under their prefixes, save and report."""
         t0 = time.time()
-        rw = np.linspace(a.root_window[0], a.root_window[1], int(a.root_window[2]))
-        rt = held_theory(a.alpha, rw, log2_points=a.root_log2, n_scramblings=a.root_scramblings, **hk)
-        out.update({f"root_{k}": np.asarray(v) for k, v in rt.items()})
-        out["root_seconds"] = np.asarray(time.time() - t0)
+        for prefix, r in compute().items():
+            out.update({f"{prefix}_{k}": np.asarray(v) for k, v in r.items()})
+        out[f"{name}_seconds"] = np.asarray(time.time() - t0)
         save()
-        print(f"root: {time.time() - t0:.0f} s", flush=True)
+        print(f"{name}: {time.time() - t0:.0f} s", flush=True)
+
+    if "root" in a.stages:
+        rw = np.linspace(a.root_window[0], a.root_window[1], int(a.root_window[2]))
+        stage("root", lambda: {"root": held_theory(a.alpha, rw, log2_points=a.root_log2,
+                                                   n_scramblings=a.root_scramblings, **hk)})
     if "control" in a.stages:
-        t0 = time.time()
         ca, cd, cs = a.control[0], int(a.control[1]), int(a.control[2])
         cw = np.linspace(a.control[3], a.control[4], int(a.control[5]))
-        ct = held_theory(ca, cw, log2_points=a.theory_log2, n_scramblings=a.theory_scramblings, **hk)
-        cl = landscape(ca, cd, list(range(cs)), cw, gtol=a.gtol, device=a.device, **hk)
-        out.update({f"control_theory_{k}": np.asarray(v) for k, v in ct.items()})
-        out.update({f"control_land_{k}": np.asarray(v) for k, v in cl.items()})
-        out["control_seconds"] = np.asarray(time.time() - t0)
-        save()
-        print(f"control: {time.time() - t0:.0f} s", flush=True)
+        stage("control", lambda: {
+            "control_theory": held_theory(ca, cw, log2_points=a.theory_log2,
+                                          n_scramblings=a.theory_scramblings, **hk),
+            "control_land": landscape(ca, cd, list(range(cs)), cw, gtol=a.gtol, device=a.device,
+                                      **hk)})
     if "theory" in a.stages:
-        t0 = time.time()
-        th = held_theory(a.alpha, thetas, log2_points=a.theory_log2,
-                         n_scramblings=a.theory_scramblings, **hk)
-        out.update({f"theory_{k}": np.asarray(v) for k, v in th.items()})
-        out["theory_seconds"] = np.asarray(time.time() - t0)
-        save()
-        print(f"theory: {time.time() - t0:.0f} s, {int(th['n_iter'])} updates", flush=True)
+        stage("theory", lambda: {"theory": held_theory(a.alpha, thetas, log2_points=a.theory_log2,
+                                                       n_scramblings=a.theory_scramblings, **hk)})
     for d, ns in zip(a.d, seeds) if "landscape" in a.stages else ():
         t0 = time.time()
         r = landscape(a.alpha, d, list(range(a.seed_offset, a.seed_offset + ns)), model["thetas"],
