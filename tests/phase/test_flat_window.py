@@ -72,13 +72,6 @@ def test_choose_form_finds_the_form_of_synthetic_sequences(form, coef):
     assert covered >= 36, covered
 
 
-def test_choose_form_checks_its_input():
-    with pytest.raises(ValueError, match="d, y, se"):
-        fw.choose_form([1, 2], [1, 2], [1, 1])
-    with pytest.raises(ValueError, match="forms"):
-        fw.choose_form([1, 2, 3, 4], [1, 2, 3, 4], [1, 1, 1, 1], forms=["1/d^3"])
-
-
 def test_theory_training_loss_matches_minimisers_outside_the_window():
     """alpha = 2 (semantic minimum well conditioned): the empirical risk of converged minimisers,
     extrapolated in 1/d from d = 300 and 600 (8 seeds each), against the accurate theory."""
