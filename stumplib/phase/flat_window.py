@@ -54,7 +54,7 @@ from stumplib.phase.minimise import (Problem, exact_test_error, make_problem, mi
 
 __all__ = ["MINIMISER_FILES", "FLAT_WINDOW_RUN", "QUANTITIES", "FORMS", "read_minimisers",
            "overlap_table", "theory_points", "scaling_rows", "held_root", "HeldTheta", "hold_theta", "constrained_minimise", "landscape",
-           "held_theory", "landscape_fit", "landscape_summary", "replicon", "choose_form", "explanation_verdict",
+           "held_theory", "landscape_fit", "landscape_summary", "minima_rows", "replicon", "choose_form", "explanation_verdict",
            "read_flat_window"]
 
 _SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
@@ -618,6 +618,49 @@ def landscape_summary(land: Mapping[int, Mapping[str, np.ndarray]], held: Mappin
     th = landscape_fit(held["thetas"], held["train_loss"], level=level)
     out.update(theory=th, theory_left=th["curvature_left"], theory_right=th["curvature_right"])
     return out
+
+
+def minima_rows(land: Mapping[int, Mapping[str, np.ndarray]],
+                theory: Mapping[str, float] | None = None) -> list[dict]:
+    """The minimisers reached from ``Q*`` and the lowest minima found, per ``d`` of a
+    :func:`landscape` run (seed means and standard errors), and each extrapolated to
+    ``d -> infinity`` with :func:`choose_form` (needs four ``d``).
+
+    Parameters
+    ----------
+    land : ``{d: landscape output}``. theory : ``theta`` and ``test_error`` of the theory (a row).
+
+    Returns
+    -------
+    rows: ``d``, ``seeds``, ``theta from Q*``, ``theta lowest``, ``test error from Q*``,
+    ``test error lowest`` (``mean +- se`` strings); then ``d -> infinity`` (limit [interval], the
+    chosen form) and ``theory``.
+    """
+    ds = sorted(int(d) for d in land)
+    cols = {"theta from Q*": "free_theta", "theta lowest": "best_theta",
+            "test error from Q*": "free_test_error", "test error lowest": "best_test_error"}
+    stats_ = {c: [] for c in cols}
+    rows = []
+    for d in ds:
+        row: dict[str, Any] = {"d": d, "seeds": len(land[d]["seeds"])}
+        for c, k in cols.items():
+            v = np.asarray(land[d][k], dtype=float)
+            m, s = v.mean(), v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else np.nan
+            stats_[c].append((m, s))
+            fmt = ".4f" if c.startswith("theta") else ".6f"
+            row[c] = f"{m:{fmt}} +- {s:{fmt}}"
+        rows.append(row)
+    if len(ds) >= 4:
+        row = {"d": "infinity", "seeds": ""}
+        for c in cols:
+            m, s = (np.array(x) for x in zip(*stats_[c]))
+            f = choose_form(ds, m, s)
+            row[c] = f"{f['limit']:{'.4f' if c.startswith('theta') else '.6f'}} ({f['form']})"
+        rows.append(row)
+    if theory is not None:
+        rows.append({"d": "theory", "seeds": "", **{c: f"{theory[cols[c].split('_', 1)[1]]:.6f}"
+                                                    for c in cols}})
+    return rows
 
 
 # ----------------------------------------------------------------------------------------------

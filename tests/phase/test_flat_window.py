@@ -172,3 +172,19 @@ def test_held_root_finds_known_roots_and_curvature():
     assert out["curvature"].value == pytest.approx(k / (SIGMA ** 2 * V), rel=1e-6)
     # a line through the curved residual: its slope is the curvature's over the window, 3% off here
     assert out["curvature_from_g"].value == pytest.approx(k / (SIGMA ** 2 * V), rel=0.05)
+
+
+def test_minima_rows_extrapolate_each_kind_of_minimum():
+    """Four d whose seed means follow a + b/d exactly: the d -> infinity row gives a."""
+    rng = np.random.default_rng(0)
+    land = {}
+    for d in (500, 1000, 2000, 4000):
+        noise = rng.standard_normal(8)
+        noise = (noise - noise.mean()) / noise.std(ddof=1) * 1e-3  # seed spread, mean exactly 0
+        land[d] = {"seeds": np.arange(8), "free_theta": 0.0990 - 1.0 / d + noise,
+                   "best_theta": 0.0966 - 1.0 / d + noise, "free_test_error": 0.00277 + noise / 100,
+                   "best_test_error": 0.00281 + 2e-2 / d + noise / 100}
+    rows = fw.minima_rows(land, {"theta": 0.0966, "test_error": 0.002815})
+    assert [r["d"] for r in rows] == [500, 1000, 2000, 4000, "infinity", "theory"]
+    assert rows[4]["theta from Q*"].startswith("0.0990 ") and rows[4]["theta lowest"].startswith("0.0966 ")
+    assert rows[4]["test error lowest"].startswith("0.002810 ")
