@@ -701,7 +701,8 @@ def replicon(alpha: float, q: float, V: float, theta: float, *, omega: float = 0
     same reason): replica symmetry is then broken, by an amount this check does not size.
     """
     from stumplib.core.stats import mean_interval
-    from stumplib.phase.se import _geometry, prox_objective_and_derivatives, se_update, teacher_rows
+    from stumplib.phase.se import (_geometry, check_A, prox_objective_and_derivatives, se_update,
+                                   teacher_rows)
     from stumplib.phase.solver import scrambled_rules
 
     nodes, w = scrambled_rules(log2_points, n_scramblings, seed)
@@ -709,7 +710,6 @@ def replicon(alpha: float, q: float, V: float, theta: float, *, omega: float = 0
     ones = np.ones(K)
     up = se_update(alpha * ones, q * ones, 0.0 * ones, V * ones, theta * ones, omega=omega,
                    sigma=sigma, lam=lam, A=A, nodes=nodes, weights=w, with_test_error=False)
-    from stumplib.phase.se import check_A
     center, u, _, _, _ = _geometry(q * ones, 0.0 * ones, theta * ones, sigma, nodes)
     t = teacher_rows(u, omega, check_A(A))
     _, _, H = prox_objective_and_derivatives(up["prox"], center, t, V, sigma)
