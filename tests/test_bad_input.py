@@ -7,7 +7,8 @@ samplers (``tasks``), the estimator (``model``), the population loss (``populati
 gradient and the certified scales (``transfer``, ``certified``), the frozen-estimator evaluations and
 staged training (``frozen``), the boundary profiles (``boundary``), the two-head model
 (``two_head``) and the phase model (``phase.data``, ``phase.setting``, ``phase.proximal``,
-``phase.replica``, ``phase.solver``, ``phase.transition``, ``phase.attention``, ``phase.minimise``).
+``phase.replica``, ``phase.solver``, ``phase.transition``, ``phase.attention``, ``phase.minimise``,
+``phase.flat_window``).
 ``TABLE`` replaces one argument of a valid call; ``COMBOS`` holds arguments that are valid alone but
 not together. Internal helpers and the validators themselves (``tests/test_validation.py``) are not
 checked here; chapter parameters are checked through papermill in ``tests/test_notebooks.py``.
@@ -448,6 +449,22 @@ def _exact_test_error(**kw):
     return exact_test_error(**{"Q": q, "q_star": q, "omega": 0.3, **kw})
 
 
+def _hold_theta(**kw):
+    from stumplib.phase.flat_window import hold_theta
+    return hold_theta(**{"pb": _problem(), "theta": 0.1, **kw})
+
+
+def _choose_form(**kw):
+    from stumplib.phase.flat_window import choose_form
+    d = np.array([250.0, 500, 1000, 2000])
+    return choose_form(**{"d": d, "y": 0.1 + 1 / d, "se": np.full(4, 1e-3), **kw})
+
+
+def _landscape(**kw):
+    from stumplib.phase.flat_window import landscape
+    return landscape(**{"alpha": 1.0, "d": 20, "seeds": [0], "thetas": [0.05, 0.07], **kw})
+
+
 DEVICE = [("tpu", "device"), (3, "device"), ("cuda:x", "device")]
 if not HAS_CUDA:
     DEVICE += [("cuda", "CUDA")]
@@ -637,6 +654,12 @@ TABLE = [
         "init": [("bogus", "init"), ("random", "generator")]}),  # "random" needs a generator
     ("phase.minimise.minimise", _minimise, {"gtol": [(0.5, "gtol")]}),
     ("phase.minimise.exact_test_error", _exact_test_error, {"n_nodes": [(2, "n_nodes")]}),
+    ("phase.flat_window.hold_theta", _hold_theta, {"theta": [(-0.1, "theta"), (0.3, "theta")]}),
+    ("phase.flat_window.choose_form", _choose_form, {
+        "se": [(np.array([1e-3, 1e-3, 1e-3, -1.0]), "se")], "d": [(np.array([250.0, 500, 1000]), "d")],
+        "forms": [(["1/d^3"], "forms")]}),
+    ("phase.flat_window.landscape", _landscape, {
+        "thetas": [([0.07, 0.05], "increasing"), ([0.05, 0.3], "thetas")], "alpha": [(-1.0, "alpha")]}),
 ]
 
 # the two-head model (two_head): helpers and rows appended to the table

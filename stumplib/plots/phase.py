@@ -175,3 +175,171 @@ def minimiser_figure(decision: Mapping[str, Any], alphas, accurate, accurate_err
     style.finish(fig)
     plt.close(fig)
     return fig
+
+
+# ----------------------------------------------------------------------------------------------
+# the flat window
+# ----------------------------------------------------------------------------------------------
+_FW_LABELS = {"train_loss": "training loss / d", "theta": r"semantic overlap $\theta$",
+              "q": r"norm $q = \sigma^2 |Q|^2 / d$", "abs_m": r"positional overlap $|m|$",
+              "test_error": "test error per sample"}
+_FW_COLORS = ("#0072B2", "#009E73", "#E69F00", "#CC79A7")
+
+
+def flat_overlaps_figure(table: Mapping[str, Any], theory: Mapping[str, Any],
+                         fits: Mapping[str, Mapping[str, Any]] | None = None):
+    """The minimisers' overlaps against 1/d, per alpha (points: seed means, bars: two standard
+    errors), the accurate theory at 1/d = 0 (line and band of three quadrature errors; |m| = 0 on
+    the semantic branch) and, for the first alpha, the chosen scaling form (dotted) with its
+    limit (square, 95% interval); panel (f): every overlap at the first alpha relative to the
+    theory.
+
+    Parameters
+    ----------
+    table : :func:`stumplib.phase.flat_window.overlap_table`. theory :
+    :func:`stumplib.phase.flat_window.theory_points` at the same alphas. fits : quantity ->
+    :func:`stumplib.phase.flat_window.choose_form` output at the first alpha.
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    from stumplib.phase.flat_window import FORMS, QUANTITIES
+
+    fig, axes = style.panels(6, width=WIDTH, height=2.6)
+    ds = np.asarray(table["ds"], dtype=float)
+    x = 1 / ds
+    xx = np.linspace(0, x.max(), 50)
+    for ax, k in zip(axes, QUANTITIES):
+        for i, a in enumerate(table["alphas"]):
+            col = _FW_COLORS[i % len(_FW_COLORS)]
+            m, se = table[k][i], table[f"{k}_se"][i]
+            ok = np.isfinite(m)
+            ax.errorbar(x[ok], m[ok], yerr=2 * se[ok], fmt="o", ms=3, color=col, capsize=2,
+                        label=rf"$\alpha$ = {a:.4g}")
+            t = 0.0 if k == "abs_m" else float(theory[k][i])
+            e = 0.0 if k == "abs_m" else float(theory[f"{k}_err"][i])
+            ax.plot([0, x.max()], [t, t], "-", color=col, lw=1)
+            ax.fill_between([0, x.max()], t - 3 * e, t + 3 * e, color=col, alpha=0.25, lw=0)
+            if i == 0 and fits is not None and k in fits:
+                f = fits[k]
+                X = np.column_stack([np.ones_like(xx)] + FORMS[f["form"]](np.maximum(1 / np.maximum(xx, 1e-12), 1)))
+                ax.plot(xx, X @ f["fits"][f["form"]]["coef"], ":", color=col, lw=1.2)
+                lim = f["limit"]
+                ax.errorbar([0], [lim.value], yerr=[[lim.value - lim.lo], [lim.hi - lim.value]], fmt="s",
+                            ms=4, color=col, capsize=2)
+        ax.set_xlabel(r"$1/d$")
+        ax.set_ylabel(_FW_LABELS[k])
+        ax.set_xlim(-0.05 * x.max(), 1.1 * x.max())
+    ax = axes[5]
+    for j, k in enumerate(("train_loss", "theta", "q", "test_error")):
+        t = float(theory[k][0])
+        m, se = table[k][0] / t - 1, table[f"{k}_se"][0] / t
+        ok = np.isfinite(m)
+        ax.errorbar(x[ok] * (1 + 0.03 * (j - 1.5)), 100 * m[ok], yerr=200 * se[ok], fmt="o-", ms=3,
+                    capsize=2, color=_FW_COLORS[j], label=_FW_LABELS[k].split(" $")[0].split(" per")[0])
+    ax.axhline(0, color="k", lw=0.8)
+    ax.set_xlabel(r"$1/d$")
+    ax.set_ylabel("relative to the theory (%)")
+    ax.set_title(rf"$\alpha$ = {table['alphas'][0]:.4g}", fontsize=10)
+    ax.legend(fontsize=LEGEND - 1, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.3))
+    axes[0].legend(fontsize=LEGEND)
+    style.label_panels(axes)
+    plt.close(fig)
+    return fig
+
+
+def _centred(E: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Seed mean and standard error of curves ``E`` (R, T) after removing each curve's mean."""
+    E0 = E - E.mean(1, keepdims=True)
+    return E0.mean(0), E0.std(0, ddof=1) / np.sqrt(E.shape[0])
+
+
+def flat_landscape_figure(land: Mapping[int, Mapping[str, Any]], held: Mapping[str, Any],
+                          minima: Mapping[str, Any], *, theory_theta: float,
+                          appendix: Mapping[str, Any] | None = None):
+    """The landscape along theta.
+
+    (a) The constrained training loss (theta held) per d: seed mean of each seed's curve minus
+    its own mean, shifted so that its minimum is 0 (band: two standard errors), with the theory's
+    (theta held by a multiplier; band: two standard errors over scramblings) and, dashed, Appendix
+    D's line (q from the unconstrained update) where given. (b) The test error along the same line.
+    (c) Where the minimum lies against 1/d: the minimisers from ``Q = Q*``, the lowest minimisers
+    found, the seed-mean curve's minimum, and the theory's root. (d) Curvature of the loss at its
+    minimum, left and right of it, per d and in the theory.
+
+    Parameters
+    ----------
+    land : ``{d: landscape output}``. held : :func:`stumplib.phase.flat_window.held_theory`.
+    minima : ``ds`` and Estimates per d: ``free``, ``best``, ``mean_curve_min``, ``curvature_left``,
+    ``curvature_right`` (lists over ``ds``), ``theory_left``, ``theory_right`` (Estimates).
+    theory_theta : the accurate theory's theta. appendix : :func:`.se.theta_profile` output.
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    fig, axes = style.panels(4, width=WIDTH, height=2.9)
+    ds = sorted(land)
+    th_h = np.asarray(held["thetas"])
+    for i, d in enumerate(ds):
+        col = _FW_COLORS[i % len(_FW_COLORS)]
+        L = land[d]
+        th = np.asarray(L["thetas"])
+        m, se = _centred(np.asarray(L["train_loss"]))
+        c = np.polyval(np.polyfit(th, m, 3), np.linspace(th.min(), th.max(), 200)).min()
+        axes[0].fill_between(th, 1e6 * (m - c - 2 * se), 1e6 * (m - c + 2 * se), color=col, alpha=0.2, lw=0)
+        axes[0].plot(th, 1e6 * (m - c), "o-", ms=3, color=col, label=f"d = {d} ({len(L['seeds'])} seeds)")
+        te = np.asarray(L["test_error"])
+        axes[1].errorbar(th, te.mean(0), yerr=2 * te.std(0, ddof=1) / np.sqrt(te.shape[0]), fmt="o-", ms=3,
+                         color=col, capsize=2, label=f"d = {d}")
+    mh, seh = _centred(np.asarray(held["train_loss"]))
+    c = np.polyval(np.polyfit(th_h, mh, 3), np.linspace(th_h.min(), th_h.max(), 200)).min()
+    axes[0].fill_between(th_h, 1e6 * (mh - c - 2 * seh), 1e6 * (mh - c + 2 * seh), color="k", alpha=0.15, lw=0)
+    axes[0].plot(th_h, 1e6 * (mh - c), "k-", lw=1.5, label=r"theory, $\theta$ held")
+    if appendix is not None:
+        ta, ea = np.asarray(appendix["theta"]), np.asarray(appendix["train_loss"])
+        ea = ea - ea.mean() + (mh.mean() if np.allclose(ta, th_h) else 0)
+        ca = np.polyval(np.polyfit(ta, ea, 3), np.linspace(ta.min(), ta.max(), 200)).min()
+        top = axes[0].get_ylim()[1]
+        axes[0].plot(ta, 1e6 * (ea - ca), "k--", lw=1, label="theory, Appendix D's line")
+        axes[0].set_ylim(top=1.3 * top)  # Appendix D's line leaves the panel
+    te_h = np.asarray(held["test_error"])
+    axes[1].plot(th_h, te_h.mean(0), "k-", lw=1.5, label="theory")
+    for ax in axes[:2]:
+        ax.axvline(theory_theta, color="k", ls=":", lw=1)
+        ax.set_xlabel(r"semantic overlap $\theta$ (held)")
+    axes[0].set_ylabel(r"$E(\theta) - E_{\min}$ ($10^{-6}$)")
+    axes[1].set_ylabel("test error per sample")
+    ax = axes[2]
+    x = 1 / np.asarray(minima["ds"], dtype=float)
+    for j, (key, lab) in enumerate((("free", r"minimisers from $Q = Q^\star$"), ("best", "lowest minima found"),
+                                    ("mean_curve_min", "minimum of the mean curve"))):
+        est = minima[key]
+        v = np.array([e.value for e in est])
+        lo, hi = np.array([e.lo for e in est]), np.array([e.hi for e in est])
+        ax.errorbar(x * (1 + 0.04 * (j - 1)), v, yerr=[v - lo, hi - v], fmt="o-", ms=3, capsize=2,
+                    color=_FW_COLORS[j], label=lab)
+    ax.axhline(theory_theta, color="k", lw=1.2, label="theory's root")
+    ax.set_xlim(0, 1.15 * x.max())
+    ax.set_xlabel(r"$1/d$")
+    ax.set_ylabel(r"$\theta$ at the minimum")
+    ax = axes[3]
+    for j, side in enumerate(("left", "right")):
+        est = minima[f"curvature_{side}"]
+        v = np.array([e.value for e in est])
+        lo, hi = np.array([e.lo for e in est]), np.array([e.hi for e in est])
+        ax.errorbar(x * (1 + 0.04 * (2 * j - 1)), v, yerr=[v - lo, hi - v], fmt="o", ms=3, capsize=2,
+                    color=_FW_COLORS[j], label=f"{side} of the minimum")
+        t = minima[f"theory_{side}"]
+        ax.axhspan(t.lo, t.hi, color=_FW_COLORS[j], alpha=0.2, lw=0)
+        ax.axhline(t.value, color=_FW_COLORS[j], lw=1)
+    ax.set_xlim(0, 1.15 * x.max())
+    ax.set_xlabel(r"$1/d$ (lines, bands: theory)")
+    ax.set_ylabel(r"curvature $d^2 E / d\theta^2$")
+    hl = [ax_.get_legend_handles_labels() for ax_ in (axes[0], axes[2], axes[3])]
+    fig.legend(sum((h for h, _ in hl), []), sum((lab for _, lab in hl), []), loc="outside lower center",
+               ncol=3, fontsize=LEGEND)
+    style.label_panels(axes)
+    plt.close(fig)
+    return fig
