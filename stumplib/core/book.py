@@ -54,7 +54,19 @@ SHARED_ENV = "STUMPBOOK_SHARED"
 
 # ------------------------------------------------------------------------------------ set-up
 def resolve_profile(profile: Any) -> str:
-    """Validate a profile name (one of :data:`PROFILES`)."""
+    """Validate a profile name (one of :data:`PROFILES`).
+
+    Parameters
+    ----------
+    profile : str
+        The profile name: ``"smoke"``, ``"quick"`` or ``"full"``; anything else raises
+        ``ValueError`` (naming the environment variable :data:`ENV_VAR` too).
+
+    Returns
+    -------
+    str
+        The validated profile name.
+    """
     return check_choice(f"profile (or the environment variable {ENV_VAR})", profile, PROFILES)
 
 
@@ -90,7 +102,13 @@ class Chapter:
     t0: float
 
     def elapsed(self) -> float:
-        """Seconds since :func:`start`."""
+        """Seconds since :func:`start`.
+
+        Returns
+        -------
+        float
+            Wall-clock seconds elapsed since ``t0``.
+        """
         return time.time() - self.t0
 
 
@@ -137,7 +155,23 @@ def start(profile: Any, device: Any, seed: Any = 0, *, token: Any = False,
 def settings(profile: str, table: Mapping[str, Mapping[str, Any]], **overrides: Any) -> dict[str, Any]:
     """The settings of ``profile`` from a chapter's table ``{profile: {name: value}}``, with every
     override that is not ``None`` (a chapter parameter left at ``None`` means "from the profile").
-    An override naming no setting is an error."""
+    An override naming no setting is an error.
+
+    Parameters
+    ----------
+    profile : str
+        One of :data:`PROFILES`.
+    table : mapping
+        The chapter's settings ``{profile: {name: value}}``.
+    **overrides
+        Setting values replacing the profile's; ``None`` keeps the profile's value, a name that
+        is not a setting of ``table[profile]`` raises ``ValueError``.
+
+    Returns
+    -------
+    dict
+        ``{name: value}``: a copy of ``table[profile]`` with the overrides applied.
+    """
     S = dict(table[resolve_profile(profile)])
     for k, v in overrides.items():
         if k not in S:
@@ -162,7 +196,23 @@ def _fmt(v: Any, floatfmt: str = ".4g") -> str:
 def table(rows: Sequence[Mapping[str, Any]], *, floatfmt: str = ".4g", display: bool = True):
     """Rows (dicts with the same keys) as a Markdown table; displayed, and returned as Markdown.
     Headers and cells are typeset in the book's symbols (:func:`stumplib.core.verdicts.typeset`;
-    code spans and math kept)."""
+    code spans and math kept).
+
+    Parameters
+    ----------
+    rows : sequence of mapping
+        The rows, at least one; the first row's keys are the columns (a key missing from a later
+        row gives an empty cell). Estimates, floats, booleans and long lists are formatted.
+    floatfmt : str, optional
+        Format spec of floats and estimates (default ``".4g"``).
+    display : bool, optional
+        Whether to display the table in the notebook (default ``True``).
+
+    Returns
+    -------
+    IPython.display.Markdown
+        The table as Markdown.
+    """
     from IPython.display import Markdown, display as _display
 
     from stumplib.core.verdicts import typeset_markdown as ts
@@ -182,7 +232,23 @@ def table(rows: Sequence[Mapping[str, Any]], *, floatfmt: str = ".4g", display: 
 
 def show_settings(table_: Mapping[str, Mapping[str, Any]], profile: str,
                   descriptions: Mapping[str, str] | None = None):
-    """All profiles' settings side by side, the running profile's column marked; one row a setting."""
+    """All profiles' settings side by side, the running profile's column marked; one row a setting.
+
+    Parameters
+    ----------
+    table_ : mapping
+        The chapter's settings ``{profile: {name: value}}``; the rows follow the ``"quick"``
+        profile's names (else the first profile's).
+    profile : str
+        The running profile, whose column header is marked "(this run)".
+    descriptions : mapping, optional
+        ``{name: meaning}``; when given, a "meaning" column is added.
+
+    Returns
+    -------
+    IPython.display.Markdown
+        The table, displayed and returned (see :func:`table`).
+    """
     descriptions = descriptions or {}
     names = list(table_[PROFILES[1]] if PROFILES[1] in table_ else next(iter(table_.values())))
     rows = []
@@ -221,7 +287,21 @@ def glue_value(name: str, value: Any) -> Any:
     A matplotlib figure is closed once glued and ``None`` is returned, so the cell does not show it a
     second time without its caption. A verdict or reason given as text (a name ending in
     ``_verdict`` or ``_reason``) is typeset in the book's symbols
-    (:func:`stumplib.core.verdicts.typeset`), as a :class:`~stumplib.core.verdicts.Verdict` is."""
+    (:func:`stumplib.core.verdicts.typeset`), as a :class:`~stumplib.core.verdicts.Verdict` is.
+
+    Parameters
+    ----------
+    name : str
+        The glue name the page refers to.
+    value : object
+        The value to glue: a number, text, figure or any object ``myst_nb.glue`` accepts.
+
+    Returns
+    -------
+    object or None
+        The glued value (numpy scalars converted to Python numbers, verdict text typeset), or
+        ``None`` for a matplotlib figure.
+    """
     if isinstance(value, (np.floating, np.integer)):
         value = value.item()
     if isinstance(value, str) and name.endswith(("_verdict", "_reason")):
@@ -238,7 +318,20 @@ def glue_value(name: str, value: Any) -> Any:
 
 
 def glue_estimate(name: str, est: Estimate) -> Estimate:
-    """Glue an estimate as ``name`` (value), ``name_lo`` and ``name_hi``; returns it."""
+    """Glue an estimate as ``name`` (value), ``name_lo`` and ``name_hi``; returns it.
+
+    Parameters
+    ----------
+    name : str
+        The glue name of the value; the interval's ends get the suffixes ``_lo`` and ``_hi``.
+    est : Estimate
+        The estimate with its interval (``value``, ``lo``, ``hi``), glued as floats.
+
+    Returns
+    -------
+    Estimate
+        ``est`` itself.
+    """
     glue_value(name, float(est.value))
     glue_value(f"{name}_lo", float(est.lo))
     glue_value(f"{name}_hi", float(est.hi))
@@ -249,7 +342,20 @@ def glue_verdict(claim: str, v: "Verdict") -> "Verdict":
     """Glue a :class:`~stumplib.core.verdicts.Verdict` for the claim ``claim`` under three names:
     ``<claim>_status`` (the plain word: holds, fails, undecided, partly; the landing page renders its
     badge from it), ``<claim>_verdict`` (``"Holds: sentence"``, for the chapter's verdict box) and
-    ``<claim>_reason`` (the sentence alone, for the landing page's reason column). Returns ``v``."""
+    ``<claim>_reason`` (the sentence alone, for the landing page's reason column). Returns ``v``.
+
+    Parameters
+    ----------
+    claim : str
+        The claim's name, the prefix of the three glue names.
+    v : Verdict
+        The verdict; anything else raises ``TypeError``.
+
+    Returns
+    -------
+    Verdict
+        ``v`` itself.
+    """
     from stumplib.core.verdicts import Verdict
 
     if not isinstance(v, Verdict):

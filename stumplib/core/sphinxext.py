@@ -57,7 +57,15 @@ GLUE_REFS_ENV_ATTR = "stumpbook_glue_refs"
 
 
 def build_stamp() -> dict[str, str]:
-    """What an execution depends on besides the notebook's code cells."""
+    """What an execution depends on besides the notebook's code cells.
+
+    Returns
+    -------
+    dict of str
+        ``"code_version"`` (:func:`stumplib.core.book.code_version`, a hash of every ``stumplib``
+        source file), ``"profile"`` (``$STUMPBOOK_PROFILE``, ``""`` when unset) and ``"cache"``
+        (``"on"`` or ``"off"``, from :func:`stumplib.core.book.cache_enabled`).
+    """
     from stumplib.core import book# the book's own code_version(); imported here, not at Sphinx start-up
 
     return {
@@ -247,7 +255,20 @@ def _build_finished(app, exception) -> None:
 
 
 def executed_notebook_href(docname: str) -> str:
-    """Relative URL, from the page of ``docname``, of its executed notebook in the site."""
+    """Relative URL, from the page of ``docname``, of its executed notebook in the site.
+
+    Parameters
+    ----------
+    docname : str
+        The Sphinx document name, ``/``-separated and without suffix (e.g.
+        ``"chapters/01_setup"``).
+
+    Returns
+    -------
+    str
+        ``../`` once per folder level of ``docname``, then ``_executed/<docname>.ipynb``
+        (:data:`EXECUTED_DIR`).
+    """
     return "../" * docname.count("/") + f"{EXECUTED_DIR}/{docname}.ipynb"
 
 
@@ -623,6 +644,26 @@ def _write_claims(app, exception) -> None:
 
 
 def setup(app) -> dict[str, Any]:
+    """Register the extension with Sphinx: connect its handlers to the build events.
+
+    The stamp check and cache clearing (``builder-inited``, after myst-nb's own handler), the
+    outdated notebooks and the pages gluing from them (``env-get-outdated``, ``doctree-read``,
+    ``env-purge-doc``, ``env-merge-info``, ``env-before-read-docs``), the link to the executed
+    notebook under each notebook page's title (``doctree-resolved``), at ``build-finished`` the
+    log of executed and reused notebooks, the copy of the executed notebooks into the site and
+    the claims files, and the numpy-section handling of docstrings around napoleon
+    (``autodoc-process-docstring``).
+
+    Parameters
+    ----------
+    app : sphinx.application.Sphinx
+        The Sphinx application being set up.
+
+    Returns
+    -------
+    dict
+        The extension's metadata: ``version``, parallel read and write safe, ``env_version``.
+    """
     # after myst-nb's own builder-inited handler, which resolves the execution cache path
     app.connect("builder-inited", _builder_inited, priority=900)
     app.connect("env-get-outdated", _env_get_outdated)

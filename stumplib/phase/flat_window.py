@@ -116,9 +116,15 @@ def overlap_table(runs: Mapping[int, Mapping[str, np.ndarray]], alphas: Sequence
 
     Parameters
     ----------
-    runs : ``{d: minimiser_runs output}`` (each with ``alphas``; a ``d`` without an ``alpha`` gives
-        NaN there). alphas : (A,) the sample ratios to tabulate. sigma : token noise (theta and q
-        in the theory's normalisation: ``theta = sigma^2 theta_emp``).
+    runs : mapping
+        ``{d: minimiser_runs output}`` (each with ``alphas`` and ``(S, A_d)`` arrays
+        ``train_loss``, ``theta_emp``, ``q_emp``, ``m``, ``test_error``, ``converged``; a ``d``
+        without an ``alpha`` gives NaN there).
+    alphas : sequence of float, shape ``(A,)``
+        The sample ratios to tabulate (matched to a run's to within ``1e-6``).
+    sigma : float, optional
+        Token noise (default 0.5): ``theta`` is given in the theory's normalisation,
+        ``theta = sigma^2 theta_emp``.
 
     Returns
     -------
@@ -160,9 +166,21 @@ def theory_points(alphas: Sequence[float], *, known: Mapping[str, np.ndarray] | 
 
     Parameters
     ----------
-    alphas : (A,) sample ratios. known : solved curves (``sem_alpha``, ``sem_<key>``,
-    ``sem_<key>_err``, ``sem_outcome``) or ``None``. omega, sigma, lam : the model.
-    rtol, seed : the solver's accuracy target and scramblings.
+    alphas : sequence of float, shape ``(A,)``
+        Sample ratios.
+    known : mapping or None, optional
+        Solved curves (``sem_alpha``, ``sem_<key>``, ``sem_<key>_err``, ``sem_outcome``); a point
+        within ``1e-4`` of an ``alpha`` and converged is reused. ``None``: solve every point.
+    omega, sigma, lam : float, optional
+        The model: positional weight ``omega`` (default 0.3), token noise ``sigma`` (0.5) and
+        ridge ``lam`` (0.01).
+    rtol : float, optional
+        The solver's relative accuracy target (default ``1e-3``).
+    seed : int, optional
+        Seed of the solver's quadrature scramblings (default 0).
+    cache : bool, optional
+        Whether to keep the solved points with :func:`stumplib.core.cache.cached` (under
+        ``ch6_flat_theory``; default ``True``).
 
     Returns
     -------
@@ -210,8 +228,17 @@ def scaling_rows(table: Mapping[str, np.ndarray], alpha_index: int = 0, *,
 
     Parameters
     ----------
-    table : :func:`overlap_table`'s output. alpha_index : which alpha. quantities : keys of it.
-    theory : :func:`theory_points`' output (the rows show the theory and the distance to it).
+    table : mapping
+        :func:`overlap_table`'s output.
+    alpha_index : int, optional
+        Row of ``table`` (index into its ``alphas``; default 0). Only ``d`` with a finite
+        ``theta`` and more than one converged seed are used; a quantity with fewer than four such
+        ``d`` gets no row.
+    quantities : sequence of str, optional
+        Keys of ``table`` to extrapolate (default ``train_loss``, ``theta``, ``q``,
+        ``test_error``).
+    theory : mapping or None, optional
+        :func:`theory_points`' output (the rows show the theory and the distance to it).
 
     Returns
     -------
@@ -247,7 +274,13 @@ def held_root(theory: Mapping[str, np.ndarray], *, sigma: float = 0.5,
 
     Parameters
     ----------
-    theory : :func:`held_theory`'s output. sigma : token noise. level : interval coverage.
+    theory : mapping
+        :func:`held_theory`'s output (``thetas``, shape ``(T,)``; ``residual``, ``train_loss``,
+        ``V``, shape ``(K, T)``).
+    sigma : float, optional
+        Token noise (default 0.5).
+    level : float, optional
+        Interval coverage, in ``(0, 1)`` (default 0.95).
 
     Returns
     -------
@@ -292,7 +325,25 @@ class HeldTheta(Problem):
     target: torch.Tensor
 
     def objective(self, Q: torch.Tensor, mask: torch.Tensor, sl: slice = slice(None)):
-        """Objective (S', R) and projected gradient (S', d, R) on the plane of seeds ``sl``."""
+        """Objective (S', R) and projected gradient (S', d, R) on the plane of seeds ``sl``.
+
+        Parameters
+        ----------
+        Q : torch.Tensor, shape ``(S', d, R)``
+            Candidate weights of the seeds ``sl`` (``R`` per seed); projected onto the plane
+            ``Q* . Q = target`` before the objective is evaluated.
+        mask : torch.Tensor, shape ``(1, n, R)``
+            The samples each run uses (1 or 0), as in :meth:`.minimise.Problem.objective`.
+        sl : slice, optional
+            The seeds evaluated (default: all).
+
+        Returns
+        -------
+        L : torch.Tensor, shape ``(S', R)``
+            The objective at the projected point.
+        g : torch.Tensor, shape ``(S', d, R)``
+            Its gradient with the component along ``Q*`` removed.
+        """
         qs = self.q_star[sl][:, :, None]
         nrm = (qs * qs).sum(1, keepdim=True)
         Qp = Q + (self.target[sl][:, None, None] - (qs * Q).sum(1, keepdim=True)) / nrm * qs
@@ -305,8 +356,11 @@ def hold_theta(pb: Problem, theta: float) -> HeldTheta:
 
     Parameters
     ----------
-    pb : the problem (:func:`.minimise.make_problem`). theta : the held overlap (> 0, theory
-        normalisation).
+    pb : Problem
+        The problem (:func:`.minimise.make_problem`).
+    theta : float
+        The held overlap in ``(0, sigma^2]`` (theory normalisation); the target is
+        ``theta d / sigma^2`` for every seed.
 
     Returns
     -------
@@ -328,8 +382,20 @@ def constrained_minimise(pb: Problem, s: int, n: int, theta: float, Q0: torch.Te
 
     Parameters
     ----------
-    pb : the problem. s : seed index. n : samples used. theta : the held overlap.
-    Q0 : (d,) start (e.g. the unconstrained minimiser). gtol, max_iter : as in :func:`.minimise.minimise`.
+    pb : Problem
+        The problem.
+    s : int
+        Seed index into ``pb``.
+    n : int
+        Number of samples used.
+    theta : float
+        The held overlap in ``(0, sigma^2]`` (theory normalisation).
+    Q0 : torch.Tensor, shape ``(d,)``
+        Start (e.g. the unconstrained minimiser), projected onto the plane first.
+    gtol : float, optional
+        Relative-gradient tolerance (default ``1e-8``), as in :func:`.minimise.minimise`.
+    max_iter : int, optional
+        Iterations allowed (default 20000), as in :func:`.minimise.minimise`.
 
     Returns
     -------
@@ -356,10 +422,26 @@ def landscape(alpha: float, d: int, seeds: Sequence[int], thetas: Sequence[float
 
     Parameters
     ----------
-    alpha : sample ratio. d : dimension. seeds : seed offsets (as :func:`.minimise.make_problem`).
-    thetas : (T,) held overlaps, increasing (theory normalisation). omega, sigma, lam, A, seed :
-    the model and the chapter's seed. gtol : relative-gradient tolerance. device : torch device.
-    progress : a tqdm bar over seeds.
+    alpha : float
+        Sample ratio ``n / d``, in ``(0, 100]``; ``n = round(alpha d)``.
+    d : int
+        Dimension (``>= 4``).
+    seeds : sequence of int, length ``S``
+        Seed offsets (as :func:`.minimise.make_problem`), one problem each.
+    thetas : sequence of float, shape ``(T,)``
+        Held overlaps in ``(0, sigma^2]``, strictly increasing (theory normalisation).
+    omega, sigma, lam : float, optional
+        The model: positional weight (default 0.3), token noise (0.5), ridge (0.01).
+    A : array_like, shape ``(2, 2)``, optional
+        The teacher's attention matrix (default ``((0.6, 0.4), (0.4, 0.6))``).
+    seed : int, optional
+        The chapter's seed (default 0).
+    gtol : float, optional
+        Relative-gradient tolerance of every minimisation (default ``1e-8``).
+    device : str or torch.device, optional
+        Where to minimise (default ``"cpu"``).
+    progress : bool, optional
+        Show a tqdm bar over seeds (default ``False``).
 
     Returns
     -------
@@ -440,9 +522,24 @@ def held_theory(alpha: float, thetas: Sequence[float], *, omega: float = 0.3, si
 
     Parameters
     ----------
-    alpha : sample ratio. thetas : (T,) held overlaps in ``(0, sigma^2)``.
-    omega, sigma, lam, A : the model. log2_points, n_scramblings, seed : the rules.
-    tol : convergence of ``q, V``. max_iter : updates allowed.
+    alpha : float
+        Sample ratio.
+    thetas : sequence of float, shape ``(T,)``
+        Held overlaps in ``(0, sigma^2]``.
+    omega, sigma, lam : float, optional
+        The model: positional weight (default 0.3), token noise (0.5), ridge (0.01).
+    A : array_like, shape ``(2, 2)``, optional
+        The teacher's attention matrix (default ``((0.6, 0.4), (0.4, 0.6))``).
+    log2_points : int, optional
+        Each Sobol rule has ``2**log2_points`` nodes (default 12).
+    n_scramblings : int, optional
+        Number of scrambled rules ``K`` (default 8).
+    seed : int, optional
+        Seed of the scramblings (default 0).
+    tol : float, optional
+        Relative change of ``q, V`` below which they count as converged (default ``1e-10``).
+    max_iter : int, optional
+        Updates allowed (default 2000).
 
     Returns
     -------
@@ -533,8 +630,14 @@ def landscape_fit(theta: np.ndarray, E: np.ndarray, *, centre: float | None = No
 
     Parameters
     ----------
-    theta : (T,) grid. E : (R, T) curves (R >= 2). centre : expansion point (default: grid mean).
-    level : interval coverage.
+    theta : np.ndarray, shape ``(T,)``
+        The grid (``T >= 4``).
+    E : np.ndarray, shape ``(R, T)``
+        The loss curves, one per replicate (``R >= 2``).
+    centre : float or None, optional
+        Expansion point of the cubics (default: the grid's mean).
+    level : float, optional
+        Interval coverage, in ``(0, 1)`` (default 0.95).
 
     Returns
     -------
@@ -574,7 +677,13 @@ def landscape_summary(land: Mapping[int, Mapping[str, np.ndarray]], held: Mappin
 
     Parameters
     ----------
-    land : ``{d: landscape output}``. held : the theory along the same line. level : coverage.
+    land : mapping
+        ``{d: landscape output}``; only seeds converged at every ``theta`` are used.
+    held : mapping
+        :func:`held_theory`'s output along the same line (``thetas`` and ``train_loss``, shape
+        ``(K, T)``).
+    level : float, optional
+        Interval coverage, in ``(0, 1)`` (default 0.95).
 
     Returns
     -------
@@ -629,7 +738,10 @@ def minima_rows(land: Mapping[int, Mapping[str, np.ndarray]],
 
     Parameters
     ----------
-    land : ``{d: landscape output}``. theory : ``theta`` and ``test_error`` of the theory (a row).
+    land : mapping
+        ``{d: landscape output}``.
+    theory : mapping or None, optional
+        ``theta`` and ``test_error`` of the theory, added as a last row (``None``: no row).
 
     Returns
     -------
@@ -686,8 +798,18 @@ def replicon(alpha: float, q: float, V: float, theta: float, *, omega: float = 0
 
     Parameters
     ----------
-    alpha, q, V, theta : the fixed point (``m = 0``). omega, sigma, lam, A : the model.
-    log2_points, n_scramblings, seed : the Sobol rules (spread over scramblings: the error).
+    alpha, q, V, theta : float
+        The fixed point (``m = 0``): sample ratio, overlaps ``q``, ``V`` and ``theta``.
+    omega, sigma, lam : float, optional
+        The model: positional weight (default 0.3), token noise (0.5), ridge (0.01).
+    A : array_like, shape ``(2, 2)``, optional
+        The teacher's attention matrix (default ``((0.6, 0.4), (0.4, 0.6))``).
+    log2_points : int, optional
+        Each Sobol rule has ``2**log2_points`` nodes (default 14).
+    n_scramblings : int, optional
+        Number of scrambled rules (default 8); their spread is the error.
+    seed : int, optional
+        Seed of the scramblings (default 1).
 
     Returns
     -------
@@ -749,9 +871,19 @@ def choose_form(d: Any, y: Any, se: Any, *, forms: Sequence[str] | None = None,
 
     Parameters
     ----------
-    d : (D,) dimensions (D >= 3). y, se : (D,) means and their standard errors (> 0).
-    forms : names from :data:`FORMS` (default: all). level : interval coverage.
-    delta_aic : forms this close to the best count as acceptable.
+    d : array_like, shape ``(D,)``
+        Dimensions (``> 0``, ``D >= 3``; a form needs two degrees of freedom, so in practice
+        ``D >= 4``).
+    y : array_like, shape ``(D,)``
+        Seed means at each ``d``.
+    se : array_like, shape ``(D,)``
+        Their standard errors (``> 0``).
+    forms : sequence of str or None, optional
+        Names from :data:`FORMS` (default: all).
+    level : float, optional
+        Interval coverage, in ``(0, 1)`` (default 0.95).
+    delta_aic : float, optional
+        Forms within this much AICc of the best count as acceptable (default 2).
 
     Returns
     -------
@@ -816,13 +948,26 @@ def explanation_verdict(theta_limit: Estimate, theory_theta: Estimate, theta_dma
 
     Parameters
     ----------
-    theta_limit : the extrapolated theta (interval: the forms' hull). theory_theta : the accurate
-    theory (quadrature error). theta_dmax : the seed mean at the largest ``d`` (``dmax``).
-    landscape_min : the seed-mean landscape's minimum at ``d_landscape``.
-    form : the chosen scaling form (named in the sentence).
-    start_bias : the paired seed mean of theta reached from ``Q*`` minus the lowest minimum's
-    (:func:`landscape_summary`); when it excludes 0 the sentence says so (the status does not
-    change: it names a cause, the rule decides). bias_where : where it was measured (text).
+    theta_limit : Estimate
+        The extrapolated theta (interval: the forms' hull, :func:`choose_form`'s ``envelope``).
+    theory_theta : Estimate
+        The accurate theory's theta (interval: its quadrature error, the tolerance).
+    theta_dmax : float
+        The seed mean of theta at the largest ``d``.
+    landscape_min : Estimate
+        The seed-mean landscape's minimum at ``d_landscape``.
+    dmax : int
+        The largest ``d`` of the minimisers (named in the sentence).
+    d_landscape : int
+        The ``d`` of the landscape (named in the sentence).
+    form : str
+        The chosen scaling form (named in the sentence).
+    start_bias : Estimate or None, optional
+        The paired seed mean of theta reached from ``Q*`` minus the lowest minimum's
+        (:func:`landscape_summary`); when it excludes 0 the sentence says so (the status does not
+        change: it names a cause, the rule decides).
+    bias_where : str, optional
+        Where ``start_bias`` was measured (text added in parentheses; default none).
 
     Returns
     -------
@@ -856,6 +1001,12 @@ def explanation_verdict(theta_limit: Estimate, theory_theta: Estimate, theta_dma
 
 def read_flat_window(path: str | Path | None = None) -> dict[str, Any] | None:
     """This section's recorded run (:data:`FLAT_WINDOW_RUN`, or ``path``), or ``None``.
+
+    Parameters
+    ----------
+    path : str or Path or None, optional
+        The ``.npz`` file written by ``scripts/phase_flat_window.py`` (default
+        :data:`FLAT_WINDOW_RUN`); ``None`` is returned when it is not a file.
 
     Returns
     -------

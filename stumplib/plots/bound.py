@@ -16,7 +16,25 @@ def _cycle(k: int) -> list[str]:
 
 def head_law(betas, Ns, rmse, fit):
     """The head's law: panel (a) the RMSE against N for each beta with the fitted law, panel (b)
-    against beta for each N."""
+    against beta for each N.
+
+    Parameters
+    ----------
+    betas : sequence of float, length ``B``
+        Attention scales of the head (label score calibrated).
+    Ns : sequence of int, length ``KN``
+        Context sizes.
+    rmse : np.ndarray, shape ``(B, KN)``
+        RMSE over fresh contexts at each scale and context size (markers).
+    fit : dict
+        The fitted law ``sqrt(A beta^(-2p) + B N^(-2q))``: floats ``"A"``, ``"p"``, ``"B"``, ``"q"``
+        (lines).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels, half a column each.
+    """
     fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
     Bg, Ng = np.meshgrid(betas, Ns, indexing="ij")
     law = lambda b, N: np.sqrt(fit["A"] * b ** (-2 * fit["p"]) + fit["B"] * N ** (-2 * fit["q"]))  # noqa: E731
@@ -41,7 +59,31 @@ def head_law(betas, Ns, rmse, fit):
 def headline(mn, Ns, err, lo, hi, fit, beta_star, show_N, shapes=None):
     """The headline: panel (a) the error at the certified stop against m∧n for several N, with the
     bound's rate and the fit; panel (b) against N for each shape. ``err, lo, hi`` have shape (shapes, KN); ``shapes``: the
-    ``(m, n)`` of each row, named in (b)'s legend (default: m∧n only)."""
+    ``(m, n)`` of each row, named in (b)'s legend (default: m∧n only).
+
+    Parameters
+    ----------
+    mn : np.ndarray, shape ``(S,)``
+        ``min(m, n)`` of each shape.
+    Ns : sequence of int, length ``KN``
+        Context sizes (the columns of ``err``).
+    err, lo, hi : np.ndarray, shape ``(S, KN)``
+        RMSE at the certified stop and its interval.
+    fit : dict
+        The fitted law ``sqrt(A x^(-2p) + B N^(-2q))`` in ``x = m∧n``: floats ``"A"``, ``"p"``,
+        ``"B"``, ``"q"``.
+    beta_star : np.ndarray, shape ``(S,)``
+        The certified stop ``beta*(m, n)`` of each shape, named in (b)'s legend.
+    show_N : sequence of int
+        The context sizes drawn in (a), each one of ``Ns``; the last one anchors the bound's rate.
+    shapes : list of (int, int), length ``S``, optional
+        The ``(m, n)`` of each row.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels, half a column each.
+    """
     fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
     law = lambda x, N: np.sqrt(fit["A"] * x ** (-2 * fit["p"]) + fit["B"] * N ** (-2 * fit["q"]))  # noqa: E731
     order = np.argsort(mn, kind="stable")
@@ -77,7 +119,23 @@ def headline(mn, Ns, err, lo, hi, fit, beta_star, show_N, shapes=None):
 def past_stop(runs, label_of):
     """Past the stop: panel (a) the large-N error against GD steps for one run per shape, the
     certified stop marked; panel (b) the same error times beta against beta. ``runs``: list of dicts with ``steps, beta, err,
-    stop_step, stop_err, key``."""
+    stop_step, stop_err, key``.
+
+    Parameters
+    ----------
+    runs : list of dict
+        One run per shape: arrays ``"steps"``, ``"beta"``, ``"err"`` (shape ``(K,)``: GD steps,
+        the scale and the RMSE at the largest N), floats ``"stop_step"``, ``"stop_beta"``,
+        ``"stop_err"`` (the certified stop, a star) and ``"key"`` (the shape, passed to
+        ``label_of``).
+    label_of : callable
+        Maps a run's ``"key"`` to its legend label.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels, half a column each.
+    """
     fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
     for r, col in zip(runs, _cycle(len(runs))):
         a0.loglog(r["steps"], r["err"], "-", color=col, lw=1.3, label=label_of(r["key"]))
@@ -97,7 +155,31 @@ def past_stop(runs, label_of):
 
 def calibration(ms, tau_fix, p_meas, p_lo, p_hi, p_pred, mae, mae_lo, mae_hi, rmse, mae_pred, rmse_pred):
     """(a) P(c_T < tau) against m, measured and predicted; (b) prior-averaged MAE and RMSE against m
-    with the prediction from sampled label scores and the closed forms."""
+    with the prediction from sampled label scores and the closed forms.
+
+    Parameters
+    ----------
+    ms : array_like, shape ``(M,)``
+        Numbers of tasks ``m``.
+    tau_fix : sequence of float, length ``J``
+        The fixed thresholds of panel (a), in ``[0, 1]``.
+    p_meas, p_lo, p_hi : np.ndarray, shape ``(M, J)``
+        Measured probability ``P(c_T < tau)`` and its interval, per ``m`` and threshold.
+    p_pred : np.ndarray, shape ``(M, J)``
+        The predicted probability (lines).
+    mae, mae_lo, mae_hi : np.ndarray, shape ``(M,)``
+        Prior-averaged MAE of the trained heads and its interval.
+    rmse : np.ndarray, shape ``(M,)``
+        Prior-averaged RMSE of the trained heads.
+    mae_pred, rmse_pred : np.ndarray, shape ``(M,)``
+        MAE and RMSE predicted from sampled label scores; the closed forms ``0.75/(m+1)`` and
+        ``0.8/sqrt(m)`` are drawn too.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels, half a column each.
+    """
     fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
     ms = np.asarray(ms, float)
     for j, (t, col) in enumerate(zip(tau_fix, _cycle(len(tau_fix)))):

@@ -13,7 +13,26 @@ CURVES = ("one-head", "reflected", "symmetrized", "boundary-aware", "Bayes")
 def profiles(PROF, head, N_grid, N_ref):
     """MSE x N^2 against the threshold at two context sizes, and the upper boundary layer for every
     ``N`` (2 + 1 panels). ``PROF[head, N]`` holds ``tau``, ``beta``, ``b`` and per estimator
-    ``(mse, se)`` (chapter 5's profile records)."""
+    ``(mse, se)`` (chapter 5's profile records).
+
+    Parameters
+    ----------
+    PROF : dict
+        Maps ``(head, N)`` to a profile record (:func:`stumplib.stump.boundary.profile_record`):
+        ``"tau"`` (shape ``(T,)``), ``"beta"``, ``"b"`` and, per estimator of :data:`CURVES`,
+        ``(mse, se)`` of shape ``(T,)`` each.
+    head : str
+        ``"sharp"`` or ``"trained"``; the sharp head adds the exact ``beta -> inf`` curves.
+    N_grid : sequence of int
+        Context sizes, all drawn in the third panel.
+    N_ref : int
+        The second context size of the first two panels (with ``N_grid[0]``; if equal, the last).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Three panels (closed, ready to save or glue).
+    """
     C = style.COLORS
     fig, axes = style.panels(3, height=3.0)
     pair = [N_grid[0], N_ref] if N_ref != N_grid[0] else [N_grid[0], N_grid[-1]]
@@ -66,7 +85,30 @@ def profiles(PROF, head, N_grid, N_ref):
 
 def mechanism(PROF, tau_r, err_r, k, N_grid, N_ref):
     """(a) P(no positive) against N(1 - tau), (b) errors at ``tau_r[k]`` (about 1 - 1/N), (c) the
-    one-head MSE split by whether the positive side is empty (2 + 1 panels)."""
+    one-head MSE split by whether the positive side is empty (2 + 1 panels).
+
+    Parameters
+    ----------
+    PROF : dict
+        Profile records by ``(head, N)`` (see :func:`profiles`); ``PROF["sharp", N]["p_no_pos"]``,
+        shape ``(T,)``, for each ``N`` of ``N_grid``.
+    tau_r : torch.Tensor, shape ``(T,)``
+        The threshold grid at ``N_ref``.
+    err_r : dict of torch.Tensor
+        :func:`stumplib.stump.boundary.profile_errors` of the sharp head at ``N_ref``: errors of
+        shape ``(T, C)`` per estimator and ``"n_pos"`` (positive examples, ``(T, C)``).
+    k : int
+        Index into ``tau_r`` of the threshold of panel (b), about ``1 - 1/N_ref``.
+    N_grid : sequence of int
+        Context sizes of panel (a).
+    N_ref : int
+        Context size of ``tau_r`` and ``err_r``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Three panels (closed, ready to save or glue).
+    """
     C = style.COLORS
     fig, axes = style.panels(3, height=3.0)
     ax = axes[0]
@@ -129,7 +171,28 @@ def _errorbars(ax, x, ests, fmt, col, **kw):
 
 def ratios(sweep, PROF, N_grid, N_ref, c_sharp):
     """Interior MSE ratios (a) against the sharpness beta/N at ``N_ref`` (``sweep``: rows
-    ``(beta/N, one-head/sym, sym/Bayes)``), (b) against N for the sharp and trained heads."""
+    ``(beta/N, one-head/sym, sym/Bayes)``), (b) against N for the sharp and trained heads.
+
+    Parameters
+    ----------
+    sweep : list of (float, Estimate, Estimate)
+        Rows ``(beta/N, one-head/symmetrized, symmetrized/Bayes)``: the sharpness and the two
+        interior MSE ratios with their intervals (``value``, ``lo``, ``hi``).
+    PROF : dict
+        Profile records by ``(head, N)`` (see :func:`profiles`) with the estimates
+        ``"ratio_sym"`` and ``"ratio_bayes"``, for both heads and each ``N`` of ``N_grid``.
+    N_grid : sequence of int
+        Context sizes of panel (b).
+    N_ref : int
+        Context size of the sweep, in (a)'s title.
+    c_sharp : float
+        Relative label score ``b / beta`` of the sweep, in (a)'s title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels (closed, ready to save or glue).
+    """
     C = style.COLORS
     fig, axes = style.panels(2, height=3.2)
     ax = axes[0]
@@ -171,7 +234,24 @@ def two_head_training(res, groups, N):
     (a) each head's scale, (b) the weights at a balanced context (``n1 = N/2``), (c) the count
     slope ``dw1/dq`` and the fallback ``w0`` at ``n1 = 0``. ``groups`` maps a label to the run
     indices drawn with it (first label solid, second dashed, a third dotted); ``N`` the context
-    size of the weights."""
+    size of the weights.
+
+    Parameters
+    ----------
+    res : stumplib.stump.two_head.TwoHeadResult
+        Trajectories of ``R`` runs at ``K`` records (``steps``, shape ``(K,)``; ``heads``,
+        ``(R, K, 4)``; ``A``, ``(R, K, 3, 4)``).
+    groups : dict
+        Maps a legend label to the run indices (a list of ints into ``res``) drawn with it; at
+        most three groups.
+    N : int
+        Context size at which the weights are evaluated.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Three panels (closed, ready to save or glue).
+    """
     from stumplib.stump.two_head import weights
 
     C = style.COLORS
@@ -216,7 +296,24 @@ def two_head_training(res, groups, N):
 def two_head_profiles(PROF2, N_show, names):
     """MSE x N^2 against the threshold for the two-head model and the one-head rules at the
     context sizes ``N_show``: ``PROF2[N]`` holds ``tau`` and, per name in ``names``, the MSE
-    averaged over contexts and corpora. The last panel zooms on the upper end (every ``N``)."""
+    averaged over contexts and corpora. The last panel zooms on the upper end (every ``N``).
+
+    Parameters
+    ----------
+    PROF2 : dict
+        Maps a context size ``N`` to a record: ``"tau"`` (shape ``(T,)``) and per rule name the
+        MSE at each threshold (shape ``(T,)``); the zoom needs ``"one-head"``, ``"two-head"``
+        and ``"Bayes"``.
+    N_show : sequence of int
+        Context sizes, one panel each.
+    names : sequence of str
+        The rules drawn in the per-``N`` panels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``len(N_show) + 1`` panels (closed, ready to save or glue).
+    """
     C = dict(style.COLORS)
     C.setdefault("two-head", "#D55E00")
     C.setdefault("count-weighted", "#56B4E9")
@@ -254,7 +351,24 @@ def two_head_weights(A_learned, N, rules, K=10):
     positive examples ``n1`` (a) and of negative examples ``n0`` (b) in a context of ``N``
     examples; ``A_learned`` of shape ``(R, 3, 4)`` (one line per corpus), ``rules`` a dict name ->
     ``(3, 4)`` drawn as references (first dashed, second dotted). Panel (b) adds ``w2 + w0``: the
-    mirror returns about 1 when the negative side is empty, so that sum is what it contributes."""
+    mirror returns about 1 when the negative side is empty, so that sum is what it contributes.
+
+    Parameters
+    ----------
+    A_learned : array_like, shape ``(R, 3, 4)``
+        The learned combinations, one per corpus.
+    N : int
+        Context size.
+    rules : dict
+        Maps a reference rule's name to its combination, shape ``(3, 4)``; at most two are drawn.
+    K : int, optional
+        The counts ``0..K`` of positives (a) and negatives (b) drawn (default 10).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels with a shared legend below (closed, ready to save or glue).
+    """
     from stumplib.stump.two_head import weights
 
     C = style.COLORS

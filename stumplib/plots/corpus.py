@@ -15,7 +15,28 @@ def _col(i: int) -> str:
 
 
 def trajectories(t, beta, c, labels, flow_t, flow_beta, flow_c, path_beta, path_c, tau_hi):
-    """(a) beta against time for GD runs and the flow; (b) the runs in the (beta, c) plane."""
+    """(a) beta against time for GD runs and the flow; (b) the runs in the (beta, c) plane.
+
+    Parameters
+    ----------
+    t : np.ndarray, shape ``(K,)``
+        Times ``t = eta x steps`` of the GD records (the first, ``t = 0``, skipped in (a)).
+    beta, c : np.ndarray, shape ``(R, K)``
+        Attention scale and relative label score ``c = b / beta`` of the ``R`` GD runs.
+    labels : list of str, length ``R``
+        The legend label of each run; runs sharing a label share a colour and one legend entry.
+    flow_t, flow_beta, flow_c : np.ndarray, shape ``(F,)``
+        The population gradient flow: times, scale and relative label score (dashed).
+    path_beta, path_c : np.ndarray, shape ``(P,)``
+        The calibrated path ``c*(beta)``, drawn in (b).
+    tau_hi : float
+        Upper end of the threshold prior, in ``(0, 1]``; a dotted line in (b).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels, half a column each.
+    """
     fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
     keys = list(dict.fromkeys(labels))
     for r, lab in enumerate(labels):
@@ -39,7 +60,25 @@ def trajectories(t, beta, c, labels, flow_t, flow_beta, flow_c, path_beta, path_
 
 
 def transfer_curves(series, P, E, level):
-    """Path-based relative error along the progress direction: (a) m varied, (b) n varied."""
+    """Path-based relative error along the progress direction: (a) m varied, (b) n varied.
+
+    Parameters
+    ----------
+    series : dict
+        ``{"m": shapes, "n": shapes}``: the ``(m, n)`` shapes of each panel, one line each.
+    P : dict
+        Maps a shape ``(m, n)`` to its profile along the population path (``beta``, shape
+        ``(B,)``, and ``curve(which="along")``, the RMS relative gradient error, shape ``(B,)``).
+    E : dict
+        Maps a shape to the scale where its error crosses ``level`` (a vertical line; NaN: none).
+    level : float
+        The tolerated relative error (positive, e.g. 0.05), a dashed horizontal line.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels sharing the y axis.
+    """
     fig, axes = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3, sharey=True)
     for ax, key, title in zip(axes, ("m", "n"), ("m varied", "n varied")):
         for i, sh in enumerate(series[key]):
@@ -60,7 +99,29 @@ def transfer_curves(series, P, E, level):
 def own_tracking(profiles, level, scales_path, scales_own, censored, mn):
     """(a) own-calibration RMS error curves against beta/(m∧n); (b) both scales against m∧n.
 
-    ``profiles``: list of (label, OwnProfile); ``scales_*`` arrays over the shapes of (b)."""
+    ``profiles``: list of (label, OwnProfile); ``scales_*`` arrays over the shapes of (b).
+
+    Parameters
+    ----------
+    profiles : list of (str, OwnProfile)
+        A legend label and an own-calibration profile (``beta``, shape ``(B,)``, and
+        ``curve("rms")``, the RMS relative error of the reduced gradient, shape ``(B,)``) per line.
+    level : float
+        The tolerated relative error (positive), a dashed horizontal line in (a).
+    scales_path : np.ndarray, shape ``(S,)``
+        The path-based scale ``beta*`` per shape of (b) (NaN where not certified; not drawn).
+    scales_own : np.ndarray, shape ``(S,)``
+        The own-calibration tracking scale per shape (NaN where not measured).
+    censored : np.ndarray of bool, shape ``(S,)``
+        Where ``scales_own`` is only a lower bound (open triangles).
+    mn : np.ndarray, shape ``(S,)``
+        ``min(m, n)`` of each shape, the x axis of (b).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels, half a column each.
+    """
     fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
     for i, (lab, p) in enumerate(profiles):
         a0.loglog(p.beta, p.curve("rms"), "-", color=_col(i), lw=1.4, label=lab)
@@ -95,14 +156,22 @@ def certified_growth(shapes, beta, lo, hi, fit, own=None, own_censored=None):
 
     Parameters
     ----------
-    shapes : the (m, n) shapes. beta, lo, hi : beta* per shape and its bootstrap interval (NaN: no
-        certified interval). fit : the power-law fit in m∧n (callable, ``slope``, ``ci``), or
-        ``None``. own, own_censored : the own-calibration scale per shape (NaN where not measured)
-        and whether it is a lower bound.
+    shapes : list of (int, int), length ``S``
+        The ``(m, n)`` shapes.
+    beta, lo, hi : np.ndarray, shape ``(S,)``
+        ``beta*`` per shape and its bootstrap interval (NaN: no certified interval; not drawn).
+    fit : PowerLawFit or None
+        The power-law fit in m∧n (callable, ``slope``, ``ci``); ``None`` (fewer than two distinct
+        m∧n) draws no fit line.
+    own : np.ndarray, shape ``(S,)``, optional
+        The own-calibration scale per shape (NaN where not measured); ``None``: not drawn.
+    own_censored : np.ndarray of bool, shape ``(S,)``, optional
+        Whether each ``own`` is a lower bound; required when ``own`` is given.
 
     Returns
     -------
-    matplotlib Figure, :data:`stumplib.core.style.COLUMN_WIDTH` wide.
+    matplotlib.figure.Figure
+        :data:`stumplib.core.style.COLUMN_WIDTH` wide.
     """
     fig, ax = style.figure(width=style.COLUMN_WIDTH, height=3.9)
     mn = np.array([min(s) for s in shapes], float)

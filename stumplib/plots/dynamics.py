@@ -13,7 +13,35 @@ def _cycle():
 
 
 def trajectory(flow, starts, t_cal, field, tau_lo, tau_hi, lb_top):
-    """Trajectories in the ``(c, log10 beta)`` plane over the streamlines of the gradient field."""
+    """Trajectories in the ``(c, log10 beta)`` plane over the streamlines of the gradient field.
+
+    Each run is dashed before its calibration time, solid after, with a dot at its start and a
+    star at its calibration point; the valley ``c*(beta)`` and the prior are drawn for reference.
+
+    Parameters
+    ----------
+    flow : stumplib.stump.dynamics.FlowResult
+        Gradient-flow trajectories of ``R`` runs (``c``, ``beta`` of shape ``(R, K)``); run 0 is
+        the main start, drawn on top.
+    starts : sequence of (float, float)
+        The ``R`` starting points ``(beta0, b0)``, named in the legend.
+    t_cal : array_like, shape ``(R,)``
+        Calibration time of each run (:func:`stumplib.stump.dynamics.calibration_time`); NaN or
+        infinite where a run never calibrates (then drawn solid throughout, without a star).
+    field : dict
+        The gradient field on a grid (:func:`stumplib.stump.dynamics.gradient_field`): arrays
+        ``"c"``, ``"beta"``, ``"dc_dt"``, ``"dlnbeta_dt"``, ``"speed"``, each of shape
+        ``(n_beta, n_c)``.
+    tau_lo, tau_hi : float
+        The prior's interval in ``[0, 1]``.
+    lb_top : float
+        Upper limit of the ``log10 beta`` axis; the valley is drawn up to ``beta = 10**lb_top``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The one-panel figure with a speed colour bar (closed, ready to save or glue).
+    """
     u = field["dc_dt"] / field["speed"]
     v = field["dlnbeta_dt"] / np.log(10) / field["speed"]
     fig, ax = style.figure(height=4.6)
@@ -51,7 +79,31 @@ def trajectory(flow, starts, t_cal, field, tau_lo, tau_hi, lb_top):
 
 
 def laws(flow, fit_beta, fit_rmse, local, local_rmse, win, t_cal, tau_hi):
-    """(a) beta(t) with its fit, (b) the RMSE with its fit, (c) the local exponents: 2 + 1 panels."""
+    """(a) beta(t) with its fit, (b) the RMSE with its fit, (c) the local exponents: 2 + 1 panels.
+
+    Parameters
+    ----------
+    flow : stumplib.stump.dynamics.FlowResult
+        Gradient-flow trajectories recorded at ``K`` times; run 0 is drawn.
+    fit_beta, fit_rmse : PowerLawFit
+        Power-law fits of ``beta(t)`` and ``RMSE(t)`` of run 0
+        (:func:`stumplib.stump.dynamics.fit_exponent`): callables of ``t`` with a ``slope``.
+    local : np.ndarray, shape ``(K,)``
+        Local exponent ``d log beta / d log t`` of run 0 (its first, ``t = 0``, entry skipped).
+    local_rmse : np.ndarray, shape ``(K - 1,)``
+        Local exponent ``d log RMSE / d log t`` at ``flow.t[1:]`` (drawn negated).
+    win : np.ndarray of bool, shape ``(K,)``
+        The records in the fit window, where the fits are drawn and which panel (c) shades.
+    t_cal : float
+        Calibration time of run 0, a dotted vertical line in every panel.
+    tau_hi : float
+        Upper end of the prior, in ``(0, 1]``; sets the reference ``(8t/(1+tau_hi^2))^{1/4}``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The three-panel figure (closed, ready to save or glue).
+    """
     fig, axes = style.panels(3)
     tt, tw = flow.t[1:], flow.t[win]
     t_max = flow.t[-1]
@@ -87,7 +139,25 @@ def laws(flow, fit_beta, fit_rmse, local, local_rmse, win, t_cal, tau_hi):
 
 
 def gd(flow, gd_res, lrs, fracs):
-    """Constant-step GD against the flow from the main start: (a) scale, (b) relative label score."""
+    """Constant-step GD against the flow from the main start: (a) scale, (b) relative label score.
+
+    Parameters
+    ----------
+    flow : stumplib.stump.dynamics.FlowResult
+        Gradient-flow trajectories; run 0 (the main start) is drawn up to 1.2 times GD's last time.
+    gd_res : stumplib.stump.dynamics.GDResult
+        Population GD from the same start with one run per step size (``t``, ``beta``, ``c`` of
+        shape ``(len(lrs), K)``; ``t`` is steps times the step size).
+    lrs : sequence of float
+        The step sizes ``eta`` of the GD runs, named in the legend.
+    fracs : sequence of float
+        Each step size as a fraction of ``2 / lambda_max`` (the stability limit), for the legend.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The two-panel figure (closed, ready to save or glue).
+    """
     fig, axes = style.panels(2)
     colors = _cycle()
     sel = (flow.t > 0) & (flow.t <= gd_res.t.max() * 1.2)
@@ -113,7 +183,20 @@ def gd(flow, gd_res, lrs, fracs):
 
 
 def constants(prior_flows):
-    """(a) beta^4/t, (b) beta * RMSE, (c) the calibration margin, one colour per prior: 2 + 1 panels."""
+    """(a) beta^4/t, (b) beta * RMSE, (c) the calibration margin, one colour per prior: 2 + 1 panels.
+
+    Parameters
+    ----------
+    prior_flows : dict
+        Maps a prior ``(tau_lo, tau_hi)`` to ``(flow, starts)``: its
+        :class:`stumplib.stump.dynamics.FlowResult` (run 0 is drawn) and the starts (unused here).
+        Panel (a) marks each prior's constant ``8 / (1 + tau_hi^2)``, panel (c) the valley margin.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The three-panel figure (closed, ready to save or glue).
+    """
     fig, axes = style.panels(3)
     colors = _cycle()
     for j, ((lo, hi), (fl, _)) in enumerate(prior_flows.items()):

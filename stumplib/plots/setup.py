@@ -9,7 +9,26 @@ from stumplib.stump.model import attention_weights, estimate
 
 def weights(x, y, betas, c, tau=0.5):
     """Attention weights over one context (``x``, ``y`` of shape ``(1, N)``) for each scale in
-    ``betas`` (four panels, 2 x 2) at the fixed ratio ``c = b / beta``."""
+    ``betas`` (four panels, 2 x 2) at the fixed ratio ``c = b / beta``.
+
+    Parameters
+    ----------
+    x : torch.Tensor, shape ``(1, N)``
+        Features of the one context, in ``[0, 1]``.
+    y : torch.Tensor, shape ``(1, N)``
+        Its labels, 0 or 1 (``1`` where ``x >= tau``).
+    betas : sequence of float
+        Attention scales, one panel each (the first four fill the 2 x 2 grid).
+    c : float
+        Relative label score ``b / beta``; each panel uses ``b = c * beta``.
+    tau : float, optional
+        True threshold drawn as a dashed line, in ``[0, 1]`` (default 0.5).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The 2 x 2 figure (closed, ready to save or glue).
+    """
     fig, axes = style.figure(ncols=2, nrows=2, height=2.5, sharey=True, sharex=True)
     xs, ys = x[0].cpu().numpy(), y[0].cpu().numpy()
     for ax, beta in zip(axes.ravel(), betas):
@@ -35,7 +54,31 @@ def weights(x, y, betas, c, tau=0.5):
 
 def estimator(taus, R, betas, c, N, tau_lo, tau_hi):
     """The estimate against the threshold: mean, 10-90% band and exact population curve per scale
-    (``R`` from chapter 1's cached computation), three single contexts at the largest scale."""
+    (``R`` from chapter 1's cached computation), three single contexts at the largest scale.
+
+    Parameters
+    ----------
+    taus : array_like, shape ``(T,)``
+        True thresholds in ``[0, 1]``, the x axis.
+    R : dict
+        Arrays ``"mean"``, ``"q10"``, ``"q90"`` (the mean and 10%/90% quantiles of the estimate
+        over contexts) and ``"pop"`` (the exact population estimator), each of shape
+        ``(len(betas), T)``, and ``"single"``, shape ``(S, T)``: single contexts at the largest
+        scale (all ``S`` rows drawn).
+    betas : sequence of float
+        Attention scales, one colour each (three colours: small, mid, large).
+    c : float
+        Relative label score ``b / beta``, drawn as a vertical line.
+    N : int
+        Context size, named in the legend.
+    tau_lo, tau_hi : float
+        The prior's interval ``[tau_lo, tau_hi]`` in ``[0, 1]``, shaded.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The one-panel figure (closed, ready to save or glue).
+    """
     cols = [style.COLORS[k] for k in ("beta small", "beta mid", "beta large")]
     fig, ax = style.figure(height=3.9)
     ax.plot([0, 1], [0, 1], color="0.6", lw=1, label=r"$f = \tau$")
