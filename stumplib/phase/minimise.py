@@ -281,7 +281,8 @@ def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, 
                    init: str = "semantic", omega: float = 0.3, sigma: float = 0.5, lam: float = 0.01,
                    A: Any = ((0.6, 0.4), (0.4, 0.6)), gtol: float = 1e-8, gd_steps: int = 0,
                    gd_seeds: int | None = None, lr: float = 0.15, seed: int = 0, n_nodes: int = 16,
-                   max_iter: int = 20000, device: Any = "cpu") -> dict[str, np.ndarray]:
+                   max_iter: int = 20000, n_samples: int | None = None,
+                   device: Any = "cpu") -> dict[str, np.ndarray]:
     """Converged minimisers (and, with ``gd_steps``, the paper's plain GD from the same start) for
     every (seed, alpha) at one ``d``.
 
@@ -292,6 +293,9 @@ def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, 
     gtol : relative-gradient tolerance of :func:`minimise`. gd_steps, lr : plain GD's steps (0: no
     GD) and step size. gd_seeds : GD on the first ``gd_seeds`` seeds only (``None``: all; NaN for
     the others). max_iter : L-BFGS iteration cap (a run that stops there is not converged). seed : the chapter's seed. n_nodes : rule of :func:`exact_test_error`.
+    n_samples : samples drawn per seed (``None``: ``max(round(alpha d))``); the draw of a seed
+    depends on it, so runs that must share a seed's data (a later alpha added to a stored run)
+    draw the same number.
 
     Returns
     -------
@@ -305,7 +309,8 @@ def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, 
     ns = [int(round(a * d)) for a in alphas]
     if min(ns) < 1:
         raise ValueError(f"alphas: every alpha must give n = round(alpha d) >= 1 at d={d}")
-    pb = make_problem(d, seeds, max(ns), seed=seed, omega=omega, sigma=sigma, lam=lam, A=A, device=device)
+    n_draw = max(ns) if n_samples is None else check_int("n_samples", n_samples, minimum=max(ns))
+    pb = make_problem(d, seeds, n_draw, seed=seed, omega=omega, sigma=sigma, lam=lam, A=A, device=device)
     Q0 = initial_points(pb, init, generator=make_generator(seed * 1000 + 999, torch.device(device)))
     keys = ("test_error", "m", "theta_emp", "q_emp", "train_loss", "rel_grad", "n_iter", "n_newton",
             "converged")
