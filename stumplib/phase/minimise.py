@@ -403,7 +403,8 @@ def decide(runs: Mapping[int, Mapping[str, np.ndarray]], accurate: Any, accurate
                            z_published=(np.array([e.value for e in lim]) - pub) / lim_se)
     line = forms["line"]
     gap = np.abs(acc - pub) / np.hypot(line["limit_se"], acc_e)
-    need_j = n[-1] * ((follow + separate) / gap) ** 2
+    n_last = np.array([n[n[:, j] > 0, j][-1] if (n[:, j] > 0).any() else np.nan for j in range(acc.size)])
+    need_j = n_last * ((follow + separate) / gap) ** 2  # seeds at the largest d each alpha ran
     need = int(np.ceil(np.nanmin(need_j))) if np.any(np.isfinite(need_j)) else -1
     sd_m = sd.mean(1)
     fin = np.isfinite(sd_m) & (sd_m > 0)
@@ -644,7 +645,8 @@ def deciding_run(path: str | Path | None = None, *, expect: Mapping[str, Any] | 
     Returns
     -------
     ``(runs, meta)``: ``runs`` as :func:`study` returns them (:func:`read_runs`), and ``meta`` the
-    run's ``command``, ``commit``, ``machine`` (strings), ``seconds`` (float), ``params``
+    run's ``command``, ``commit``, ``machine`` (strings: the last process's), ``seconds`` (float;
+    for a merged run the compute time of all its processes together), ``params``
     (:func:`run_parameters`), ``sources`` (one line per process that contributed runs) and
     ``mismatch`` (:func:`parameter_mismatches`, empty without ``expect``); ``None`` when the file
     does not exist.
@@ -655,6 +657,8 @@ def deciding_run(path: str | Path | None = None, *, expect: Mapping[str, Any] | 
     with np.load(p) as flat:
         meta: dict[str, Any] = {k: str(flat[k]) for k in ("command", "commit", "machine")}
         meta["seconds"] = float(flat["seconds"])
+        if "sources" in flat:  # several processes: their compute time at every d, together
+            meta["seconds"] = float(sum(float(flat[f"d{int(d)}_seconds"]) for d in np.atleast_1d(flat["ds"])))
         meta["params"] = run_parameters(flat)
         meta["sources"] = [str(x) for x in np.atleast_1d(flat["sources"])] if "sources" in flat else \
             [meta["command"]]

@@ -235,9 +235,9 @@ def gd_decision_verdict(decision: Mapping[str, Any], alphas: Any, *, qualifier: 
     qual = f" ({qualifier})" if qualifier else ""
     if len(set(statuses)) == 1:
         first = next(iter(parts.values()))[0]
-        nums = ", ".join(f"{FORM_NAMES.get(k, k)}: {t}" for k, (_, t) in parts.items())
+        nums = "; ".join(f"{FORM_NAMES.get(k, k)}: {t}" for k, (_, t) in parts.items())
         body = first.sentence[:-1].split(":")[0]
-        return Verdict(statuses[0], f"{body} by all three extrapolations ({nums}){dm}{qual}.")
+        return Verdict(statuses[0], f"all three extrapolations agree, {body} ({nums}){dm}{qual}.")
     said = "; ".join(f"{FORM_NAMES.get(k, k)}: {v.status} ({t})" for k, (v, t) in parts.items())
     return Verdict("undecided", f"the three extrapolations disagree ({said}){dm}{qual}.")
 
@@ -250,12 +250,12 @@ def extrapolation_rows(decision: Mapping[str, Any], alphas: Any, accurate: Any,
     for name, f in decision["forms"].items():
         for j, a in enumerate(np.ravel(alphas)):
             e = f["limit"][j]
-            rows.append({"extrapolation": FORM_NAMES.get(name, name), "alpha": a,
+            rows.append({"extrapolation": FORM_NAMES.get(name, name), "alpha": f"{a:g}",
                          "test error": f"{e.value:.6f} [{e.lo:.6f}, {e.hi:.6f}]",
                          "z accurate": f["z_accurate"][j], "z published": f["z_published"][j]})
     for j, a in enumerate(np.ravel(alphas)):
         m, s = decision["dmax_mean"][j], decision["dmax_se"][j]
-        rows.append({"extrapolation": f"none: mean at d = {int(decision['dmax'])}", "alpha": a,
+        rows.append({"extrapolation": f"none: mean at d = {int(decision['dmax'])}", "alpha": f"{a:g}",
                      "test error": f"{m:.6f} +- {s:.6f}", "z accurate": decision["dmax_z_accurate"][j],
                      "z published": decision["dmax_z_published"][j]})
     return rows

@@ -207,7 +207,8 @@ def test_gd_decision_verdict_decides_only_where_the_three_extrapolations_agree()
 
     follow = ([0.5, -1.0], [6.0, 5.0])
     v = gd_decision_verdict(_forms(follow, ([1.5, 0.2], [4.5, 4.1]), follow), [1.0164, 1.25])
-    assert v.status == "holds" and "all three" in v.sentence and "-3.0 standard errors" in v.sentence
+    assert v.status == "holds" and "all three extrapolations agree" in v.sentence
+    assert "-3.0 standard errors" in v.sentence
     neither = ([-4.4, -1.0], [5.0, 4.9])
     v = gd_decision_verdict(_forms(neither, ([-2.6, 0.1], [2.7, 3.2]), ([-3.3, -0.2], [3.7, 4.1])),
                             [1.0164, 1.25], qualifier="stored run")
