@@ -206,8 +206,9 @@ def gd_decision_verdict(decision: Mapping[str, Any], alphas: Any, *, qualifier: 
     :func:`stumplib.core.verdicts.choose_theory` (the accurate theory the claimed one; within
     ``follow`` standard errors at every alpha follows, ``separate`` or more tells apart). The
     verdict is their common status; where they differ it is *undecided*, with what each says. The
-    sentence also gives the seed mean at the largest ``d`` against both theories at the first
-    alpha, which no extrapolation form enters.
+    sentence also says where the straight-line limit lies relative to both theories
+    (:func:`limit_position`) and gives the seed mean at the largest ``d`` against both theories,
+    which no extrapolation form enters, both at the first alpha.
 
     Parameters
     ----------
@@ -227,11 +228,17 @@ def gd_decision_verdict(decision: Mapping[str, Any], alphas: Any, *, qualifier: 
         v = verdicts.choose_theory(za, zp, follow=follow, separate=separate, what="the minimisers")
         parts[name] = (v, f"|z| {np.max(np.abs(za)):.1f} accurate, {np.max(np.abs(zp)):.1f} published")
     statuses = [v.status for v, _ in parts.values()]
+    a0 = float(np.ravel(alphas)[0])
+    line = decision["forms"].get("line", {})
     dm = ""
+    if line:
+        pos = limit_position(line["z_accurate"][0], line["z_published"][0], what="the straight-line limit")
+        dm = f"; at alpha = {a0:g} {pos}" if "not measured" not in pos else ""
     za0, zp0 = float(decision["dmax_z_accurate"][0]), float(decision["dmax_z_published"][0])
     if np.isfinite(za0) and np.isfinite(zp0):
-        dm = (f"; at d = {int(decision['dmax'])} (alpha = {float(np.ravel(alphas)[0]):g}) the seed mean is "
-              f"{za0:+.1f} standard errors from the accurate theory and {zp0:+.1f} from the published")
+        dm += (f"{'; at alpha = ' + format(a0, 'g') if not dm else ','} the seed mean at d = "
+               f"{int(decision['dmax'])} is {za0:+.1f} standard errors from the accurate theory and "
+               f"{zp0:+.1f} from the published")
     qual = f" ({qualifier})" if qualifier else ""
     if len(set(statuses)) == 1:
         first = next(iter(parts.values()))[0]
