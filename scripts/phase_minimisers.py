@@ -24,7 +24,10 @@ Usage (one CPU thread; ``--device cuda`` on a GPU):
         --job 4000:1.0164:0-23 --job 250,500,1000:1.12:0-63 --job 2000:1.12:0-31 \
         --out scripts/PHASE_MINIMISERS_4000.npz
     OMP_NUM_THREADS=1 python3 scripts/phase_minimisers.py --d 250 500 --seeds 128 \
-        --out scripts/PHASE_MINIMISERS.npz          # the original form (all alphas at every d)
+        --out /tmp/runs.npz                         # the original form (all alphas at every d)
+
+(the first command merged the first run's file, ``PHASE_MINIMISERS.npz`` of commit a91892d, since
+removed: every run of it is in ``PHASE_MINIMISERS_4000.npz``).
 """
 from __future__ import annotations
 
@@ -229,7 +232,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n-alpha", type=float, default=PARAMS["n_alpha"],
                     help="samples drawn per seed: round(n_alpha d) (>= every alpha)")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--out", default="scripts/PHASE_MINIMISERS.npz")
+    ap.add_argument("--out", default="scripts/PHASE_MINIMISERS_4000.npz")
     a = ap.parse_args(argv)
     jobs = [j for t in a.job for j in parse_job(t)]
     if a.d:
