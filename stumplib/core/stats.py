@@ -745,8 +745,8 @@ def wilson_interval(successes: Any, trials: Any, level: float = 0.95) -> tuple[n
     return np.minimum(lo, p), np.maximum(hi, p)  # contain p despite rounding
 
 
-def extrapolate_linear(x: Any, y: Any, se: Any, *, x0: float = 0.0, level: float = 0.95
-                       ) -> tuple[Estimate, float]:
+def extrapolate_linear(x: Any, y: Any, se: Any, *, x0: float = 0.0, level: float = 0.95,
+                       degree: int = 1) -> tuple[Estimate, float]:
     """Weighted least-squares line through ``(x, y)`` with known standard errors ``se``, evaluated
     at ``x0`` (for example ``y`` against ``1/d`` extrapolated to ``1/d = 0``).
 
@@ -759,23 +759,29 @@ def extrapolate_linear(x: Any, y: Any, se: Any, *, x0: float = 0.0, level: float
         Where to evaluate the line.
     level : float
         The interval's coverage (normal quantile: the errors are known, not fitted).
+    degree : int
+        The polynomial's degree in ``x - x0`` (1: a line; 2: with a quadratic term, e.g. a ``1/d^2``
+        finite-size correction); needs at least ``degree + 1`` distinct ``x``.
 
     Returns
     -------
     (estimate, standard error) : tuple of Estimate and float
-        The line's value at ``x0`` (kind ``"seeds"``).
+        The polynomial's value at ``x0`` (kind ``"seeds"``).
     """
     from scipy.stats import norm
 
     x, y, se = (np.asarray(v, dtype=float).ravel() for v in (x, y, se))
     if not (x.size == y.size == se.size >= 1) or not np.all(np.isfinite(np.r_[x, y, se])) or np.any(se <= 0):
         raise ValueError("x, y and se must be finite arrays of one length >= 1, se > 0")
+    if not (isinstance(degree, (int, np.integer)) and 1 <= degree <= 5):
+        raise ValueError(f"degree must be an integer in [1, 5]; got {degree!r}")
     if x.size == 1:
         v, s = float(y[0]), float(se[0])
     else:
-        if np.ptp(x) == 0:
-            raise ValueError("x must hold at least two distinct values to extrapolate")
-        X = np.stack([np.ones_like(x), x - x0], 1)
+        if np.unique(x).size < degree + 1:
+            raise ValueError(f"x must hold at least {degree + 1} distinct values to extrapolate "
+                             f"with degree {degree}")
+        X = np.stack([(x - x0) ** k for k in range(degree + 1)], 1)
         W = 1.0 / se ** 2
         cov = np.linalg.inv(X.T @ (X * W[:, None]))
         beta = cov @ (X.T @ (W * y))

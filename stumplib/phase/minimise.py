@@ -36,12 +36,18 @@ from stumplib.phase.setting import check_A
 
 __all__ = ["Problem", "make_problem", "initial_points", "gradient_descent", "minimise",
            "exact_test_error", "summaries", "minimiser_runs", "decide", "study", "read_runs", "DECIDING_RUN",
-           "deciding_run", "gd_gap",
+           "deciding_run", "gd_gap", "RUN_PARAMETERS", "run_parameters", "parameter_mismatches",
+           "at_alphas", "EXTRAPOLATIONS", "extrapolations", "consistency",
            "semantic_start", "classify_dynamics", "stability_by_dynamics"]
 
 #: the deciding run committed with the book (``scripts/phase_minimisers.py``'s output, with its
-#: command, commit, machine and duration; ``scripts/PHASE_MINIMISERS.md`` describes it)
-DECIDING_RUN = Path(__file__).resolve().parents[2] / "scripts" / "PHASE_MINIMISERS.npz"
+#: command, commit, machine, duration and parameters; ``scripts/PHASE_MINIMISERS.md`` describes it)
+DECIDING_RUN = Path(__file__).resolve().parents[2] / "scripts" / "PHASE_MINIMISERS_4000.npz"
+#: the model parameters a stored run must share with the page that reads it
+RUN_PARAMETERS = ("omega", "sigma", "lam", "A")
+#: the three extrapolations to ``d -> infinity`` (name: polynomial degree in ``1/d``, smallest
+#: ``d`` dropped); the decision stands only where all three agree
+EXTRAPOLATIONS = {"line": (1, False), "quadratic": (2, False), "drop_smallest": (1, True)}
 
 
 @dataclass
@@ -358,7 +364,8 @@ def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, 
                    init: str = "semantic", omega: float = 0.3, sigma: float = 0.5, lam: float = 0.01,
                    A: Any = ((0.6, 0.4), (0.4, 0.6)), gtol: float = 1e-8, gd_steps: int = 0,
                    gd_seeds: int | None = None, lr: float = 0.15, seed: int = 0, n_nodes: int = 16,
-                   max_iter: int = 20000, device: Any = "cpu") -> dict[str, np.ndarray]:
+                   max_iter: int = 20000, n_samples: int | None = None,
+                   device: Any = "cpu") -> dict[str, np.ndarray]:
     """Converged minimisers (and, with ``gd_steps``, the paper's plain GD from the same start) for
     every (seed, alpha) at one ``d``.
 
@@ -375,6 +382,9 @@ def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, 
     seed : the chapter's seed.
     n_nodes : rule of :func:`exact_test_error`.
     max_iter : L-BFGS iteration cap (a run that stops there is not converged).
+    n_samples : samples drawn per seed (``None``: ``max(round(alpha d))``); the draw of a seed
+        depends on it, so runs that must share a seed's data (a later alpha added to a stored run)
+        draw the same number.
     device : torch device.
 
     Returns
@@ -389,7 +399,8 @@ def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, 
     ns = [int(round(a * d)) for a in alphas]
     if min(ns) < 1:
         raise ValueError(f"alphas: every alpha must give n = round(alpha d) >= 1 at d={d}")
-    pb = make_problem(d, seeds, max(ns), seed=seed, omega=omega, sigma=sigma, lam=lam, A=A, device=device)
+    n_draw = max(ns) if n_samples is None else check_int("n_samples", n_samples, minimum=max(ns))
+    pb = make_problem(d, seeds, n_draw, seed=seed, omega=omega, sigma=sigma, lam=lam, A=A, device=device)
     Q0 = initial_points(pb, init, generator=make_generator(seed * 1000 + 999, torch.device(device)))
     keys = ("test_error", "m", "theta_emp", "q_emp", "train_loss", "rel_grad", "n_iter", "n_newton",
             "converged")
@@ -432,14 +443,16 @@ def decide(runs: Mapping[int, Mapping[str, np.ndarray]], accurate: Any, accurate
     """The minimisers' test error extrapolated to ``d -> infinity`` against two theories.
 
     Per ``alpha``: the mean exact test error over the converged runs at each ``d`` and its
-    standard error over seeds, a weighted straight line in ``1/d`` through them
-    (:func:`stumplib.core.stats.extrapolate_linear`), and the distances ``z`` of its value at ``1/d = 0``
-    from each theory in combined standard errors (the accurate theory's quadrature error included;
-    the published curve carries none).
+    standard error over seeds; three weighted extrapolations in ``1/d``
+    (:func:`extrapolations`: a straight line, a line with a ``1/d^2`` term, a line without the
+    smallest ``d``) and the distances ``z`` of each value at ``1/d = 0`` from each theory in
+    combined standard errors (the accurate theory's quadrature error included; the published
+    curve carries none); and the same distances of the mean at the largest ``d`` itself.
 
     Parameters
     ----------
-    runs : ``{d: minimiser_runs(...)}`` with the same alphas.
+    runs : ``{d: minimiser_runs(...)}`` with the same alphas (:func:`at_alphas` selects them from a
+        stored run).
     accurate, accurate_err, published : (A,) the theories at those alphas (the accurate one with
         its quadrature error).
     follow, separate : the rule of :func:`stumplib.core.verdicts.choose_theory`, used to size the
@@ -449,12 +462,16 @@ def decide(runs: Mapping[int, Mapping[str, np.ndarray]], accurate: Any, accurate
     Returns
     -------
     dict: ``ds``; ``mean``, ``se``, ``spread`` (standard deviation over seeds), ``n`` (D, A);
-    ``limit`` (A Estimates), ``limit_se`` (A,); ``z_accurate``, ``z_published`` (A,);
-    ``converged_fraction`` (all runs); ``spread_slope`` (log-log slope of the spread in ``d``, NaN
-    with one ``d``); ``seeds_to_decide`` (seeds per ``d`` at which the theories would be
-    ``follow + separate`` standard errors apart at the best-separated alpha; -1 if unknown).
+    ``limit`` (A Estimates), ``limit_se`` (A,), ``z_accurate``, ``z_published`` (A,): the straight
+    line; ``forms``: ``{name: {"limit", "limit_se", "z_accurate", "z_published"}}`` for every
+    extrapolation of :data:`EXTRAPOLATIONS` (NaN where too few ``d``); ``dmax`` (the largest ``d``),
+    ``dmax_mean``, ``dmax_se``, ``dmax_z_accurate``, ``dmax_z_published`` (A,): the seed mean
+    there and its distances from the theories; ``converged_fraction`` (runs made; a stored run
+    marks them ``ran``); ``spread_slope`` (log-log slope of the spread in ``d``, NaN with one
+    ``d``); ``seeds_to_decide`` (seeds per ``d`` at which the theories would be ``follow +
+    separate`` standard errors apart at the best-separated alpha; -1 if unknown).
     """
-    from stumplib.core.stats import Estimate, extrapolate_linear, ols
+    from stumplib.core.stats import ols
 
     ds = sorted(int(d) for d in runs)
     acc, acc_e, pub = (np.asarray(v, dtype=float).ravel() for v in (accurate, accurate_err, published))
@@ -466,25 +483,130 @@ def decide(runs: Mapping[int, Mapping[str, np.ndarray]], accurate: Any, accurate
             n[i, j], mean[i, j] = v.size, v.mean() if v.size else np.nan
             sd[i, j] = v.std(ddof=1) if v.size > 1 else np.nan
     se = sd / np.sqrt(np.maximum(n, 1))
-    fits = []
-    for j in range(acc.size):
-        ok = np.isfinite(mean[:, j]) & np.isfinite(se[:, j]) & (se[:, j] > 0)
-        fits.append(extrapolate_linear(1.0 / np.asarray(ds)[ok], mean[ok, j], se[ok, j], level=level)
-                    if ok.any() else (Estimate.nan("seeds"), float("nan")))
-    lim = np.array([f[0].value for f in fits])
-    lim_se = np.array([f[1] for f in fits])
-    z_acc = (lim - acc) / np.hypot(lim_se, acc_e)
-    z_pub = (lim - pub) / lim_se
-    gap = np.abs(acc - pub) / np.hypot(lim_se, acc_e)
-    need_j = n[-1] * ((follow + separate) / gap) ** 2
+    forms = {}
+    for name, (lim, lim_se) in extrapolations(ds, mean, se, level=level).items():
+        forms[name] = dict(limit=lim, limit_se=lim_se,
+                           z_accurate=(np.array([e.value for e in lim]) - acc) / np.hypot(lim_se, acc_e),
+                           z_published=(np.array([e.value for e in lim]) - pub) / lim_se)
+    line = forms["line"]
+    gap = np.abs(acc - pub) / np.hypot(line["limit_se"], acc_e)
+    n_last = np.array([n[n[:, j] > 0, j][-1] if (n[:, j] > 0).any() else np.nan for j in range(acc.size)])
+    need_j = n_last * ((follow + separate) / gap) ** 2  # seeds at the largest d each alpha ran
     need = int(np.ceil(np.nanmin(need_j))) if np.any(np.isfinite(need_j)) else -1
     sd_m = sd.mean(1)
     fin = np.isfinite(sd_m) & (sd_m > 0)
     slope = ols(np.log(np.asarray(ds)[fin]), np.log(sd_m[fin]))[0] if fin.sum() > 1 else float("nan")
-    conv = np.concatenate([np.asarray(runs[d]["converged"], dtype=bool).ravel() for d in ds])
-    return dict(ds=np.asarray(ds), mean=mean, se=se, spread=sd, n=n, limit=[f[0] for f in fits],
-                limit_se=lim_se, z_accurate=z_acc, z_published=z_pub, converged_fraction=float(conv.mean()),
+    made = [np.asarray(runs[d].get("ran", np.ones_like(runs[d]["converged"])), dtype=bool) for d in ds]
+    conv = np.concatenate([np.asarray(runs[d]["converged"], dtype=bool)[m] for d, m in zip(ds, made)])
+    return dict(ds=np.asarray(ds), mean=mean, se=se, spread=sd, n=n, limit=line["limit"],
+                limit_se=line["limit_se"], z_accurate=line["z_accurate"], z_published=line["z_published"],
+                forms=forms, dmax=ds[-1], dmax_mean=mean[-1], dmax_se=se[-1],
+                dmax_z_accurate=(mean[-1] - acc) / np.hypot(se[-1], acc_e),
+                dmax_z_published=(mean[-1] - pub) / se[-1],
+                converged_fraction=float(conv.mean()) if conv.size else float("nan"),
                 spread_slope=float(slope), seeds_to_decide=need)
+
+
+def extrapolations(ds: Sequence[int], mean: Any, se: Any, *, level: float = 0.95
+                   ) -> dict[str, tuple[list, np.ndarray]]:
+    """The seed means extrapolated to ``1/d = 0`` in the three ways of :data:`EXTRAPOLATIONS`:
+    a weighted straight line in ``1/d`` through every ``d``; a weighted parabola (a ``1/d^2``
+    term added); a straight line without the smallest ``d``
+    (:func:`stumplib.core.stats.extrapolate_linear`, standard errors known from the seeds).
+
+    Parameters
+    ----------
+    ds : (D,) dimensions, increasing. mean, se : (D, A) seed means and their standard errors
+        (NaN where an alpha has no runs at a ``d``). level : the intervals' coverage.
+
+    Returns
+    -------
+    ``{name: (limits, limit_se)}``: (A,) :class:`~stumplib.core.stats.Estimate` list and (A,)
+    standard errors; NaN where the form has fewer ``d`` than it needs (3 for the parabola, 2
+    for the lines).
+    """
+    from stumplib.core.stats import Estimate, extrapolate_linear
+
+    ds = np.asarray(ds, dtype=float)
+    mean, se = np.atleast_2d(np.asarray(mean, dtype=float)), np.atleast_2d(np.asarray(se, dtype=float))
+    if mean.shape != se.shape or mean.shape[0] != ds.size:
+        raise ValueError(f"mean and se must be (D, A) with D = {ds.size}; got {mean.shape}, {se.shape}")
+    out: dict[str, tuple[list, np.ndarray]] = {}
+    for name, (degree, drop) in EXTRAPOLATIONS.items():
+        lims, errs = [], []
+        for j in range(mean.shape[1]):
+            ok = np.isfinite(mean[:, j]) & np.isfinite(se[:, j]) & (se[:, j] > 0)
+            if drop and ok.any():
+                ok[np.flatnonzero(ok)[0]] = False
+            if ok.sum() < degree + 1:
+                lims.append(Estimate.nan("seeds"))
+                errs.append(float("nan"))
+                continue
+            e, s = extrapolate_linear(1.0 / ds[ok], mean[ok, j], se[ok, j], level=level, degree=degree)
+            lims.append(e)
+            errs.append(s)
+        out[name] = (lims, np.asarray(errs))
+    return out
+
+
+def consistency(here: Mapping[str, Any], stored: Mapping[str, Any]) -> np.ndarray:
+    """How far two decisions' straight-line limits lie apart: per alpha, their difference in
+    combined standard errors (the page's own run against a stored one, independent seeds).
+
+    Parameters
+    ----------
+    here, stored : :func:`decide` outputs at the same alphas.
+
+    Returns
+    -------
+    (A,) ``z = (limit_here - limit_stored) / hypot(se_here, se_stored)``.
+    """
+    a = np.array([e.value for e in here["limit"]])
+    b = np.array([e.value for e in stored["limit"]])
+    if a.shape != b.shape:
+        raise ValueError(f"the decisions have different alphas: {a.size} and {b.size}")
+    return (a - b) / np.hypot(here["limit_se"], stored["limit_se"])
+
+
+def at_alphas(runs: Mapping[int, Mapping[str, np.ndarray]], alphas: Sequence[float]
+              ) -> dict[int, dict[str, np.ndarray]]:
+    """A stored run restricted to ``alphas`` (columns in that order), at every ``d`` that ran at
+    least one of them; an alpha missing at a ``d`` becomes a column of runs not made (NaN, not
+    converged).
+
+    Parameters
+    ----------
+    runs : ``{d: {key: (S, A_d) array, "alphas": (A_d,), ...}}`` (:func:`read_runs`).
+    alphas : the sample ratios wanted.
+
+    Returns
+    -------
+    ``{d: {key: (S, len(alphas)) array, ...}}``, the per-``d`` keys ``alphas``, ``seeds``, ``d``,
+    ``seconds`` kept (``alphas`` replaced by the selection).
+    """
+    out = {}
+    want = np.asarray(alphas, dtype=float)
+    for d, r in runs.items():
+        have = np.asarray(r["alphas"], dtype=float)
+        idx = [int(np.flatnonzero(np.isclose(have, a, rtol=0, atol=1e-9))[0])
+               if np.isclose(have, a, rtol=0, atol=1e-9).any() else -1 for a in want]
+        if all(i < 0 for i in idx):
+            continue
+        sel: dict[str, np.ndarray] = {}
+        for k, v in r.items():
+            v = np.asarray(v)
+            if v.ndim == 2 and v.shape[1] == have.size:
+                fill = False if v.dtype == bool else (-1 if v.dtype.kind == "i" else np.nan)
+                col = np.full((v.shape[0], want.size), fill, dtype=v.dtype)
+                for j, i in enumerate(idx):
+                    if i >= 0:
+                        col[:, j] = v[:, i]
+                sel[k] = col
+            else:
+                sel[k] = v
+        sel["alphas"] = want.copy()
+        out[int(d)] = sel
+    return out
 
 
 def study(alphas: Sequence[float], ds: Sequence[int], seeds: int, *, gd_steps: int = 5000,
@@ -541,26 +663,101 @@ def read_runs(flat: Mapping[str, Any]) -> dict[int, dict[str, np.ndarray]]:
     return {d: {k[len(f"d{d}_"):]: np.asarray(flat[k]) for k in flat if k.startswith(f"d{d}_")} for d in ds}
 
 
-def deciding_run(path: str | Path | None = None) -> tuple[dict[int, dict], dict[str, Any]] | None:
-    """The committed deciding run (:data:`DECIDING_RUN`, or ``path``), read.
+def run_parameters(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """The model and run parameters a stored run recorded (``{}`` for a file that recorded none,
+    as the first deciding run did).
+
+    Parameters
+    ----------
+    flat : the file's arrays (``np.load``).
+
+    Returns
+    -------
+    dict: ``omega``, ``sigma``, ``lam`` (floats), ``A`` (2, 2), ``seed``, ``gtol``, ``n_alpha``,
+    ``code_version``, ``alphas``, where recorded.
+    """
+    out: dict[str, Any] = {}
+    for k in ("omega", "sigma", "lam", "seed", "gtol", "n_alpha"):
+        if k in flat:
+            out[k] = float(flat[k])
+    if "A" in flat:
+        out["A"] = np.asarray(flat["A"], dtype=float).reshape(2, 2)
+    for k in ("code_version", "init"):
+        if k in flat:
+            out[k] = str(flat[k])
+    if "alphas" in flat:
+        out["alphas"] = np.asarray(flat["alphas"], dtype=float)
+    return out
+
+
+def parameter_mismatches(recorded: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
+    """The model parameters (:data:`RUN_PARAMETERS`) on which a stored run differs from the page.
+
+    Parameters
+    ----------
+    recorded : :func:`run_parameters` of the file. expected : the page's ``omega``, ``sigma``,
+        ``lam``, ``A`` (those given are compared; relative tolerance 1e-9).
+
+    Returns
+    -------
+    One phrase per difference (``"lam = 0.02 (this page: 0.01)"``), or ``"parameters not
+    recorded"``; empty when the run matches.
+    """
+    if not any(k in recorded for k in RUN_PARAMETERS):
+        return ["parameters not recorded"]
+    out = []
+    for k in RUN_PARAMETERS:
+        if k not in expected:
+            continue
+        want = np.asarray(expected[k], dtype=float)
+        if k not in recorded:
+            out.append(f"{k} not recorded")
+            continue
+        got = np.asarray(recorded[k], dtype=float)
+        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-9, atol=0.0):
+            fmt = (lambda v: str(np.round(v, 6).tolist())) if k == "A" else (lambda v: f"{float(v):g}")
+            out.append(f"{k} = {fmt(got)} (this page: {fmt(want)})")
+    return out
+
+
+def deciding_run(path: str | Path | None = None, *, expect: Mapping[str, Any] | None = None,
+                 strict: bool = True) -> tuple[dict[int, dict], dict[str, Any]] | None:
+    """The committed deciding run (:data:`DECIDING_RUN`, or ``path``), read and checked against
+    the page's model.
 
     Parameters
     ----------
     path : the file written by ``scripts/phase_minimisers.py`` (``None``: :data:`DECIDING_RUN`).
+    expect : the page's ``omega``, ``sigma``, ``lam``, ``A``; ``None``: no check.
+    strict : refuse (``ValueError``) a file whose parameters differ from ``expect`` or were not
+        recorded; ``False``: return it with the differences listed in ``meta["mismatch"]``.
 
     Returns
     -------
-    ``(runs, meta)``: ``runs`` as :func:`study` returns them (:func:`read_runs`) and ``meta`` the
-    run's ``command``, ``commit``, ``machine`` (strings) and ``seconds`` (float); ``None`` when the
-    file does not exist.
+    ``(runs, meta)``: ``runs`` as :func:`study` returns them (:func:`read_runs`), and ``meta`` the
+    run's ``command``, ``commit``, ``machine`` (strings: the last process's), ``seconds`` (float;
+    for a merged run the compute time of all its processes together), ``params``
+    (:func:`run_parameters`), ``sources`` (one line per process that contributed runs) and
+    ``mismatch`` (:func:`parameter_mismatches`, empty without ``expect``); ``None`` when the file
+    does not exist.
     """
     p = Path(DECIDING_RUN if path is None else path)
     if not p.is_file():
         return None
     with np.load(p) as flat:
-        meta = {k: str(flat[k]) for k in ("command", "commit", "machine")}
+        meta: dict[str, Any] = {k: str(flat[k]) for k in ("command", "commit", "machine")}
         meta["seconds"] = float(flat["seconds"])
-        return read_runs(flat), meta
+        if "sources" in flat:  # several processes: their compute time at every d, together
+            meta["seconds"] = float(sum(float(flat[f"d{int(d)}_seconds"]) for d in np.atleast_1d(flat["ds"])))
+        meta["params"] = run_parameters(flat)
+        meta["sources"] = [str(x) for x in np.atleast_1d(flat["sources"])] if "sources" in flat else \
+            [meta["command"]]
+        runs = read_runs(flat)
+    meta["mismatch"] = parameter_mismatches(meta["params"], expect) if expect is not None else []
+    if strict and meta["mismatch"]:
+        raise ValueError(f"{p.name} does not match this page's model: {'; '.join(meta['mismatch'])}. "
+                         "Run scripts/phase_minimisers.py at these parameters, or use the page's own run")
+    return runs, meta
 
 
 def gd_gap(runs: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, Any]:

@@ -19,7 +19,12 @@ __all__ = ["first_crossing", "theory_curves", "accurate_curves", "crossing_estim
            "stability_verdict", "gd_verdict", "replay_verdict", "read_published", "published_curves",
            "replay_authors", "AUTHORS_START", "semantic_end_verdict", "published_crossings", "branch_gaps",
            "theory_at", "published_at", "decision_rows", "replay_rows", "theta_deviation_at", "branch_tail",
-           "tail_rows", "window_profiles", "lowest_points", "dynamics_verdict"]
+           "tail_rows", "window_profiles", "lowest_points", "dynamics_verdict", "FORM_NAMES",
+           "gd_decision_verdict", "limit_position", "extrapolation_rows"]
+
+#: how the page names the extrapolations of :data:`stumplib.phase.minimise.EXTRAPOLATIONS`
+FORM_NAMES = {"line": "straight line in 1/d", "quadratic": "with a 1/d^2 term",
+              "drop_smallest": "without the smallest d"}
 
 
 def first_crossing(x: Any, above: Any, below: Any) -> float:
@@ -193,6 +198,101 @@ def gd_verdict(decision: Mapping[str, Any], *, qualifier: str = "") -> Verdict:
     if qualifier:
         extra += f" ({qualifier})"
     return Verdict(v.status, v.sentence[:-1] + extra + ".") if extra else v
+
+
+def limit_position(z_accurate: float, z_published: float, *, what: str = "the limit") -> str:
+    """Where a measured value lies relative to the two theories, from its two z-scores.
+
+    Parameters
+    ----------
+    z_accurate, z_published : (value - theory) / combined standard error, per theory.
+    what : the value's name in the sentence.
+
+    Returns
+    -------
+    A phrase: ``"the limit lies between the theories, 4.4 standard errors below the accurate one
+    and 5.0 above the published one"`` (or ``"beyond the accurate theory ..."``).
+    """
+    za, zp = float(z_accurate), float(z_published)
+    if not (np.isfinite(za) and np.isfinite(zp)):
+        return f"{what} is not measured"
+    side = lambda z: "above" if z > 0 else "below"  # noqa: E731
+    where = ("between the theories" if za * zp < 0 else
+             f"beyond both theories, on the side of the {'accurate' if abs(za) < abs(zp) else 'published'} one")
+    return (f"{what} lies {where}, {abs(za):.1f} standard errors {side(za)} the accurate one and "
+            f"{abs(zp):.1f} {side(zp)} the published one")
+
+
+def gd_decision_verdict(decision: Mapping[str, Any], alphas: Any, *, qualifier: str = "",
+                        follow: float = 2.0, separate: float = 4.0) -> Verdict:
+    """The minimisers against the accurate and the published theory, decided only where the three
+    extrapolations to ``d -> infinity`` agree.
+
+    Each extrapolation of :func:`stumplib.phase.minimise.decide` (``forms``: a straight line in
+    ``1/d``, one with a ``1/d^2`` term, one without the smallest ``d``) is judged by
+    :func:`stumplib.core.verdicts.choose_theory` (the accurate theory the claimed one; within
+    ``follow`` standard errors at every alpha follows, ``separate`` or more tells apart). The
+    verdict is their common status; where they differ it is *undecided*, with what each says. The
+    sentence also says where the straight-line limit lies relative to both theories
+    (:func:`limit_position`) and gives the seed mean at the largest ``d`` against both theories,
+    which no extrapolation form enters, both at the first alpha.
+
+    Parameters
+    ----------
+    decision : :func:`stumplib.phase.minimise.decide`'s output. alphas : (A,) its sample ratios.
+    qualifier : what the run is (``"stored run, d up to 4000"``). follow, separate : the rule.
+
+    Returns
+    -------
+    A :class:`~stumplib.core.verdicts.Verdict`.
+    """
+    parts = {}
+    for name, f in decision["forms"].items():
+        za, zp = np.asarray(f["z_accurate"], dtype=float), np.asarray(f["z_published"], dtype=float)
+        if not (np.all(np.isfinite(za)) and np.all(np.isfinite(zp))):
+            parts[name] = (Verdict("undecided", "too few d for this form."), "too few d")
+            continue
+        v = verdicts.choose_theory(za, zp, follow=follow, separate=separate, what="the minimisers")
+        parts[name] = (v, f"|z| {np.max(np.abs(za)):.1f} accurate, {np.max(np.abs(zp)):.1f} published")
+    statuses = [v.status for v, _ in parts.values()]
+    a0 = float(np.ravel(alphas)[0])
+    line = decision["forms"].get("line", {})
+    dm = ""
+    if line:
+        pos = limit_position(line["z_accurate"][0], line["z_published"][0], what="the straight-line limit")
+        dm = f"; at alpha = {a0:g} {pos}" if "not measured" not in pos else ""
+    za0, zp0 = float(decision["dmax_z_accurate"][0]), float(decision["dmax_z_published"][0])
+    if np.isfinite(za0) and np.isfinite(zp0):
+        dm += (f"{'; at alpha = ' + format(a0, 'g') if not dm else ','} the seed mean at d = "
+               f"{int(decision['dmax'])} is {za0:+.1f} standard errors from the accurate theory and "
+               f"{zp0:+.1f} from the published")
+    qual = f" ({qualifier})" if qualifier else ""
+    if len(set(statuses)) == 1:
+        first = next(iter(parts.values()))[0]
+        nums = "; ".join(f"{FORM_NAMES.get(k, k)}: {t}" for k, (_, t) in parts.items())
+        body = first.sentence[:-1].split(":")[0]
+        return Verdict(statuses[0], f"all three extrapolations agree, {body} ({nums}){dm}{qual}.")
+    said = "; ".join(f"{FORM_NAMES.get(k, k)}: {v.status} ({t})" for k, (v, t) in parts.items())
+    return Verdict("undecided", f"the three extrapolations disagree ({said}){dm}{qual}.")
+
+
+def extrapolation_rows(decision: Mapping[str, Any], alphas: Any, accurate: Any,
+                       published: Any) -> list[dict]:
+    """One table row per (extrapolation, alpha) of :func:`stumplib.phase.minimise.decide`'s
+    ``forms``, and one per alpha for the seed mean at the largest ``d``."""
+    rows = []
+    for name, f in decision["forms"].items():
+        for j, a in enumerate(np.ravel(alphas)):
+            e = f["limit"][j]
+            rows.append({"extrapolation": FORM_NAMES.get(name, name), "alpha": f"{a:g}",
+                         "test error": f"{e.value:.6f} [{e.lo:.6f}, {e.hi:.6f}]",
+                         "z accurate": f["z_accurate"][j], "z published": f["z_published"][j]})
+    for j, a in enumerate(np.ravel(alphas)):
+        m, s = decision["dmax_mean"][j], decision["dmax_se"][j]
+        rows.append({"extrapolation": f"none: mean at d = {int(decision['dmax'])}", "alpha": f"{a:g}",
+                     "test error": f"{m:.6f} +- {s:.6f}", "z accurate": decision["dmax_z_accurate"][j],
+                     "z published": decision["dmax_z_published"][j]})
+    return rows
 
 
 def replay_verdict(pub: Mapping[str, Any], *, target: float = 1e-3) -> Verdict:

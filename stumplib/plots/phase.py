@@ -147,26 +147,40 @@ def diagram_figure(diag: Mapping[str, Any], published: tuple[float, float] | Non
 
 def minimiser_figure(decision: Mapping[str, Any], alphas, accurate, accurate_err, published):
     """Per alpha: the minimisers' mean exact test error (bars: two standard errors over seeds)
-    against 1/d, the weighted line extrapolating it to 1/d = 0 with its interval, the accurate
-    theory (band: three quadrature errors) and the published theory."""
+    against 1/d, the three weighted extrapolations to 1/d = 0 (a straight line, one with a 1/d^2
+    term, a line without the smallest d) with their intervals, the accurate theory (band: three
+    quadrature errors) and the published theory. A d where an alpha has no runs is left out."""
     fig, axes = style.panels(len(alphas), width=WIDTH, height=HEIGHT)
-    x = 1.0 / np.asarray(decision["ds"], dtype=float)
+    x_all = 1.0 / np.asarray(decision["ds"], dtype=float)
+    forms = decision.get("forms", {"line": dict(limit=decision["limit"])})
+    look = {"line": (1, ":", "straight line"), "quadratic": (2, "-.", r"with $1/d^2$"),
+            "drop_smallest": (1, (0, (1, 3)), "without smallest $d$")}
     for j, (ax, a) in enumerate(zip(axes, alphas)):
         m, se = decision["mean"][:, j], decision["se"][:, j]
-        ax.errorbar(x, m, yerr=2 * se, fmt="o", color=style.COLORS["semantic"], capsize=3,
+        ok = np.isfinite(m) & np.isfinite(se) & (se > 0)
+        x = x_all[ok]
+        ax.errorbar(x, m[ok], yerr=2 * se[ok], fmt="o", color=style.COLORS["semantic"], capsize=3,
                     label="minimisers")
-        lim = decision["limit"][j]
-        if x.size > 1:
-            slope = np.polyfit(x, m, 1, w=1 / se)[0]
-            xx = np.linspace(0, x.max(), 20)
-            ax.plot(xx, lim.value + slope * xx, ":", color=style.COLORS["fit"], label="fit in 1/d")
-        ax.errorbar([0], [lim.value], yerr=[[lim.value - lim.lo], [lim.hi - lim.value]], fmt="s",
-                    color=style.COLORS["fit"], capsize=3)
+        for k, (name, f) in enumerate(forms.items()):
+            deg, ls, label = look.get(name, (1, ":", name))
+            lim = f["limit"][j]
+            keep = ok.copy()
+            if name == "drop_smallest" and keep.any():
+                keep[np.flatnonzero(keep)[0]] = False
+            if not np.isfinite(lim.value) or keep.sum() <= deg:
+                continue
+            xk = x_all[keep]
+            coef = np.polyfit(xk, m[keep], deg, w=1 / se[keep])
+            xx = np.linspace(0, xk.max(), 40)
+            ax.plot(xx, np.polyval(coef, xx), ls=ls, color=style.COLORS["fit"], label=label)
+            off = -(2 - k) * 0.02 * x.max()  # side by side at and left of 1/d = 0
+            ax.errorbar([off], [lim.value], yerr=[[lim.value - lim.lo], [lim.hi - lim.value]], fmt="s",
+                        color=style.COLORS["fit"], capsize=3, ms=4)
         acc, err = float(accurate[j]), float(accurate_err[j])
         ax.axhspan(acc - 3 * err, acc + 3 * err, color=style.COLORS["semantic"], alpha=0.25, lw=0)
         ax.axhline(acc, color=style.COLORS["semantic"], label="accurate theory")
         ax.axhline(float(published[j]), color="k", ls="--", label="published theory")
-        ax.set_xlim(-0.05 * x.max(), 1.1 * x.max())
+        ax.set_xlim(-0.07 * x.max(), 1.1 * x.max())
         ax.set_xlabel(r"$1/d$")
         ax.set_title(rf"$\alpha$ = {a:.4g}", fontsize=10)
         ax.set_ylabel("test error per sample")

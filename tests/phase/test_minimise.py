@@ -216,23 +216,13 @@ def test_deciding_run_reads_the_values_written_into_a_file(tmp_path):
              d8_test_error=te[8], d8_converged=np.array([[True, True], [True, False]]),
              d16_test_error=te[16], d16_converged=np.array([[True, True]]))
     runs, meta = deciding_run(tmp_path / "run.npz")
-    assert meta == {"command": "python x.py --d 8 16", "commit": "a" * 40, "machine": "test box",
-                    "seconds": 12.5}
+    assert {k: meta[k] for k in ("command", "commit", "machine", "seconds")} == {
+        "command": "python x.py --d 8 16", "commit": "a" * 40, "machine": "test box", "seconds": 12.5}
+    assert meta["mismatch"] == []  # no parameters asked for
     assert sorted(runs) == [8, 16] and set(runs[8]) == {"test_error", "converged"}
     for d in (8, 16):
         np.testing.assert_array_equal(runs[d]["test_error"], te[d])
     assert runs[8]["converged"].tolist() == [[True, True], [True, False]]
-
-
-def test_the_committed_deciding_run_has_its_provenance():
-    from stumplib.phase.minimise import DECIDING_RUN, deciding_run
-
-    assert DECIDING_RUN.is_file()
-    runs, meta = deciding_run()
-    assert sorted(runs) == [250, 500, 1000, 2000]
-    assert "scripts/phase_minimisers.py" in meta["command"] and len(meta["commit"]) == 40
-    assert meta["seconds"] > 0 and meta["machine"]
-    assert all(runs[d]["test_error"].shape == runs[d]["converged"].shape for d in runs)
 
 
 def test_gd_gap_leaves_out_seeds_without_a_finite_error_and_counts_them():
@@ -272,3 +262,133 @@ def test_stability_by_dynamics_leaves_out_runs_that_did_not_converge(monkeypatch
     assert row["not converged"] == 1
     assert row["|m| sqrt(d), d = 20"] == pytest.approx(
         float(np.median(np.abs(seen[1:]))) * np.sqrt(20), rel=1e-12)
+
+
+def test_the_committed_deciding_run_reads_back_with_its_provenance(tmp_path):
+    """``deciding_run`` reads ``scripts/PHASE_MINIMISERS_4000.npz`` as :func:`study` returns runs,
+    with the command, commit and machine that made it, the model it was run at (the chapter's
+    defaults) and one source line per contributing process; every seed appears once per ``d``;
+    a missing file gives ``None``."""
+    from stumplib.phase.minimise import DECIDING_RUN, deciding_run, read_runs
+
+    assert DECIDING_RUN.is_file() and deciding_run(tmp_path / "none.npz") is None
+    runs, meta = deciding_run(expect=dict(omega=0.3, sigma=0.5, lam=0.01, A=A))
+    assert {250, 500, 1000, 2000, 4000} <= set(runs) and meta["mismatch"] == []
+    assert "scripts/phase_minimisers.py" in meta["command"] and len(meta["commit"]) >= 40
+    assert meta["seconds"] > 0 and meta["machine"] and len(meta["sources"]) >= 2
+    assert meta["params"]["gtol"] == 1e-8 and len(meta["params"]["code_version"]) == 16
+    with np.load(DECIDING_RUN) as flat:
+        again = read_runs(flat)
+    for d in runs:
+        assert set(runs[d]) == set(again[d]) and "test_error" in runs[d]
+        np.testing.assert_array_equal(runs[d]["test_error"], again[d]["test_error"])
+        seeds = runs[d]["seeds"]
+        assert np.unique(seeds).size == seeds.size and runs[d]["ran"].shape == runs[d]["test_error"].shape
+        made = runs[d]["ran"]
+        assert np.isfinite(runs[d]["test_error"][made]).all() and np.isnan(runs[d]["test_error"][~made]).all()
+
+
+def test_three_extrapolations_on_data_with_a_known_one_over_d_squared_term():
+    """y = L + a/d + b/d^2 at d = 250 ... 4000 with seed-like errors (se ~ d^-1/2): the parabola in
+    1/d recovers L exactly without noise and its 95% interval covers L in 95% of noisy replicates
+    (400 replicates: binomial sd 1.1%, so >= 91%); its z-scores have unit spread (the stated error
+    is the spread, within 10%: the sd of 400 z-scores is known to 3.5%). The straight line is biased
+    by the 1/d^2 term (3.5 of its standard errors here, computed), the line without the smallest d
+    less (1.3)."""
+    from stumplib.phase.minimise import extrapolations
+
+    ds = np.array([250, 500, 1000, 2000, 4000.0])
+    L, a, b = 0.0028, 0.02, 5.0
+    se = 2e-6 * np.sqrt(4000 / ds)
+    y = L + a / ds + b / ds ** 2
+    ex = extrapolations(ds, y[:, None], se[:, None])
+    assert set(ex) == {"line", "quadratic", "drop_smallest"}
+    assert ex["quadratic"][0][0].value == pytest.approx(L, abs=1e-15)
+    z = {k: (lim[0].value - L) / s[0] for k, (lim, s) in ex.items()}
+    assert z["line"] < -3 and -3 < z["drop_smallest"] < -1  # the 1/d^2 term biases the lines
+    rng = np.random.default_rng(0)
+    noisy = y[:, None] + se[:, None] * rng.standard_normal((5, 400))  # 400 replicates as columns
+    lim, s = extrapolations(ds, noisy, np.repeat(se[:, None], 400, 1))["quadratic"]
+    zq = (np.array([e.value for e in lim]) - L) / s
+    assert sum(e.contains(L) for e in lim) >= 364 and np.std(zq) == pytest.approx(1.0, rel=0.1)
+    few = extrapolations(ds[:2], y[:2, None], se[:2, None])  # two d: no parabola, one point left
+    assert np.isnan(few["quadratic"][1][0]) and np.isnan(few["drop_smallest"][1][0])
+    assert np.isfinite(few["line"][1][0])
+
+
+def _flat_run(lam=0.01, params=True):
+    """A stored run in scripts/phase_minimisers.py's layout, two d, two alphas."""
+    rng = np.random.default_rng(1)
+    flat = dict(ds=np.array([100, 200]), command=np.asarray("python3 scripts/phase_minimisers.py"),
+                commit=np.asarray("0" * 40), machine=np.asarray("test"), seconds=np.asarray(1.0))
+    for d in (100, 200):
+        te = 0.0028 + 1e-4 * rng.standard_normal((6, 2))
+        flat.update({f"d{d}_test_error": te, f"d{d}_converged": np.ones((6, 2), bool),
+                     f"d{d}_alphas": np.array([1.0164, 1.25]), f"d{d}_seeds": np.arange(6)})
+    if params:
+        flat.update(omega=np.asarray(0.3), sigma=np.asarray(0.5), lam=np.asarray(lam),
+                    A=np.array([[0.6, 0.4], [0.4, 0.6]]), seed=np.asarray(0), gtol=np.asarray(1e-8))
+    return flat
+
+
+def test_a_stored_run_with_another_lambda_is_refused(tmp_path):
+    """The page's lambda is 0.01; a file run at lambda = 0.02 is refused with the parameter named,
+    or flagged when not strict; a file that recorded no parameters is refused too."""
+    from stumplib.phase.minimise import deciding_run
+
+    page = dict(omega=0.3, sigma=0.5, lam=0.01, A=A)
+    for name, flat in (("ok", _flat_run()), ("lam", _flat_run(lam=0.02)), ("old", _flat_run(params=False))):
+        np.savez(tmp_path / f"{name}.npz", **flat)
+    runs, meta = deciding_run(tmp_path / "ok.npz", expect=page)
+    assert meta["mismatch"] == [] and meta["params"]["lam"] == 0.01 and sorted(runs) == [100, 200]
+    with pytest.raises(ValueError, match=r"lam = 0.02 \(this page: 0.01\)"):
+        deciding_run(tmp_path / "lam.npz", expect=page)
+    _, meta = deciding_run(tmp_path / "lam.npz", expect=page, strict=False)
+    assert meta["mismatch"] == ["lam = 0.02 (this page: 0.01)"]
+    with pytest.raises(ValueError, match="parameters not recorded"):
+        deciding_run(tmp_path / "old.npz", expect=page)
+    assert deciding_run(tmp_path / "old.npz")[1]["mismatch"] == []  # no check asked
+
+
+def test_at_alphas_selects_columns_and_marks_a_missing_alpha_as_not_run():
+    from stumplib.phase.minimise import at_alphas, read_runs
+
+    flat = _flat_run()
+    flat["d200_test_error"] = flat["d200_test_error"][:, :1]  # alpha 1.25 not run at d = 200
+    flat["d200_converged"] = flat["d200_converged"][:, :1]
+    flat["d200_alphas"] = np.array([1.0164])
+    sel = at_alphas(read_runs(flat), [1.25, 1.0164])
+    np.testing.assert_array_equal(sel[100]["test_error"], flat["d100_test_error"][:, ::-1])
+    assert np.isnan(sel[200]["test_error"][:, 0]).all() and not sel[200]["converged"][:, 0].any()
+    np.testing.assert_array_equal(sel[200]["test_error"][:, 1], flat["d200_test_error"][:, 0])
+    assert at_alphas(read_runs(flat), [2.0]) == {}
+
+
+def test_phase_minimisers_script_records_parameters_and_counts_a_seed_once(tmp_path):
+    """The script at d = 16 and 24: a second process that adds an alpha and more seeds merges the
+    first file, runs only the missing (seed, alpha) pairs, reproduces nothing twice, and records
+    the model, the run parameters, the objective's code version and each run's source; a file at
+    another lambda is not merged."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "phase_minimisers.py"
+    spec = importlib.util.spec_from_file_location("phase_minimisers", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    first, second = tmp_path / "a.npz", tmp_path / "b.npz"
+    script.main(["--d", "16", "--seeds", "2", "--gd-max-d", "0", "--out", str(first)])
+    script.main(["--merge", str(first), "--job", "16,24:1.0164,1.12:0-2", "--gd-max-d", "0",
+                 "--out", str(second)])
+    with np.load(first) as a, np.load(second) as b:
+        assert list(b["d16_alphas"]) == [1.0164, 1.12, 1.25] and list(b["d16_seeds"]) == [0, 1, 2]
+        ran = b["d16_ran"]
+        assert ran.sum() == 4 + 2 * 3 - 2 and not ran[2, 2]  # seed 2 never ran at 1.25
+        np.testing.assert_array_equal(b["d16_test_error"][:2][:, [0, 2]], a["d16_test_error"])
+        assert (b["d16_source"][:2][:, [0, 2]] == 0).all() and (b["d16_source"][:, 1] == 1).all()
+        assert list(b["ds"]) == [16, 24] and b["d24_ran"].sum() == 6
+        assert float(b["lam"]) == 0.01 and float(b["omega"]) == 0.3 and b["A"].shape == (2, 2)
+        assert float(b["gtol"]) == 1e-8 and len(str(b["code_version"])) == 16 and len(b["sources"]) == 2
+    with pytest.raises(SystemExit, match="lam"):
+        script.main(["--merge", str(second), "--lam", "0.02", "--job", "16:1.0164:1",
+                     "--out", str(tmp_path / "c.npz")])

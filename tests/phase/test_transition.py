@@ -205,3 +205,39 @@ def test_window_profiles_one_structured_entry_per_rule_reloaded_unchanged(tmp_pa
             for key, v in ref.items():
                 np.testing.assert_array_equal(out[key], np.asarray(v))
     assert not np.array_equal(got[0]["residual"], got[1]["residual"])  # the rules are kept apart
+
+
+def _forms(line, quadratic, drop, dmax_z=(-3.0, 1.0)):
+    """A decision with three extrapolations given as (z accurate, z published) per alpha."""
+    forms = {k: dict(z_accurate=np.asarray(za, float), z_published=np.asarray(zp, float))
+             for k, (za, zp) in (("line", line), ("quadratic", quadratic), ("drop_smallest", drop))}
+    return dict(forms=forms, dmax=4000, dmax_z_accurate=np.array([dmax_z[0], np.nan]),
+                dmax_z_published=np.array([dmax_z[1], np.nan]))
+
+
+def test_gd_decision_verdict_decides_only_where_the_three_extrapolations_agree():
+    from stumplib.phase.transition import gd_decision_verdict
+
+    follow = ([0.5, -1.0], [6.0, 5.0])
+    v = gd_decision_verdict(_forms(follow, ([1.5, 0.2], [4.5, 4.1]), follow), [1.0164, 1.25])
+    assert v.status == "holds" and "all three extrapolations agree" in v.sentence
+    assert "-3.0 standard errors" in v.sentence
+    neither = ([-4.4, -1.0], [5.0, 4.9])
+    v = gd_decision_verdict(_forms(neither, ([-2.6, 0.1], [2.7, 3.2]), ([-3.3, -0.2], [3.7, 4.1])),
+                            [1.0164, 1.25], qualifier="stored run")
+    assert v.status == "undecided" and "disagree" in v.sentence and "straight line in 1/d: fails" in v.sentence
+    assert "with a 1/d^2 term: undecided" in v.sentence and v.sentence.endswith("(stored run).")
+    nan = ([np.nan, np.nan], [np.nan, np.nan])
+    assert gd_decision_verdict(_forms(follow, nan, follow), [1.0164, 1.25]).status == "undecided"
+    v = gd_decision_verdict(_forms(neither, neither, neither, dmax_z=(np.nan, np.nan)), [1.0164, 1.25])
+    assert v.status == "fails" and "at d =" not in v.sentence
+
+
+def test_limit_position_says_between_or_beyond():
+    from stumplib.phase.transition import limit_position
+
+    s = limit_position(-4.4, 5.0)
+    assert "between the theories" in s and "4.4 standard errors below the accurate" in s
+    assert "5.0 above the published" in s
+    assert "beyond both theories, on the side of the published" in limit_position(-8.0, -1.0)
+    assert "not measured" in limit_position(np.nan, 1.0)
