@@ -31,6 +31,7 @@ import torch
 from stumplib.core.device import DEFAULT_DTYPE, make_generator, resolve_device
 from stumplib.stump.model import estimate
 from stumplib.core.stats import Estimate, interval, resample, resample_indices
+from stumplib.stump.certified import worst_per_value
 from stumplib.stump.tasks import labels
 from stumplib.stump.trainer import RunConfig, train_gd
 from stumplib.stump.transfer import population_path, step_size_limit
@@ -198,7 +199,8 @@ def _stop_cells(sq_runs: Sequence[np.ndarray], run_idx: Sequence[np.ndarray] | N
 
 def bootstrap_stop_law(mn: Any, Ns: Any, sq_runs: Sequence[np.ndarray], beta_star: Any,
                        beta_boot: Any, head: dict[str, float], *, n_boot: int = 200,
-                       seed: int = 0, level: float = 0.95) -> dict[str, Estimate]:
+                       seed: int = 0, level: float = 0.95, worst: bool = False
+                       ) -> dict[str, Estimate]:
     """The two-term law of the error at the certified stop, with an interval that holds every
     source of uncertainty: the certified scales, the trained runs and the fresh contexts.
 
@@ -217,6 +219,10 @@ def bootstrap_stop_law(mn: Any, Ns: Any, sq_runs: Sequence[np.ndarray], beta_sta
     beta_star : shape ``(P,)``; beta_boot : shape ``(B, P)``: replicates of the certified scales
         (non-finite replicates are skipped).
     head : ``{"A", "p", "B", "q"}`` of the frozen head's law (:func:`fit_two_term` on measurement 1).
+    worst : fit only the worst shape at each ``m ∧ n`` (the largest mean squared error at the
+        largest ``N``, where the ``m ∧ n`` term dominates), chosen again in every replicate
+        (:func:`stumplib.stump.certified.worst_per_value`): the statistic of an upper bound in
+        ``m ∧ n``. ``False``: every shape.
 
     Returns
     -------
@@ -234,7 +240,14 @@ def bootstrap_stop_law(mn: Any, Ns: Any, sq_runs: Sequence[np.ndarray], beta_sta
         raise ValueError("every shape needs the same number (>= 2) of contexts")
     n_boot = check_int("n_boot", n_boot, minimum=10)
     X, NN = np.meshgrid(mn, Ns, indexing="ij")
-    fit = _fit_vector(X.ravel(), NN.ravel(), _stop_cells(sq_runs, None, None).ravel())
+
+    def fit_cells(cells: np.ndarray) -> np.ndarray:
+        if not worst:
+            return _fit_vector(X.ravel(), NN.ravel(), cells.ravel())
+        xs, idx = worst_per_value(mn, cells[:, -1], worst="max")
+        return _fit_vector(np.repeat(xs, K), np.tile(Ns, xs.size), cells[idx].ravel())
+
+    fit = fit_cells(_stop_cells(sq_runs, None, None))
     ctx = resample_indices(U.pop(), n_boot, seed)
     runs = [resample_indices(len(s), n_boot, seed + 1 + i) for i, s in enumerate(sq_runs)]
     rows = np.flatnonzero(np.all(np.isfinite(bb) & (bb > 0), axis=1))  # usable beta* replicates
@@ -243,7 +256,7 @@ def bootstrap_stop_law(mn: Any, Ns: Any, sq_runs: Sequence[np.ndarray], beta_sta
         bsb = bb[rows[b % rows.size]]  # independent of the run and context draws: pair by index
         move = head_mse(bsb[:, None], Ns[None, :], head) / head_mse(bs[:, None], Ns[None, :], head)
         cells = _stop_cells(sq_runs, [r[b] for r in runs], ctx[b]) * move
-        reps[b] = _fit_vector(X.ravel(), NN.ravel(), cells.ravel())
+        reps[b] = fit_cells(cells)
     return _estimates(fit, reps, level, n_boot)
 
 
