@@ -24,7 +24,8 @@ from typing import Any, Mapping
 from stumplib.core import verdicts as V
 from stumplib.core.stats import Estimate
 
-__all__ = ["Claim", "REGISTRY", "claim", "rule_arguments", "judge", "decide", "AUDIT_FILE",
+__all__ = ["Claim", "REGISTRY", "claim", "rule_arguments", "judge", "decide", "decide_parts",
+           "AUDIT_FILE",
            "read_audit", "seed_agreement", "glue_seed_agreement"]
 
 
@@ -173,14 +174,14 @@ _ARGS: dict[str, dict[str, Any]] = {
     "bound_mn": dict(exponent=-1.0, fmt=".2f"),
     "bound_N": dict(exponent=-1.0, fmt=".2f"),
     "onehead_boundary": dict(bound=10.0, fmt=".3g"),
-    "sym_interior": dict(target=4.0, tol=0.2, fmt=".3f"),
+    "sym_interior": dict(target=4.0, tol=0.2, fmt=".3f", target_text="4"),
     "prior_risk_sym": dict(bound=2.0, fmt=".3g"),
-    "prior_risk_aware": dict(target=1.0, tol=0.05, fmt=".3f"),
+    "prior_risk_aware": dict(target=1.0, tol=0.05, fmt=".3f", target_text="1"),
     "own_over_path": dict(bound=1.0, fmt=".3g"),
     "head": dict(target=1.0, tol=0.05, fmt=".3g"),
-    "gd_beats_bound": dict(target=1.0, tol=0.1, fmt=".3f"),
+    "gd_beats_bound": dict(target=1.0, tol=0.1, fmt=".3f", target_text="1"),
     "calib_mae": dict(target=-1.0, fmt=".2f"),
-    "sym_bayes": dict(target=1.0, tol=0.05, fmt=".4f"),
+    "sym_bayes": dict(target=1.0, tol=0.05, fmt=".4f", target_text="1"),
     "sym_trained": dict(target=4.0, tol=0.2, fmt=".3g"),
     "phase_replay": dict(bound=1e-3, fmt=".1e"),
     "phase_stability": dict(bound=1.0, fmt=".2g"),
@@ -320,6 +321,39 @@ def decide(key: str, statistic: Estimate, *, profile: str | None = None,
         from stumplib.core import book
 
         book.glue_estimate(f"{key}_estimate", statistic)
+        book.glue_value(f"{key}_rule_status", v.status)
+        book.glue_verdict(key, final)
+    return final
+
+
+def decide_parts(key: str, parts: Mapping[str, Estimate], *, profile: str | None = None,
+                 audit: Mapping[str, Any] | None = None, glue: bool = True,
+                 **context: Any) -> V.Verdict:
+    """:func:`decide` for a claim made of several statistics judged by the same rule (the head
+    law's exponents ``p`` and ``q``): each part is judged with its name as the symbol, the parts
+    are combined (:func:`stumplib.core.verdicts.combine`: ``partly`` when they differ), and the
+    first part is glued as the key number ``<key>_estimate``.
+
+    Parameters
+    ----------
+    key : a registry key.
+    parts : ``{symbol: statistic}``, at least one; the first is the key number.
+    profile, audit, glue, **context : as for :func:`decide`.
+
+    Returns
+    -------
+    the glued :class:`~stumplib.core.verdicts.Verdict`.
+    """
+    if not parts:
+        raise ValueError("parts must hold at least one statistic")
+    vs = [judge(key, est, symbol=name, **context) for name, est in parts.items()]
+    v = V.combine(vs, "; ".join(x.sentence.rstrip(".") for x in vs))
+    audit = read_audit() if audit is None else audit
+    final = _seed_checked(key, v, profile, audit)
+    if glue:
+        from stumplib.core import book
+
+        book.glue_estimate(f"{key}_estimate", next(iter(parts.values())))
         book.glue_value(f"{key}_rule_status", v.status)
         book.glue_verdict(key, final)
     return final
