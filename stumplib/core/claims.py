@@ -380,3 +380,41 @@ def glue_seed_agreement(chapter: str, audit: Mapping[str, Any] | None = None) ->
     book.glue_value("seed_audit_commit", str(audit.get("commit", "none"))[:10])
     return out
 
+
+
+# --- tables for the page "How each claim is judged" ----------------------------------------
+RULE_HEADER = ("claim", "chapter", "statistic", "target", "tolerance", "rule")
+
+
+def registry_rows() -> list[list[str]]:
+    """One row per claim of :data:`REGISTRY`, the columns of :data:`RULE_HEADER`."""
+    return [[c.claim, c.chapter.removeprefix("chapters/"), c.statistic, c.target, c.tolerance,
+             c.rule] for c in REGISTRY]
+
+
+AUDIT_HEADER = ("claim", "status per seed", "seeds agree", "key number (mean)",
+                "seed-to-seed SD", "mean half-width", "coverage ratio")
+
+
+def audit_rows(audit: Mapping[str, Any] | None = None) -> list[list[str]]:
+    """One row per registry claim from the seed audit (``"not audited"`` where it has none).
+
+    The coverage ratio is the mean nominal half-width of the key number's 95% interval over
+    ``1.96`` times its standard deviation between seeds: at least 1 when the intervals are as
+    wide as the seed-to-seed spread says, below 1 when they under-cover.
+    """
+    audit = read_audit() if audit is None else audit
+    rows = []
+    for c in REGISTRY:
+        a = audit.get("claims", {}).get(c.key)
+        if not a or not [s for s in a.get("status", []) if s]:
+            rows.append([c.claim, "not audited", "", "", "", "", ""])
+            continue
+        agree = seed_agreement(c.key, audit)
+
+        def num(k: str, fmt: str = ".3g") -> str:
+            v = a.get(k)
+            return "" if v is None or not isinstance(v, (int, float)) or v != v else format(v, fmt)
+        rows.append([c.claim, ", ".join(s or "-" for s in a["status"]), agree["text"],
+                     num("mean"), num("sd"), num("half_width"), num("coverage_ratio", ".2f")])
+    return rows

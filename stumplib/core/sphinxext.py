@@ -29,6 +29,11 @@ their run times) and which were reused from the cache, e.g.::
 
     stumpbook: executed chapters/01_setup (12.3 s); reused from cache: chapters/02_...
 
+4. **The rules before the numbers.** Two directives render the claims registry
+   (:mod:`stumplib.core.claims`) at build time on the page "How each claim is judged":
+   ``{claims-rules}`` (claim, statistic, target, tolerance, rule) and ``{seed-audit}`` (the
+   committed seed audit: status per seed, agreement, coverage of the intervals).
+
 Enable it with ``sphinx: extra_extensions: [stumplib.core.sphinxext]`` in ``_config.yml``.
 """
 from __future__ import annotations
@@ -303,7 +308,73 @@ def _outputs_from_cache(cache: Path, source: Path, out: Path) -> None:
     nbformat.write(nb, out)
 
 
+def _table(header: tuple[str, ...], rows: list[list[str]], widths: list[int]):
+    """A docutils table node of plain-text cells."""
+    from docutils import nodes
+
+    table = nodes.table(classes=["claims-table"])
+    group = nodes.tgroup(cols=len(header))
+    table += group
+    for w in widths:
+        group += nodes.colspec(colwidth=w)
+
+    def row(cells: list[str]):
+        r = nodes.row()
+        for text in cells:
+            entry = nodes.entry()
+            entry += nodes.paragraph(text=str(text))
+            r += entry
+        return r
+    head = nodes.thead()
+    head += row(list(header))
+    body = nodes.tbody()
+    for cells in rows:
+        body += row(cells)
+    group += head
+    group += body
+    return table
+
+
+def _directives():
+    """The ``claims-rules`` and ``seed-audit`` directive classes (Sphinx imported lazily)."""
+    from docutils import nodes
+    from sphinx.util.docutils import SphinxDirective
+
+    class ClaimsRules(SphinxDirective):
+        """``{claims-rules}``: the claims registry as a table, one row per landing row."""
+
+        def run(self):
+            from stumplib.core import claims
+
+            return [_table(claims.RULE_HEADER, claims.registry_rows(), [16, 6, 30, 12, 26, 10])]
+
+    class SeedAudit(SphinxDirective):
+        """``{seed-audit}``: the committed seed audit (``scripts/SEED_AUDIT.json``)."""
+
+        def run(self):
+            from stumplib.core import claims
+
+            self.env.note_dependency(str(claims.AUDIT_FILE))
+            audit = claims.read_audit()
+            if not audit:
+                return [nodes.paragraph(text="No seed audit is committed: no claim is audited.")]
+            seeds = ", ".join(str(k) for k in audit.get("seeds", []))
+            info = (f"Audited commit {audit.get('commit', '?')}, profile "
+                    f"{audit.get('profile', '?')}, seeds {seeds}; "
+                    f"chapters {', '.join(audit.get('chapters_done', [])) or 'none'}; "
+                    f"{audit.get('duration_s', float('nan')) / 60:.0f} minutes on "
+                    f"{audit.get('machine', '?')} ({audit.get('finished', '?')}). Command: "
+                    f"{audit.get('command', '?')}")
+            return [nodes.paragraph(text=info),
+                    _table(claims.AUDIT_HEADER, claims.audit_rows(audit),
+                           [22, 26, 8, 10, 10, 10, 8])]
+    return ClaimsRules, SeedAudit
+
+
 def setup(app) -> dict[str, Any]:
+    rules, audit = _directives()
+    app.add_directive("claims-rules", rules)
+    app.add_directive("seed-audit", audit)
     # after myst-nb's own builder-inited handler, which resolves the execution cache path
     app.connect("builder-inited", _builder_inited, priority=900)
     app.connect("env-get-outdated", _env_get_outdated)
