@@ -415,6 +415,7 @@ def audit_rows(audit: Mapping[str, Any] | None = None) -> list[list[str]]:
         def num(k: str, fmt: str = ".3g") -> str:
             v = a.get(k)
             return "" if v is None or not isinstance(v, (int, float)) or v != v else format(v, fmt)
+        cover = "no spread" if a.get("sd") == 0 else num("coverage_ratio", ".2f")
         rows.append([c.claim, ", ".join(s or "-" for s in a["status"]), agree["text"],
-                     num("mean"), num("sd"), num("half_width"), num("coverage_ratio", ".2f")])
+                     num("mean"), num("sd"), num("half_width"), cover])
     return rows

@@ -63,7 +63,17 @@ def build_stamp() -> dict[str, str]:
         "code_version": book.code_version(),
         "profile": os.environ.get(book.ENV_VAR, ""),
         "cache": "on" if book.cache_enabled() else "off",
+        # the chapters read the committed seed audit (claims.glue_seed_agreement)
+        "seed_audit": _file_digest(Path(__file__).resolve().parents[2] / "scripts"
+                                   / "SEED_AUDIT.json"),
     }
+
+
+def _file_digest(path: Path) -> str:
+    """A short hash of a file's bytes (``"none"`` when it does not exist)."""
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else "none"
 
 
 def _cache_path(app) -> Path:

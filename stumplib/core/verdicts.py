@@ -224,8 +224,9 @@ def growth_up_to_logs(slope: Estimate, *, x_mid: float, exponent: float = 1.0, v
     """
     s1, s2 = log_slopes(x_mid, -exponent)
     g1, g2 = -s1, -s2
-    text = (f"slope in {variable} {slope:{fmt}}; growth like {variable}^{exponent:g} up to one log "
-            f"needs {g1:{fmt}}, two logs {g2:{fmt}}{_qual(qualifier)}")
+    power = variable if exponent == 1 else f"{variable}^{exponent:g}"
+    text = (f"slope in {variable} {slope:{fmt}}; growth like {power} up to one log needs "
+            f"{g1:{fmt}}, two logs {g2:{fmt}}{_qual(qualifier)}")
     if not _finite(slope):
         return Verdict("undecided", _sentence(f"the slope in {variable} has no finite interval"
                                               f"{_qual(qualifier)}"))
