@@ -59,6 +59,7 @@ __all__ = [
     "calibration_time",
     "fit_exponent",
     "extrapolate_exponent",
+    "asymptotic_exponents",
     "interpolate_flow",
     "hessian_max_eig",
     "gradient_field",
@@ -233,6 +234,12 @@ class FlowResult(_Trajectory):
     def dlogbeta_dlogt(self) -> np.ndarray:
         """Local exponent ``d log beta / d log t = t beta'/beta``, shape ``(R, K)``."""
         return self.t * self.dbeta_dt / self.beta
+
+    @property
+    def dlogrmse_dlogt(self) -> np.ndarray:
+        """Local exponent of the RMSE, ``d log sqrt(L) / d log t = -t |grad L|^2 / (2 L)`` (the
+        flow's velocity is ``-grad L``), shape ``(R, K)``."""
+        return -0.5 * self.t * (self.dbeta_dt ** 2 + self.db_dt ** 2) / self.loss
 
     @property
     def dc_dlogt(self) -> np.ndarray:
@@ -591,6 +598,39 @@ def extrapolate_exponent(beta: Any, local: Any, *, beta_min: float, n_windows: i
                           min_fraction=0.5, min_points=4, seed=seed)
     lo, hi = window_interval(p_inf, icpts, level)
     return Estimate(p_inf, lo, hi, "windows", level, None, int(bb.size))
+
+
+def asymptotic_exponents(result: "FlowResult", run: int = 0, *, t_from: float,
+                         n_windows: int = 100, seed: int = 0) -> tuple[Estimate, Estimate]:
+    """The exponents of ``beta(t)`` and of the RMSE of one flow run, extrapolated to
+    ``beta -> inf``: the claim's asymptotic exponents (a finite-window fit is biased by the
+    approach from above).
+
+    Both local exponents are exact (from the flow's velocity: :attr:`FlowResult.dlogbeta_dlogt`,
+    :attr:`FlowResult.dlogrmse_dlogt`) and are extrapolated over the records with
+    ``t >= t_from`` by :func:`extrapolate_exponent`.
+
+    Parameters
+    ----------
+    result : the flow.
+    run : index of the run, in ``[0, R)``.
+    t_from : first time of the extrapolation range (> 0; at least 6 records must follow it).
+    n_windows : random sub-ranges of the interval (>= 20).
+    seed : seed of the sub-range draw.
+
+    Returns
+    -------
+    (p, q) : :class:`~stumplib.core.stats.Estimate` of the exponents of ``beta`` and of the RMSE.
+    """
+    if not isinstance(result, FlowResult):
+        raise ValueError(f"result must be a FlowResult; got {type(result).__name__}")
+    run = check_int("run", run, minimum=0, maximum=result.beta.shape[0] - 1)
+    t_from = check_real("t_from", t_from, low=0.0, low_open=True)
+    late = result.t >= t_from
+    beta = result.beta[run][late]
+    kw = dict(beta_min=float(beta.min()) if beta.size else 1.0, n_windows=n_windows, seed=seed)
+    return (extrapolate_exponent(beta, result.dlogbeta_dlogt[run][late], **kw),
+            extrapolate_exponent(beta, result.dlogrmse_dlogt[run][late], **kw))
 
 
 def interpolate_flow(result: FlowResult, t: Any, run: int = 0) -> tuple[np.ndarray, np.ndarray]:

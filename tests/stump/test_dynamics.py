@@ -240,3 +240,22 @@ def test_exponent_verdict_branches():
     assert D.exponent_verdict(good, 0.25, extrapolated=inf_bad, **kw).status == "partly"
     assert D.exponent_verdict(good, 0.25, symbol="p", tol=0.03, decades=3.0).status == "undecided"
     assert "1/4" in D.exponent_verdict(good, 0.25, **kw).sentence
+
+
+def test_rmse_local_exponent_is_the_flow_derivative_of_log_rmse(long_flow):
+    # exact -t|grad L|^2/(2L) against centred differences of log sqrt(L) in log t (161 records
+    # over 14 decades: the difference error is below 1e-3 where the exponent varies slowly)
+    t, r = long_flow.t[1:], long_flow.rmse[0][1:]
+    num = np.gradient(np.log(r), np.log(t))
+    late = t > 1e6
+    np.testing.assert_allclose(long_flow.dlogrmse_dlogt[0][1:][late][1:-1], num[late][1:-1],
+                               atol=1e-3)
+
+
+def test_asymptotic_exponents_are_the_quarter_powers(long_flow):
+    # the claim's limits: beta ~ t^(1/4), RMSE ~ t^(-1/4); corrections O(log beta / beta)
+    p, q = D.asymptotic_exponents(long_flow, 0, t_from=1e8, seed=1)
+    assert p.value == pytest.approx(0.25, abs=2e-3) and q.value == pytest.approx(-0.25, abs=2e-3)
+    assert p.width < 0.01 and q.width < 0.01
+    with pytest.raises(ValueError, match="run"):
+        D.asymptotic_exponents(long_flow, 5, t_from=1e8)
