@@ -173,7 +173,7 @@ _ARGS: dict[str, dict[str, Any]] = {
     "certified_scale": dict(exponent=1.0, fmt=".2f"),
     "bound_mn": dict(exponent=-1.0, fmt=".2f"),
     "bound_N": dict(exponent=-1.0, fmt=".2f"),
-    "onehead_boundary": dict(bound=10.0, fmt=".3g"),
+    "onehead_boundary": dict(bound=10.0, fmt=".0f"),
     "sym_interior": dict(target=4.0, tol=0.2, fmt=".3f", target_text="4"),
     "prior_risk_sym": dict(bound=2.0, fmt=".3g"),
     "prior_risk_aware": dict(target=1.0, tol=0.05, fmt=".3f", target_text="1"),
