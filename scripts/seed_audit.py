@@ -133,7 +133,11 @@ def write(audit: dict, out_json: Path, out_md: Path) -> None:
              f"- machine: {audit['machine']}", f"- started {audit['started']}, finished "
              f"{audit.get('finished', 'running')}, {audit['duration_s'] / 60:.1f} minutes",
              f"- seeds: {', '.join(map(str, audit['seeds']))}; chapters done: "
-             f"{', '.join(audit['chapters_done']) or 'none'}", "",
+             f"{', '.join(audit['chapters_done']) or 'none'}"]
+    for r in audit.get("reruns", []):
+        lines.append(f"- rerun of {', '.join(r['chapters_done'])} at commit {r['commit']} "
+                     f"({r['duration_s'] / 60:.1f} minutes): `{r['command']}`")
+    lines += ["",
              "Coverage ratio: mean nominal 95% half-width over 1.96 x the seed-to-seed standard "
              "deviation of the key number (below 1: the intervals under-cover).", "",
              "| claim | key number | status per seed | agree | mean | SD | half-width | "
@@ -156,6 +160,25 @@ def write(audit: dict, out_json: Path, out_md: Path) -> None:
     out_md.write_text("\n".join(lines) + "\n")
 
 
+def merge(out_json: Path, rerun_json: Path) -> dict:
+    """Replace the claims of the chapters audited in ``rerun_json`` (a rerun after a change to
+    them) in ``out_json``; the rerun's commit, command and chapters are listed under ``reruns``."""
+    audit, rerun = json.loads(out_json.read_text()), json.loads(rerun_json.read_text())
+    if audit["profile"] != rerun["profile"] or audit["seeds"] != rerun["seeds"]:
+        raise SystemExit("--merge-from: the rerun must use the same profile and seeds")
+    for chapter in rerun["chapters_done"]:
+        for c in K.REGISTRY:
+            if c.chapter == chapter and c.key in rerun["claims"]:
+                audit["claims"][c.key] = rerun["claims"][c.key]
+        if chapter not in audit["chapters_done"]:
+            audit["chapters_done"].append(chapter)
+        audit["chapter_seconds"][chapter] = rerun["chapter_seconds"][chapter]
+    audit.setdefault("reruns", []).append({k: rerun[k] for k in (
+        "command", "commit", "started", "duration_s", "chapters_done")})
+    write(audit, out_json, out_json.with_suffix(".md"))
+    return audit
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
@@ -163,9 +186,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="quick", choices=["smoke", "quick", "full"])
     ap.add_argument("--workdir", default="/tmp/seed_audit", help="executed notebooks go here")
     ap.add_argument("--out", default=str(ROOT / "scripts" / "SEED_AUDIT.json"))
+    ap.add_argument("--merge-from", default=None, metavar="FILE",
+                    help="run nothing: merge the chapters audited in FILE (a later rerun of some "
+                         "chapters) into --out, recording the rerun's commit and command")
     ap.add_argument("--commit", default=None,
                     help="the audited commit (default: git rev-parse HEAD of this checkout)")
     args = ap.parse_args(argv)
+    if args.merge_from:
+        merge(Path(args.out), Path(args.merge_from))
+        return 0
     if len(set(args.seeds)) < 2 or min(args.seeds) < 0:
         raise SystemExit("--seeds: at least two distinct non-negative seeds")
     import papermill as pm
