@@ -39,7 +39,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
+from glue_snapshot import glued_values  # noqa: E402  (the one reader of glued values)
 from stumplib.core import claims as K  # noqa: E402
 
 #: key numbers of the rows whose chapter glues no ``<key>_estimate`` (chapter 6's library
@@ -61,29 +63,6 @@ def chapter_path(tag: str) -> Path:
     if len(hits) != 1:
         raise SystemExit(f"--chapters: {tag!r} matches {len(hits)} notebooks")
     return hits[0]
-
-
-def glued_values(nb_path: Path) -> dict[str, object]:
-    """Every glued value of an executed notebook as a Python object (its text/plain repr)."""
-    import ast
-
-    nb = json.loads(nb_path.read_text())
-    out = {}
-    for cell in nb["cells"]:
-        for o in cell.get("outputs", []):
-            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
-            if name is None:
-                continue
-            data = o.get("data", {})
-            txt = [v for k, v in data.items() if k.endswith("text/plain")]
-            if not txt:
-                continue
-            t = "".join(txt[0]) if isinstance(txt[0], list) else txt[0]
-            try:
-                out[name] = ast.literal_eval(t)
-            except (ValueError, SyntaxError):
-                out[name] = {"nan": float("nan"), "inf": math.inf}.get(t, t)
-    return out
 
 
 def read_claim(g: dict, key: str) -> dict:
@@ -227,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                 pm.execute_notebook(str(nb), str(out), parameters={"profile": args.profile,
                                                                    "seed": seed},
                                     cwd=str(ROOT / "chapters"), progress_bar=False)
-                g = glued_values(out)
+                g = glued_values(json.loads(out.read_text()))
             except Exception as exc:  # noqa: BLE001 - a failed seed is recorded, not fatal
                 print(f"{nb.stem} seed {seed}: failed ({type(exc).__name__}: {exc})"[:400],
                       flush=True)
