@@ -66,8 +66,6 @@ __all__ = [
     "valley_c",
     "scale_constant",
     "growth_share_at_calibration",
-    "calibration_verdict",
-    "exponent_verdict",
     "TrainingDiverged",
 ]
 
@@ -788,85 +786,3 @@ def growth_share_at_calibration(result: FlowResult, t_cal: Any) -> np.ndarray:
         at = np.log(interpolate_flow(result, [tc], r)[0][0])
         out[r] = float(np.clip((at - lo) / (end - lo), 0.0, 1.0))
     return out
-
-
-def calibration_verdict(share: Any, t_cal_main: float, *, max_share: float = 0.1):
-    """Verdict on "training first calibrates, then grows the scale".
-
-    Parameters
-    ----------
-    share : array_like, shape ``(R,)``: :func:`growth_share_at_calibration` of every run
-        (``nan`` for a run that never calibrates or never grows).
-    t_cal_main : the calibration time of the main start (shown in the sentence).
-    max_share : the largest share of the growth of ``log beta`` that may come before calibration
-        ends for the claim to hold, in ``(0, 1)``.
-
-    Returns
-    -------
-    stumplib.core.verdicts.Verdict: ``holds`` when every run calibrates and none has made more than
-    ``max_share`` of its growth by then; ``fails`` when some run has made more; ``undecided`` when
-    some run never calibrates within the flow's time (and none fails).
-    """
-    from stumplib.core.verdicts import Verdict, at_most
-
-    max_share = check_real("max_share", max_share, low=0.0, high=1.0, low_open=True, high_open=True)
-    share = np.asarray(share, dtype=float).ravel()
-    if share.size == 0:
-        raise ValueError("share must hold at least one run")
-    done = share[np.isfinite(share)]
-    if done.size == 0:
-        return Verdict("undecided", "no start calibrates within the flow's time.")
-    worst = float(done.max())
-    v = at_most(Estimate(worst, worst, worst), max_share, symbol="s", fmt=".2f")
-    where = f"t ≈ {t_cal_main:.3g}" if np.isfinite(t_cal_main) else "no finite t"
-    text = (f"calibration ends at {where}, before β has made {worst:.0%} of its growth "
-            f"({done.size} starts)")
-    if v.status == "holds" and done.size < share.size:
-        return Verdict("undecided", text + f"; {share.size - done.size} never calibrate.")
-    if v.status == "holds":
-        return Verdict("holds", text + ".")
-    return Verdict("fails", text + f"; the claim needs at most {max_share:.0%}.")
-
-
-def exponent_verdict(fit: Estimate, target: float, *, symbol: str, tol: float, decades: float,
-                     extrapolated: Estimate | None = None, extrapolated_tol: float = 1e-3,
-                     spread: float | None = None, min_decades: float = 6.0):
-    """Verdict on a power law ``y ~ t^target`` measured on a deterministic flow.
-
-    Parameters
-    ----------
-    fit : the fitted exponent with its window interval (:func:`fit_exponent`'s ``.estimate``).
-    target : the claimed exponent (``0.25`` for ``beta``, ``-0.25`` for the RMSE).
-    symbol : the exponent's symbol in the sentence (``"p"``).
-    tol : the largest distance of the fitted exponent from the target that counts as agreement
-        (finite-time corrections bias every finite-window fit).
-    decades : decades of ``t`` in the fit window; fewer than ``min_decades`` cannot decide.
-    extrapolated : the asymptotic exponent (:func:`extrapolate_exponent`), judged with
-        ``extrapolated_tol``; ``None`` to skip.
-    spread : the largest distance from the target over other starts and priors (must be within
-        ``tol``); ``None`` to skip.
-    min_decades : the shortest fit window, in decades, that can decide.
-
-    Returns
-    -------
-    stumplib.core.verdicts.Verdict: ``holds`` when every part agrees, ``fails`` when every part
-    disagrees, ``partly`` when they differ, ``undecided`` for a short window.
-    """
-    from stumplib.core.verdicts import Verdict, against_target, at_most, combine
-
-    tol = check_real("tol", tol, low=0.0, low_open=True)
-    frac = {0.25: "1/4", -0.25: "-1/4"}.get(round(target, 6), f"{target:g}")
-    if not decades >= min_decades:
-        return Verdict("undecided", f"{symbol}: the fit window spans {decades:.0f} decades of t; "
-                                    f"{min_decades:.0f} are needed to tell {frac} from its "
-                                    f"corrections.")
-    parts = [against_target(fit, target, symbol=symbol, tol=tol, fmt=".3f")]
-    text = f"{symbol} = {fit:.3f} against {frac}"
-    if extrapolated is not None:
-        parts.append(against_target(extrapolated, target, symbol=symbol, tol=extrapolated_tol,
-                                    fmt=".4f"))
-        text += f", extrapolated {extrapolated.value:.4f}"
-    if spread is not None:
-        parts.append(at_most(Estimate(spread, spread, spread), tol, symbol="spread", fmt=".3f"))
-        text += f"; every start within {spread:.3f}"
-    return combine(parts, text + f" (tolerance {tol:g})")

@@ -219,29 +219,6 @@ def test_growth_share_is_the_fraction_of_log_growth_before_t_cal():
     assert np.isnan(D.growth_share_at_calibration(flow, [np.nan, 1.0])[0])
 
 
-def test_calibration_verdict_branches():
-    assert D.calibration_verdict([0.0, 0.05], 3.0).status == "holds"
-    assert D.calibration_verdict([0.0, 0.5], 3.0).status == "fails"
-    assert D.calibration_verdict([0.0, np.nan], 3.0).status == "undecided"
-    assert D.calibration_verdict([np.nan], np.nan).status == "undecided"
-    assert "5%" in D.calibration_verdict([0.0, 0.05], 3.0).sentence
-
-
-def test_exponent_verdict_branches():
-    from stumplib.core.stats import Estimate
-
-    good = Estimate(0.251, 0.2505, 0.252, "windows")
-    far = Estimate(0.35, 0.34, 0.36, "windows")
-    inf_good = Estimate(0.2500, 0.2499, 0.2501, "windows")
-    inf_bad = Estimate(0.27, 0.269, 0.271, "windows")
-    kw = dict(symbol="p", tol=0.03, decades=8.0)
-    assert D.exponent_verdict(good, 0.25, extrapolated=inf_good, spread=0.01, **kw).status == "holds"
-    assert D.exponent_verdict(far, 0.25, extrapolated=inf_bad, spread=0.1, **kw).status == "fails"
-    assert D.exponent_verdict(good, 0.25, extrapolated=inf_bad, **kw).status == "partly"
-    assert D.exponent_verdict(good, 0.25, symbol="p", tol=0.03, decades=3.0).status == "undecided"
-    assert "1/4" in D.exponent_verdict(good, 0.25, **kw).sentence
-
-
 def test_rmse_local_exponent_is_the_flow_derivative_of_log_rmse(long_flow):
     # exact -t|grad L|^2/(2L) against centred differences of log sqrt(L) in log t (161 records
     # over 14 decades: the difference error is below 1e-3 where the exponent varies slowly)
