@@ -754,7 +754,7 @@ def scale_constant(tau_hi: float = 0.8) -> float:
     return 8.0 / (1.0 + tau_hi ** 2)
 
 
-# ------------------------------------------------------------------------------------ verdicts
+# ------------------------------------------------------------------- calibration, measured
 def growth_share_at_calibration(result: FlowResult, t_cal: Any) -> np.ndarray:
     """How much of each run's growth of ``log beta`` happened before calibration ended.
 
