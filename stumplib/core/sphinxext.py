@@ -375,6 +375,9 @@ def _directives():
                     f"{audit.get('duration_s', float('nan')) / 60:.0f} minutes on "
                     f"{audit.get('machine', '?')} ({audit.get('finished', '?')}). Command: "
                     f"{audit.get('command', '?')}")
+            for r in audit.get("reruns", []):
+                info += (f" Rerun of {', '.join(r.get('chapters_done', []))} after a change, at "
+                         f"commit {r.get('commit', '?')}: {r.get('command', '?')}")
             return [nodes.paragraph(text=info),
                     _table(claims.AUDIT_HEADER, claims.audit_rows(audit),
                            [22, 26, 8, 10, 10, 10, 8])]
