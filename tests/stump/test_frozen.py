@@ -224,3 +224,25 @@ def test_worst_case_bound_fails_where_the_worst_shape_decays_too_slowly():
     # error ~ (m∧n)^-0.5 on the worst shapes: above -1 + 2/ln(362) = -0.66 with margin
     assert s.value == pytest.approx(-0.5, abs=0.08) and s.lo > -0.66
     assert V.rate_up_to_logs(s, x_mid=float(np.sqrt(128 * 1024)), variable="m∧n").status == "fails"
+
+
+def test_law_kept_past_stop_is_one_on_the_head_law_and_resamples_contexts():
+    from stumplib.stump.frozen import law_kept_past_stop
+
+    rng = np.random.default_rng(4)
+    # two shapes, 3 runs, 200 shared contexts: squared errors (1/beta)^2 x exponential noise
+    ctx = rng.exponential(size=(1, 200))
+    bs = [np.array([20.0, 21.0, 19.0]), np.array([40.0, 41.0, 39.0])]
+    be = [np.full(3, 100.0), np.full(3, 100.0)]
+    stop = [(1 / b[:, None]) ** 2 * ctx for b in bs]
+    end = [(1 / b[:, None]) ** 2 * ctx for b in be]
+    exact = law_kept_past_stop(stop, end, bs, be, n_boot=50)
+    assert exact.value == pytest.approx(1.0) and exact.width < 1e-12  # shared contexts cancel
+    # contexts that differ between the two ends (the end sharper on some): the interval now
+    # holds the context noise, which a runs-only bootstrap of paired errors would miss
+    end2 = [(1 / b[:, None]) ** 2 * rng.exponential(size=(1, 200)) for b in be]
+    noisy = law_kept_past_stop(stop, end2, bs, be, n_boot=400)
+    # the ratio of two means of 200 exponentials: sd ~ sqrt(2/200)/2 = 0.05 in the RMSE ratio
+    assert 0.05 < noisy.width < 0.5 and noisy.contains(1.0, tol=0.05)
+    with pytest.raises(ValueError, match="one entry per shape"):
+        law_kept_past_stop(stop, end, bs[:1], be)
