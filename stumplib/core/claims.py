@@ -24,7 +24,7 @@ from typing import Any, Mapping
 from stumplib.core import verdicts as V
 from stumplib.core.stats import Estimate
 
-__all__ = ["Claim", "REGISTRY", "claim", "rule_arguments", "judge", "decide", "decide_parts",
+__all__ = ["Claim", "REGISTRY", "claim", "rule_arguments", "judge", "decide", "decide_parts", "check",
            "AUDIT_FILE",
            "read_audit", "seed_agreement", "glue_seed_agreement"]
 
@@ -322,6 +322,27 @@ def decide(key: str, statistic: Estimate, *, profile: str | None = None,
 
         book.glue_estimate(f"{key}_estimate", statistic)
         book.glue_value(f"{key}_rule_status", v.status)
+        book.glue_verdict(key, final)
+    return final
+
+
+def check(key: str, verdict: V.Verdict, *, profile: str | None = None,
+          audit: Mapping[str, Any] | None = None, glue: bool = True) -> V.Verdict:
+    """Seed-check and glue a verdict computed by a chapter's library function with ``key``'s rule
+    (chapter 6's verdicts need several inputs): glues ``<key>_rule_status`` and the verdict, which
+    is *undecided* where the audited seeds of ``profile`` disagree (see :func:`decide`).
+
+    Returns
+    -------
+    the glued :class:`~stumplib.core.verdicts.Verdict`.
+    """
+    claim(key)
+    audit = read_audit() if audit is None else audit
+    final = _seed_checked(key, verdict, profile, audit)
+    if glue:
+        from stumplib.core import book
+
+        book.glue_value(f"{key}_rule_status", verdict.status)
         book.glue_verdict(key, final)
     return final
 

@@ -170,3 +170,12 @@ def test_seed_audit_summary_measures_agreement_and_coverage(tmp_path):
     assert out["claims"]["sym_interior"]["status"] == ["holds", "holds"]
     assert out["claims"]["pop_scale"]["status"] == ["holds"] and out["reruns"][0]["commit"] == "b"
     assert "rerun of chapters/05" in (tmp_path / "a.md").read_text()
+
+
+def test_check_seed_checks_a_verdict_from_a_library_function():
+    v = V.Verdict("holds", "the semantic branch ends between alpha = 0.6 and 0.7.")
+    split = {"profile": "quick", "claims": {"phase_semantic_end": {
+        "status": ["undecided", "holds", "undecided", "undecided", "holds"]}}}
+    got = K.check("phase_semantic_end", v, profile="quick", audit=split, glue=False)
+    assert got.status == "undecided" and "undecided at 3, holds at 2" in got.sentence
+    assert K.check("phase_semantic_end", v, profile="smoke", audit=split, glue=False) is v
