@@ -124,7 +124,7 @@ def write(audit: dict, out_json: Path, out_md: Path) -> None:
              "--- | --- | --- |"]
     for c in K.REGISTRY:
         a = audit["claims"].get(c.key)
-        if not a:
+        if not a or not any(a.get("status", [])):
             lines.append(f"| `{c.key}` | | not audited | | | | | | |")
             continue
 
