@@ -210,11 +210,6 @@ def _growth_share(**kw):
     return growth_share_at_calibration(**{"result": _flow(), "t_cal": [0.0, 1e4], **kw})
 
 
-def _calibration_verdict(**kw):
-    from stumplib.stump.dynamics import calibration_verdict
-    return calibration_verdict(**{"share": [0.0], "t_cal_main": 1.0, **kw})
-
-
 def _run_config(**kw):
     from stumplib.stump.trainer import RunConfig
     return RunConfig(**{"m": 8, "n": 8, **kw})
@@ -556,7 +551,6 @@ TABLE = [
     ("dynamics.scale_constant", _scale_constant, {"tau_hi": [(0.0, "tau_hi")]}),
     ("dynamics.interpolate_flow", _interpolate_flow, {"run": [(5, "run")], "t": [([2e12], "t must")]}),
     ("dynamics.growth_share_at_calibration", _growth_share, {"t_cal": [([1.0], "t_cal")]}),
-    ("dynamics.calibration_verdict", _calibration_verdict, {"max_share": [(1.5, "max_share")]}),
     # the batched GD trainer
     ("trainer.RunConfig", _run_config, {
         "m": [(0, "m")], "n": [(2.5, "n"), (2.0, "n")], "lr": [(-1.0, "lr")], "seed": [(-1, "seed")],

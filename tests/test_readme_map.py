@@ -20,8 +20,8 @@ PACKAGE = ROOT / "stumplib"
 START, END = "<!-- map:start -->", "<!-- map:end -->"
 
 #: modules every chapter uses for its plumbing, shown in the last row with the book-wide tests
-SERVICES = ["core/" + m for m in ("book", "cache", "stats", "verdicts", "style", "validation", "device",
-                                   "results_io", "sphinxext", "errors")]
+SERVICES = ["core/" + m for m in ("book", "cache", "stats", "verdicts", "claims", "style", "validation",
+                                   "device", "results_io", "sphinxext", "errors")]
 #: tests of the book as a whole
 BOOK_TESTS = ["test_notebooks.py", "test_determinism.py", "test_bad_input.py", "test_build_cache.py",
               "test_site.py", "test_readme_map.py", "test_glue_snapshot.py", "test_docstrings.py"]

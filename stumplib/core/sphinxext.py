@@ -34,6 +34,11 @@ their run times) and which were reused from the cache, e.g.::
 
     stumpbook: executed chapters/01_setup (12.3 s); reused from cache: chapters/02_...
 
+4. **The rules before the numbers.** Two directives render the claims registry
+   (:mod:`stumplib.core.claims`) at build time on the page "How each claim is judged":
+   ``{claims-rules}`` (claim, statistic, target, tolerance, rule) and ``{seed-audit}`` (the
+   committed seed audit: status per seed, agreement, coverage of the intervals).
+
 Enable it with ``sphinx: extra_extensions: [stumplib.core.sphinxext]`` in ``_config.yml``.
 """
 from __future__ import annotations
@@ -72,7 +77,17 @@ def build_stamp() -> dict[str, str]:
         "code_version": book.code_version(),
         "profile": os.environ.get(book.ENV_VAR, ""),
         "cache": "on" if book.cache_enabled() else "off",
+        # the chapters read the committed seed audit (claims.glue_seed_agreement)
+        "seed_audit": _file_digest(Path(__file__).resolve().parents[2] / "scripts"
+                                   / "SEED_AUDIT.json"),
     }
+
+
+def _file_digest(path: Path) -> str:
+    """A short hash of a file's bytes (``"none"`` when it does not exist)."""
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else "none"
 
 
 def _cache_path(app) -> Path:
@@ -643,6 +658,72 @@ def _write_claims(app, exception) -> None:
     logger.info(f"stumpbook: wrote {len(rows)} claims to {js} and claims.csv")
 
 
+def _table(header: tuple[str, ...], rows: list[list[str]], widths: list[int]):
+    """A docutils table node of plain-text cells."""
+    from docutils import nodes
+
+    table = nodes.table(classes=["claims-table"])
+    group = nodes.tgroup(cols=len(header))
+    table += group
+    for w in widths:
+        group += nodes.colspec(colwidth=w)
+
+    def row(cells: list[str]):
+        r = nodes.row()
+        for text in cells:
+            entry = nodes.entry()
+            entry += nodes.paragraph(text=str(text))
+            r += entry
+        return r
+    head = nodes.thead()
+    head += row(list(header))
+    body = nodes.tbody()
+    for cells in rows:
+        body += row(cells)
+    group += head
+    group += body
+    return table
+
+
+def _directives():
+    """The ``claims-rules`` and ``seed-audit`` directive classes (Sphinx imported lazily)."""
+    from docutils import nodes
+    from sphinx.util.docutils import SphinxDirective
+
+    class ClaimsRules(SphinxDirective):
+        """``{claims-rules}``: the claims registry as a table, one row per landing row."""
+
+        def run(self):
+            from stumplib.core import claims
+
+            return [_table(claims.RULE_HEADER, claims.registry_rows(), [16, 6, 30, 12, 26, 10])]
+
+    class SeedAudit(SphinxDirective):
+        """``{seed-audit}``: the committed seed audit (``scripts/SEED_AUDIT.json``)."""
+
+        def run(self):
+            from stumplib.core import claims
+
+            self.env.note_dependency(str(claims.AUDIT_FILE))
+            audit = claims.read_audit()
+            if not audit:
+                return [nodes.paragraph(text="No seed audit is committed: no claim is audited.")]
+            seeds = ", ".join(str(k) for k in audit.get("seeds", []))
+            info = (f"Audited commit {audit.get('commit', '?')}, profile "
+                    f"{audit.get('profile', '?')}, seeds {seeds}; "
+                    f"chapters {', '.join(audit.get('chapters_done', [])) or 'none'}; "
+                    f"{audit.get('duration_s', float('nan')) / 60:.0f} minutes on "
+                    f"{audit.get('machine', '?')} ({audit.get('finished', '?')}). Command: "
+                    f"{audit.get('command', '?')}")
+            for r in audit.get("reruns", []):
+                info += (f" Rerun of {', '.join(r.get('chapters_done', []))} after a change, at "
+                         f"commit {r.get('commit', '?')}: {r.get('command', '?')}")
+            return [nodes.paragraph(text=info),
+                    _table(claims.AUDIT_HEADER, claims.audit_rows(audit),
+                           [22, 26, 8, 10, 10, 10, 8])]
+    return ClaimsRules, SeedAudit
+
+
 def setup(app) -> dict[str, Any]:
     """Register the extension with Sphinx: connect its handlers to the build events.
 
@@ -652,7 +733,8 @@ def setup(app) -> dict[str, Any]:
     notebook under each notebook page's title (``doctree-resolved``), at ``build-finished`` the
     log of executed and reused notebooks, the copy of the executed notebooks into the site and
     the claims files, and the numpy-section handling of docstrings around napoleon
-    (``autodoc-process-docstring``).
+    (``autodoc-process-docstring``); and the ``claims-rules`` and ``seed-audit`` directives of the
+    judging page.
 
     Parameters
     ----------
@@ -664,6 +746,9 @@ def setup(app) -> dict[str, Any]:
     dict
         The extension's metadata: ``version``, parallel read and write safe, ``env_version``.
     """
+    rules, audit = _directives()
+    app.add_directive("claims-rules", rules)
+    app.add_directive("seed-audit", audit)
     # after myst-nb's own builder-inited handler, which resolves the execution cache path
     app.connect("builder-inited", _builder_inited, priority=900)
     app.connect("env-get-outdated", _env_get_outdated)

@@ -6,6 +6,8 @@ Every claim a chapter judges goes through one function of this module, one per k
 - :func:`at_least` / :func:`at_most`: an estimate against a one-sided requirement;
 - :func:`rate_up_to_logs`: a fitted log-log slope against a rate that holds up to logarithms
   (an :math:`\\tilde O(x^{a})` claim), judged as such rather than as an exact exponent;
+- :func:`growth_up_to_logs`: the same for a quantity claimed to *grow* at least like ``x^a``
+  up to logarithms (the certified scale that an upper bound rests on);
 - :func:`choose_theory`: measurements against two competing predictions (z-scores);
 - :func:`ordering`: an ordering between two estimated quantities (``alpha_l >= alpha_c``);
 - :func:`combine`: several verdicts on the parts of one claim (``partly`` when they differ);
@@ -37,7 +39,7 @@ import numpy as np
 from stumplib.core.stats import Estimate
 
 __all__ = ["STATUSES", "Verdict", "against_target", "at_least", "at_most", "rate_up_to_logs",
-           "log_slopes", "choose_theory", "ordering", "combine", "located", "typeset",
+           "growth_up_to_logs", "log_slopes", "choose_theory", "ordering", "combine", "located", "typeset",
            "typeset_markdown", "number",
            "plural", "superscript", "subscript"]
 
@@ -361,6 +363,44 @@ def rate_up_to_logs(slope: Estimate, *, x_mid: float, exponent: float = -1.0, va
     if slope.lo <= s1:
         return Verdict("holds", _sentence(text))
     if slope.lo > s2:
+        return Verdict("fails", _sentence(text))
+    return Verdict("undecided", _sentence(text))
+
+
+def growth_up_to_logs(slope: Estimate, *, x_mid: float, exponent: float = 1.0, variable: str,
+                      fmt: str = ".2f", qualifier: str = "") -> Verdict:
+    """A fitted log-log slope against a growth claimed up to logarithms, ``x^a / (log x)^k``.
+
+    The mirror of :func:`rate_up_to_logs` for a quantity that must grow at least as fast as
+    ``x**a`` over a few logarithms (the certified scale ``beta*``, whose inverse is the error an
+    :math:`\\tilde O(x^{-a})` bound allows): ``x**a / (log x)**k`` has local slope
+    ``g_k = a - k / ln x_mid``. Rule: **holds** when the slope's interval reaches ``g_1`` or above;
+    **fails** when the whole interval lies below ``g_2``; **undecided** otherwise.
+
+    Parameters
+    ----------
+    slope : the fitted slope of the growing quantity against ``x`` with its interval.
+    x_mid : geometric middle of the grid in ``x`` (above 1).
+    exponent : the claimed power ``a`` (``1`` for linear growth).
+    variable : the variable's symbol (``"m∧n"``).
+    fmt : number format of the sentence.
+    qualifier : what differs from the paper's object, shown in brackets.
+
+    Returns
+    -------
+    Verdict
+    """
+    s1, s2 = log_slopes(x_mid, -exponent)
+    g1, g2 = -s1, -s2
+    power = variable if exponent == 1 else f"{variable}^{exponent:g}"
+    text = (f"slope in {variable} {slope:{fmt}}; growth like {power} up to one log needs "
+            f"{g1:{fmt}}, two logs {g2:{fmt}}{_qual(qualifier)}")
+    if not _finite(slope):
+        return Verdict("undecided", _sentence(f"the slope in {variable} has no finite interval"
+                                              f"{_qual(qualifier)}"))
+    if slope.hi >= g1:
+        return Verdict("holds", _sentence(text))
+    if slope.hi < g2:
         return Verdict("fails", _sentence(text))
     return Verdict("undecided", _sentence(text))
 

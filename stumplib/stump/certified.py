@@ -21,6 +21,12 @@ the processor's cache (three times faster than one pass over all corpora).
 **Seeds.** The corpora of each shape are drawn from their own seed (:func:`shape_seed`), so shapes are
 independent and their bootstraps can be resampled independently.
 
+**The worst case.** An upper bound in ``m ∧ n`` constrains, at each value of ``m ∧ n``, the worst
+shape with that value: the smallest ``beta*`` (largest error at the stop). :func:`worst_slope` fits
+the growth of ``beta*`` over that worst shape, taking the minimum in every bootstrap replicate, so
+that the interval holds the choice of the shape; :func:`worst_per_value` is the selection, shared
+with :func:`stumplib.stump.frozen.bootstrap_stop_law`.
+
 **Shapes without a certified interval.** Where the RMS error never drops below ``level`` (very small
 corpora), ``beta*`` is NaN; a bootstrap replicate without one is NaN too. Fits over shapes leave such
 shapes out (:func:`slope`) and drop replicates that are NaN at a kept shape; the chapters report how
@@ -44,7 +50,7 @@ from stumplib.stump.transfer import (DEFAULT_LEVEL, TransferProfile, certified_i
 from stumplib.core.validation import check_int, check_prior, check_real, check_shapes
 
 __all__ = ["GRID", "book_grid", "CertifiedScales", "shape_seed", "scan_profile", "bootstrap_scales", "certified_scales",
-           "slope"]
+           "slope", "worst_per_value", "worst_slope"]
 
 #: the book's grid of shapes per profile (chapters 3 and 4 share it, hence one beta* per shape):
 #: ``diag`` sizes ``m = n`` with ``diag_corpora`` corpora each; ``m`` and then ``n`` varied over
@@ -436,3 +442,69 @@ def slope(cs: CertifiedScales, x: str = "mn", shapes: Sequence[tuple[int, int]] 
     if np.unique(xv).size < 2:
         return None
     return fit_replicates(xv, cs.value[idx], cs.boot[:, idx], level=level)
+
+
+def worst_per_value(x: Any, y: Any, *, worst: str = "min") -> tuple[np.ndarray, np.ndarray]:
+    """The worst entry at each distinct ``x``: the column with the smallest (``worst="min"``) or
+    largest (``"max"``) ``y`` among the columns that share that ``x``.
+
+    A NaN counts as the worst (a shape without a certified scale is worse than any with one), so
+    it propagates to the selected value.
+
+    Parameters
+    ----------
+    x : shape ``(P,)``: the variable per column (``m ∧ n`` per shape).
+    y : shape ``(..., P)``: the values (one row per bootstrap replicate, or a single row).
+    worst : ``"min"`` or ``"max"``.
+
+    Returns
+    -------
+    (xs, idx) : ``xs`` the distinct ``x`` in increasing order, shape ``(V,)``; ``idx`` the column
+    index of the worst entry at each, shape ``(..., V)``.
+    """
+    if worst not in ("min", "max"):
+        raise ValueError(f"worst must be 'min' or 'max'; got {worst!r}")
+    x = np.asarray(x, float).ravel()
+    y = np.asarray(y, float)
+    if y.shape[-1:] != x.shape:
+        raise ValueError(f"y must end in an axis of length {x.size} (one entry per x); got {y.shape}")
+    xs = np.unique(x)
+    pick = np.argmin if worst == "min" else np.argmax  # both return the first NaN
+    idx = []
+    for v in xs:
+        cols = np.flatnonzero(x == v)
+        idx.append(cols[pick(y[..., cols], axis=-1)])
+    return xs, np.stack(idx, -1)
+
+
+def worst_slope(cs: CertifiedScales, shapes: Sequence[tuple[int, int]] | None = None,
+                level: float = 0.95) -> tuple[PowerLawFit | None, list[tuple[int, int]]]:
+    """Log-log slope of the *smallest* ``beta*`` at each ``m ∧ n`` against ``m ∧ n``.
+
+    The worst shape is chosen again in every bootstrap replicate (the replicate's minimum over the
+    shapes sharing ``m ∧ n``), so the interval holds the uncertainty of which shape is worst.
+
+    Parameters
+    ----------
+    cs : the certified scales.
+    shapes : the shapes to choose from (default: all of ``cs``).
+    level : the interval's level.
+
+    Returns
+    -------
+    (fit, worst) : the :class:`~stumplib.core.stats.PowerLawFit` (``None`` with fewer than two
+    distinct ``m ∧ n`` of finite worst ``beta*``) and the worst shape at each ``m ∧ n`` by the
+    point estimate, in increasing ``m ∧ n``.
+    """
+    sel = list(cs.shapes) if shapes is None else [tuple(s) for s in shapes]
+    cols = [cs.shapes.index(s) for s in sel]
+    mn = np.array([min(s) for s in sel], float)
+    value, boot = cs.value[cols], cs.boot[:, cols]
+    xs, idx = worst_per_value(mn, value, worst="min")
+    _, idx_b = worst_per_value(mn, boot, worst="min")
+    y, yb = value[idx], np.take_along_axis(boot, idx_b, axis=1)
+    worst = [sel[i] for i in idx]
+    ok = np.isfinite(y) & (y > 0)
+    if ok.sum() < 2:
+        return None, worst
+    return fit_replicates(xs[ok], y[ok], yb[:, ok], level=level), worst

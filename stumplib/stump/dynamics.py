@@ -59,14 +59,13 @@ __all__ = [
     "calibration_time",
     "fit_exponent",
     "extrapolate_exponent",
+    "asymptotic_exponents",
     "interpolate_flow",
     "hessian_max_eig",
     "gradient_field",
     "valley_c",
     "scale_constant",
     "growth_share_at_calibration",
-    "calibration_verdict",
-    "exponent_verdict",
     "TrainingDiverged",
 ]
 
@@ -236,6 +235,12 @@ class FlowResult(_Trajectory):
     def dlogbeta_dlogt(self) -> np.ndarray:
         """Local exponent ``d log beta / d log t = t beta'/beta``, shape ``(R, K)``."""
         return self.t * self.dbeta_dt / self.beta
+
+    @property
+    def dlogrmse_dlogt(self) -> np.ndarray:
+        """Local exponent of the RMSE, ``d log sqrt(L) / d log t = -t |grad L|^2 / (2 L)`` (the
+        flow's velocity is ``-grad L``), shape ``(R, K)``."""
+        return -0.5 * self.t * (self.dbeta_dt ** 2 + self.db_dt ** 2) / self.loss
 
     @property
     def dc_dlogt(self) -> np.ndarray:
@@ -601,6 +606,39 @@ def extrapolate_exponent(beta: Any, local: Any, *, beta_min: float, n_windows: i
     return Estimate(p_inf, lo, hi, "windows", level, None, int(bb.size), n_bad, why)
 
 
+def asymptotic_exponents(result: "FlowResult", run: int = 0, *, t_from: float,
+                         n_windows: int = 100, seed: int = 0) -> tuple[Estimate, Estimate]:
+    """The exponents of ``beta(t)`` and of the RMSE of one flow run, extrapolated to
+    ``beta -> inf``: the claim's asymptotic exponents (a finite-window fit is biased by the
+    approach from above).
+
+    Both local exponents are exact (from the flow's velocity: :attr:`FlowResult.dlogbeta_dlogt`,
+    :attr:`FlowResult.dlogrmse_dlogt`) and are extrapolated over the records with
+    ``t >= t_from`` by :func:`extrapolate_exponent`.
+
+    Parameters
+    ----------
+    result : the flow.
+    run : index of the run, in ``[0, R)``.
+    t_from : first time of the extrapolation range (> 0; at least 6 records must follow it).
+    n_windows : random sub-ranges of the interval (>= 20).
+    seed : seed of the sub-range draw.
+
+    Returns
+    -------
+    (p, q) : :class:`~stumplib.core.stats.Estimate` of the exponents of ``beta`` and of the RMSE.
+    """
+    if not isinstance(result, FlowResult):
+        raise ValueError(f"result must be a FlowResult; got {type(result).__name__}")
+    run = check_int("run", run, minimum=0, maximum=result.beta.shape[0] - 1)
+    t_from = check_real("t_from", t_from, low=0.0, low_open=True)
+    late = result.t >= t_from
+    beta = result.beta[run][late]
+    kw = dict(beta_min=float(beta.min()) if beta.size else 1.0, n_windows=n_windows, seed=seed)
+    return (extrapolate_exponent(beta, result.dlogbeta_dlogt[run][late], **kw),
+            extrapolate_exponent(beta, result.dlogrmse_dlogt[run][late], **kw))
+
+
 def interpolate_flow(result: FlowResult, t: Any, run: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``(beta, b)`` of one flow run at times ``t`` (linear interpolation in ``log(1 + t)``).
 
@@ -730,7 +768,7 @@ def scale_constant(tau_hi: float = 0.8) -> float:
     return 8.0 / (1.0 + tau_hi ** 2)
 
 
-# ------------------------------------------------------------------------------------ verdicts
+# ------------------------------------------------------------------- calibration, measured
 def growth_share_at_calibration(result: FlowResult, t_cal: Any) -> np.ndarray:
     """How much of each run's growth of ``log beta`` happened before calibration ended.
 
@@ -762,87 +800,3 @@ def growth_share_at_calibration(result: FlowResult, t_cal: Any) -> np.ndarray:
         at = np.log(interpolate_flow(result, [tc], r)[0][0])
         out[r] = float(np.clip((at - lo) / (end - lo), 0.0, 1.0))
     return out
-
-
-def calibration_verdict(share: Any, t_cal_main: float, *, max_share: float = 0.1):
-    """Verdict on "training first calibrates, then grows the scale".
-
-    Parameters
-    ----------
-    share : array_like, shape ``(R,)``: :func:`growth_share_at_calibration` of every run
-        (``nan`` for a run that never calibrates or never grows).
-    t_cal_main : the calibration time of the main start (shown in the sentence).
-    max_share : the largest share of the growth of ``log beta`` that may come before calibration
-        ends for the claim to hold, in ``(0, 1)``.
-
-    Returns
-    -------
-    stumplib.core.verdicts.Verdict: ``holds`` when every run calibrates and none has made more than
-    ``max_share`` of its growth by then; ``fails`` when some run has made more; ``undecided`` when
-    some run never calibrates within the flow's time (and none fails).
-    """
-    from stumplib.core.verdicts import Verdict, at_most
-
-    max_share = check_real("max_share", max_share, low=0.0, high=1.0, low_open=True, high_open=True)
-    share = np.asarray(share, dtype=float).ravel()
-    if share.size == 0:
-        raise ValueError("share must hold at least one run")
-    done = share[np.isfinite(share)]
-    if done.size == 0:
-        return Verdict("undecided", "no start calibrates within the flow's time.")
-    worst = float(done.max())
-    v = at_most(Estimate(worst, worst, worst), max_share, symbol="s", fmt=".2f")
-    where = f"t ≈ {t_cal_main:.3g}" if np.isfinite(t_cal_main) else "no finite t"
-    text = (f"calibration ends at {where}, before β has made {worst:.0%} of its growth "
-            f"({done.size} starts)")
-    if v.status == "holds" and done.size < share.size:
-        return Verdict("undecided", text + f"; {share.size - done.size} never calibrate.")
-    if v.status == "holds":
-        return Verdict("holds", text + ".")
-    return Verdict("fails", text + f"; the claim needs at most {max_share:.0%}.")
-
-
-def exponent_verdict(fit: Estimate, target: float, *, symbol: str, tol: float, decades: float,
-                     extrapolated: Estimate | None = None, extrapolated_tol: float = 1e-3,
-                     spread: float | None = None, min_decades: float = 6.0):
-    """Verdict on a power law ``y ~ t^target`` measured on a deterministic flow.
-
-    Parameters
-    ----------
-    fit : the fitted exponent with its window interval (:func:`fit_exponent`'s ``.estimate``).
-    target : the claimed exponent (``0.25`` for ``beta``, ``-0.25`` for the RMSE).
-    symbol : the exponent's symbol in the sentence (``"p"``).
-    tol : the largest distance of the fitted exponent from the target that counts as agreement
-        (finite-time corrections bias every finite-window fit).
-    decades : decades of ``t`` in the fit window; fewer than ``min_decades`` cannot decide.
-    extrapolated : the asymptotic exponent (:func:`extrapolate_exponent`), judged with
-        ``extrapolated_tol``; ``None`` to skip.
-    extrapolated_tol : the largest distance of the asymptotic exponent from the target that
-        counts as agreement.
-    spread : the largest distance from the target over other starts and priors (must be within
-        ``tol``); ``None`` to skip.
-    min_decades : the shortest fit window, in decades, that can decide.
-
-    Returns
-    -------
-    stumplib.core.verdicts.Verdict: ``holds`` when every part agrees, ``fails`` when every part
-    disagrees, ``partly`` when they differ, ``undecided`` for a short window.
-    """
-    from stumplib.core.verdicts import Verdict, against_target, at_most, combine
-
-    tol = check_real("tol", tol, low=0.0, low_open=True)
-    frac = {0.25: "1/4", -0.25: "-1/4"}.get(round(target, 6), f"{target:g}")
-    if not decades >= min_decades:
-        return Verdict("undecided", f"{symbol}: the fit window spans {decades:.0f} decades of t; "
-                                    f"{min_decades:.0f} are needed to tell {frac} from its "
-                                    f"corrections.")
-    parts = [against_target(fit, target, symbol=symbol, tol=tol, fmt=".3f")]
-    text = f"{symbol} = {fit:.3f} against {frac}"
-    if extrapolated is not None:
-        parts.append(against_target(extrapolated, target, symbol=symbol, tol=extrapolated_tol,
-                                    fmt=".4f"))
-        text += f", extrapolated {extrapolated.value:.4f}"
-    if spread is not None:
-        parts.append(at_most(Estimate(spread, spread, spread), tol, symbol="spread", fmt=".3f"))
-        text += f"; every start within {spread:.3f}"
-    return combine(parts, text + f" (tolerance {tol:g})")

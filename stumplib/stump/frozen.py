@@ -31,13 +31,14 @@ import torch
 from stumplib.core.device import DEFAULT_DTYPE, make_generator, resolve_device
 from stumplib.stump.model import estimate
 from stumplib.core.stats import Estimate, interval, resample, resample_indices
+from stumplib.stump.certified import worst_per_value
 from stumplib.stump.tasks import labels
 from stumplib.stump.trainer import RunConfig, train_gd
 from stumplib.stump.transfer import population_path, step_size_limit
 from stumplib.core.validation import check_grid, check_int, check_prior, check_real
 
 __all__ = ["FIXED_TAUS", "fresh_contexts", "sq_errors", "fit_two_term", "bootstrap_two_term",
-           "head_mse", "bootstrap_stop_law", "gain_past_stop", "StagedRuns", "train_staged",
+           "head_mse", "bootstrap_stop_law", "gain_past_stop", "law_kept_past_stop", "StagedRuns", "train_staged",
            "stage_marks", "train_to_certified_stop", "stop_errors", "end_errors", "bound",
            "bound_form_spread"]
 
@@ -237,7 +238,8 @@ def _stop_cells(sq_runs: Sequence[np.ndarray], run_idx: Sequence[np.ndarray] | N
 
 def bootstrap_stop_law(mn: Any, Ns: Any, sq_runs: Sequence[np.ndarray], beta_star: Any,
                        beta_boot: Any, head: dict[str, float], *, n_boot: int = 200,
-                       seed: int = 0, level: float = 0.95) -> dict[str, Estimate]:
+                       seed: int = 0, level: float = 0.95, worst: bool = False
+                       ) -> dict[str, Estimate]:
     """The two-term law of the error at the certified stop, with an interval that holds every
     source of uncertainty: the certified scales, the trained runs and the fresh contexts.
 
@@ -262,6 +264,10 @@ def bootstrap_stop_law(mn: Any, Ns: Any, sq_runs: Sequence[np.ndarray], beta_sta
     n_boot : replicates asked for (>= 10).
     seed : seed of the context and run resamples.
     level : the intervals' coverage.
+    worst : fit only the worst shape at each ``m ∧ n`` (the largest mean squared error at the
+        largest ``N``, where the ``m ∧ n`` term dominates), chosen again in every replicate
+        (:func:`stumplib.stump.certified.worst_per_value`): the statistic of an upper bound in
+        ``m ∧ n``. ``False``: every shape.
 
     Returns
     -------
@@ -280,7 +286,14 @@ def bootstrap_stop_law(mn: Any, Ns: Any, sq_runs: Sequence[np.ndarray], beta_sta
         raise ValueError("every shape needs the same number (>= 2) of contexts")
     n_boot = check_int("n_boot", n_boot, minimum=10)
     X, NN = np.meshgrid(mn, Ns, indexing="ij")
-    fit = _fit_vector(X.ravel(), NN.ravel(), _stop_cells(sq_runs, None, None).ravel())
+
+    def fit_cells(cells: np.ndarray) -> np.ndarray:
+        if not worst:
+            return _fit_vector(X.ravel(), NN.ravel(), cells.ravel())
+        xs, idx = worst_per_value(mn, cells[:, -1], worst="max")
+        return _fit_vector(np.repeat(xs, K), np.tile(Ns, xs.size), cells[idx].ravel())
+
+    fit = fit_cells(_stop_cells(sq_runs, None, None))
     ctx = resample_indices(U.pop(), n_boot, seed)
     runs = [resample_indices(len(s), n_boot, seed + 1 + i) for i, s in enumerate(sq_runs)]
     rows = np.flatnonzero(np.all(np.isfinite(bb) & (bb > 0), axis=1))  # usable beta* replicates
@@ -290,7 +303,7 @@ def bootstrap_stop_law(mn: Any, Ns: Any, sq_runs: Sequence[np.ndarray], beta_sta
         bsb = bb[rows[b]]  # independent of the run and context draws: pair by index
         move = head_mse(bsb[:, None], Ns[None, :], head) / head_mse(bs[:, None], Ns[None, :], head)
         cells = _stop_cells(sq_runs, [r[b] for r in runs], ctx[b]) * move
-        reps[b] = _fit_vector(X.ravel(), NN.ravel(), cells.ravel())
+        reps[b] = fit_cells(cells)
     why = (f"{n_boot - n_use} of {n_boot} replicates without a beta* replicate: only "
            f"{rows.size} of {bb.shape[0]} are finite at every shape")
     return _estimates(fit, reps, level, n_boot, n_boot - n_use, why)
@@ -326,6 +339,54 @@ def gain_past_stop(stop_err: Sequence[np.ndarray], end_err: Sequence[np.ndarray]
         idx = resample_indices(a.size, n_boot, seed + i)
         per.append(a[idx].mean(1) / b[idx].mean(1))
     lo, hi = interval(np.median(np.stack(per, 1), axis=1), level)
+    return Estimate(point, float(min(lo, point)), float(max(hi, point)), "bootstrap", level, None,
+                    n_boot)
+
+
+def law_kept_past_stop(stop_sq: Sequence[np.ndarray], end_sq: Sequence[np.ndarray],
+                       stop_beta: Sequence[np.ndarray], end_beta: Sequence[np.ndarray], *,
+                       n_boot: int = 400, seed: int = 0, level: float = 0.95) -> Estimate:
+    """Whether GD keeps the head's law past its certified stop: the median over shapes of
+    ``mean(beta_end x RMSE_end) / mean(beta_stop x RMSE_stop)`` over runs (1 when the error stays
+    at ``1/beta``), with a bootstrap over runs (per shape) *and* fresh contexts (shared by every
+    run and both ends, so the pairing is kept): the context draw moves the ratio from one seed to
+    the next as much as the runs do.
+
+    Parameters
+    ----------
+    stop_sq, end_sq : one array ``(R_i, U)`` per shape: squared errors per run and context at the
+        stop and at the end (the same ``U`` contexts).
+    stop_beta, end_beta : one array ``(R_i,)`` per shape: each run's scale at the stop and at the end.
+
+    Returns
+    -------
+    Estimate of kind ``"bootstrap"``.
+    """
+    if not (len(stop_sq) == len(end_sq) == len(stop_beta) == len(end_beta)) or not stop_sq:
+        raise ValueError("stop_sq, end_sq, stop_beta and end_beta must hold one entry per shape")
+    S_, E_ = [np.asarray(a, float) for a in stop_sq], [np.asarray(a, float) for a in end_sq]
+    bS, bE = [np.asarray(a, float).ravel() for a in stop_beta], [np.asarray(a, float).ravel()
+                                                                 for a in end_beta]
+    if any(a.ndim != 2 or a.shape != b.shape or a.shape[0] != x.size or x.size != y.size
+           for a, b, x, y in zip(S_, E_, bS, bE)) or len({a.shape[1] for a in S_}) != 1:
+        raise ValueError("each shape needs (runs, contexts) squared errors at both ends, the same "
+                         "contexts everywhere, and one scale per run")
+    n_boot = check_int("n_boot", n_boot, minimum=10)
+
+    def stat(ctx, runs):
+        out = []
+        for i, (a, b, x, y) in enumerate(zip(S_, E_, bS, bE)):
+            r = slice(None) if runs is None else runs[i]
+            c = slice(None) if ctx is None else ctx
+            stop = (x[r] * np.sqrt(a[r][:, c].mean(-1))).mean()
+            out.append((y[r] * np.sqrt(b[r][:, c].mean(-1))).mean() / stop)
+        return float(np.median(out))
+
+    point = stat(None, None)
+    ctx = resample_indices(S_[0].shape[1], n_boot, seed)
+    runs = [resample_indices(x.size, n_boot, seed + 1 + i) for i, x in enumerate(bS)]
+    reps = np.array([stat(ctx[b], [r[b] for r in runs]) for b in range(n_boot)])
+    lo, hi = interval(reps, level)
     return Estimate(point, float(min(lo, point)), float(max(hi, point)), "bootstrap", level, None,
                     n_boot)
 
@@ -660,11 +721,15 @@ def end_errors(runs: Sequence[StagedRuns], N: int, *, n_ctx: int, n_ctx_path: in
 
     Returns
     -------
-    per shape ``{"path": (kept runs, L), "end": (kept runs,)}`` (NaN where a scale was not reached).
+    per shape ``{"path": (kept runs, L), "end": (kept runs,), "end_sq": (kept runs, n_ctx)}``
+    (NaN where a scale was not reached); ``end_sq`` holds the squared errors at the end per context
+    (mean over ``taus``), on the same contexts as :func:`stop_errors` with the same ``seed``.
     """
+    def sq(beta, b, k):
+        return sq_errors(beta, b, int(N), taus=taus, n_ctx=k, seed=seed, device=device).mean(1)
+
     def rmse(beta, b, k):
-        return np.sqrt(sq_errors(beta, b, int(N), taus=taus, n_ctx=k, seed=seed,
-                                 device=device).mean((1, 2)))
+        return np.sqrt(sq(beta, b, k).mean(-1))
 
     def compute() -> list[dict[str, np.ndarray]]:
         out = []
@@ -673,9 +738,11 @@ def end_errors(runs: Sequence[StagedRuns], N: int, *, n_ctx: int, n_ctx_path: in
             ok, e = np.isfinite(be), np.full(be.size, np.nan)
             if ok.any():
                 e[ok] = rmse(be[ok], bb[ok], n_ctx_path)
-            out.append({"path": e.reshape(-1, r.log_beta.shape[1]), "end": rmse(*r.at_end(), n_ctx)})
+            end_sq = sq(*r.at_end(), n_ctx)
+            out.append({"path": e.reshape(-1, r.log_beta.shape[1]),
+                        "end": np.sqrt(end_sq.mean(-1)), "end_sq": end_sq})
         return out
 
     cfg = {"ends": [r.at_end()[0].tolist() for r in runs], "N": int(N), "n_ctx": n_ctx,
-           "path": n_ctx_path, "seed": seed, "taus": list(taus)}
+           "path": n_ctx_path, "seed": seed, "taus": list(taus), "per_context": True}
     return _cached("ch4_continued", cfg, compute)

@@ -83,6 +83,26 @@ def test_rate_up_to_logs_undecided_for_two_points_with_wide_errors():
     assert V.rate_up_to_logs(Estimate.nan(), x_mid=500.0, variable="N").status == "undecided"
 
 
+def test_growth_up_to_logs_holds_for_x_over_log_x_and_fails_for_root_x():
+    # beta* ~ x / log x grows with local slope 1 - 1/ln x: holds; x^0.5 lies far below
+    # 1 - 2/ln(362) = 0.66 with 10% noise (interval half-width about 0.05): fails
+    s, mid = _slope_of(lambda x: x / np.log(x), 0, 0.1)
+    assert V.growth_up_to_logs(s, x_mid=mid, variable="m∧n").status == "holds"
+    s, mid = _slope_of(lambda x: x ** 0.5, 1, 0.1)
+    v = V.growth_up_to_logs(s, x_mid=mid, variable="m∧n")
+    assert v.status == "fails" and "slope in m∧n" in v.sentence
+
+
+def test_growth_up_to_logs_mirrors_rate_up_to_logs():
+    # the growth of beta* and the decay of 1/beta* are judged alike, branch by branch
+    g1, g2 = (-s for s in V.log_slopes(500.0))
+    for e in (est(0.9, 0.85, 0.95), est(0.5, 0.45, 0.55), est(0.6, 0.55, (g1 + g2) / 2),
+              Estimate.nan()):
+        neg = e.scaled(-1.0) if math.isfinite(e.value) else e
+        assert (V.growth_up_to_logs(e, x_mid=500.0, variable="x").status
+                == V.rate_up_to_logs(neg, x_mid=500.0, variable="x").status)
+
+
 @pytest.mark.parametrize("za, zb, status", [
     ([0.5, -1.2], [4.5, 1.0], "holds"),
     ([4.5, 1.0], [0.5, -1.2], "fails"),

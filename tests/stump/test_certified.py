@@ -80,3 +80,70 @@ def test_kept_leaves_out_exactly_the_shapes_without_a_scale_and_counts_them():
     assert cs.kept() == ([1, 2], 1, cs.kept()[2]) and "1 of 3 shapes" in cs.kept()[2]
     assert "8x8" in cs.kept()[2] and "16x16" not in cs.kept()[2]
     assert cs.kept(keep_all=True) == ([0, 1, 2], 0, "")
+
+
+# --- the worst case at each m∧n (the statistic of an upper bound) ---------------------------------
+GRID_SHAPES = [(128, 128), (256, 256), (512, 512), (1024, 1024),
+               (128, 512), (256, 512), (512, 128), (512, 256)]
+
+
+def _grid(diag_slope: float, seed: int = 0, n_boot: int = 400) -> ce.CertifiedScales:
+    """Synthetic certified scales: ``beta* = 0.08 (m∧n)^diag_slope (max/min)^0.6``, so the diagonal
+    is the worst shape at each m∧n and an off-diagonal shape's larger side raises its beta*
+    (as measured in chapter 3); replicates scatter by 5% in log."""
+    rng = np.random.default_rng(seed)
+    v = np.array([0.08 * min(s) ** diag_slope * (max(s) / min(s)) ** 0.6 for s in GRID_SHAPES])
+    boot = v[None, :] * np.exp(0.05 * rng.standard_normal((n_boot, v.size)))
+    P = len(GRID_SHAPES)
+    return ce.CertifiedScales(tuple(GRID_SHAPES), np.full(P, 64), v, v / 8, boot, (None,) * P)
+
+
+def test_worst_per_value_picks_the_extreme_column_per_value_in_every_row():
+    x = np.array([1, 2, 1, 2, 3])
+    y = np.array([[5.0, 1.0, 4.0, 2.0, 7.0], [3.0, np.nan, 6.0, 0.5, 1.0]])
+    xs, i_min = ce.worst_per_value(x, y, worst="min")
+    np.testing.assert_array_equal(xs, [1, 2, 3])
+    np.testing.assert_array_equal(i_min, [[2, 1, 4], [0, 1, 4]])  # NaN counts as the worst
+    _, i_max = ce.worst_per_value(x, y, worst="max")
+    np.testing.assert_array_equal(i_max, [[0, 3, 4], [2, 1, 4]])
+    with pytest.raises(ValueError, match="worst"):
+        ce.worst_per_value(x, y, worst="median")
+
+
+def test_worst_case_growth_holds_where_the_all_shape_fit_is_shallow():
+    from stumplib.core import verdicts as V
+
+    cs = _grid(1.0)
+    fit, worst = ce.worst_slope(cs)
+    assert worst == [(128, 128), (256, 256), (512, 512), (1024, 1024)]  # found, not assumed
+    assert fit.slope == pytest.approx(1.0, abs=1e-9)  # exactly the diagonal's law
+    mid = float(np.sqrt(128 * 1024))
+    assert V.growth_up_to_logs(fit.estimate, x_mid=mid, variable="m∧n").status == "holds"
+    every = ce.slope(cs, "mn").estimate  # off-diagonal shapes at small m∧n flatten the fit
+    g1 = 1 - 1 / np.log(mid)
+    assert every.hi < g1
+    assert V.growth_up_to_logs(every, x_mid=mid, variable="m∧n").status != "holds"
+
+
+def test_worst_case_growth_fails_where_the_worst_shape_grows_too_slowly():
+    from stumplib.core import verdicts as V
+
+    fit, _ = ce.worst_slope(_grid(0.5))
+    # slope 0.5 with a 5% scatter (interval half-width ~0.03) lies below 1 - 2/ln(362) = 0.66
+    assert fit.slope == pytest.approx(0.5, abs=1e-9) and fit.estimate.hi < 0.6
+    v = V.growth_up_to_logs(fit.estimate, x_mid=float(np.sqrt(128 * 1024)), variable="m∧n")
+    assert v.status == "fails"
+
+
+def test_worst_case_is_chosen_in_every_replicate():
+    # two shapes at each m∧n with equal beta*: the replicate minimum sits below both replicates,
+    # so the worst-case line is lower than either shape's own line and its interval is narrower
+    # than a fit that chose one shape by the point estimate would make it look
+    cs = _grid(1.0, n_boot=2000)
+    v = cs.value.copy()
+    v[4:] = [v[0], v[1], v[0], v[1]]  # off-diagonal shapes tie with the diagonal
+    boot = v[None, :] * np.exp(0.05 * np.random.default_rng(3).standard_normal(cs.boot.shape))
+    tied = ce.CertifiedScales(cs.shapes, cs.n_corpora, v, cs.beta_lo, boot, cs.profiles)
+    fit, _ = ce.worst_slope(tied, shapes=GRID_SHAPES[:2] + GRID_SHAPES[4:6])
+    assert fit.slope == pytest.approx(1.0, abs=1e-9)
+    assert fit.estimate.contains(1.0)

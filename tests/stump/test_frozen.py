@@ -196,3 +196,72 @@ def test_gain_past_stop_is_the_median_ratio_with_a_runs_bootstrap():
     assert est.value == pytest.approx(3.0) and est.lo == pytest.approx(3.0)
     noisy = gain_past_stop([s * rng.uniform(0.8, 1.2, 3) for s in stop], end, n_boot=200)
     assert noisy.lo < noisy.value < noisy.hi and 2.0 < noisy.value < 4.5
+
+
+def _grid_stop_data(diag_slope: float, seed: int = 0):
+    """Errors at the certified stop on the book's grid of shapes: ``beta* = c (m∧n)^diag_slope
+    (max/min)^0.6`` (the diagonal is the worst shape at each m∧n, chapter 3), errors on the head's
+    law at that scale with exponential noise over 40 contexts and 3 runs."""
+    from stumplib.stump.frozen import head_mse
+
+    rng = np.random.default_rng(seed)
+    shapes = [(128, 128), (256, 256), (512, 512), (1024, 1024),
+              (128, 512), (256, 512), (512, 128), (512, 256)]
+    head = {"A": 1.0, "p": 1.0, "B": 2.0, "q": 1.0}
+    mn = np.array([min(s) for s in shapes], float)
+    c = 0.08 * 128.0 ** (1 - diag_slope)  # beta* = 10.24 at m = n = 128 for every slope
+    bs = np.array([c * min(s) ** diag_slope * (max(s) / min(s)) ** 0.6 for s in shapes])
+    Ns = 2.0 ** np.arange(4, 13)
+    sq = [head_mse(b, Ns, head)[None, :, None] * rng.exponential(size=(3, Ns.size, 40)) for b in bs]
+    boot = bs[None, :] * np.exp(0.05 * rng.standard_normal((100, mn.size)))
+    return mn, Ns, sq, bs, boot, head
+
+
+def test_worst_case_bound_holds_where_the_all_shape_fit_is_shallow():
+    from stumplib.core import verdicts as V
+    from stumplib.stump.frozen import bootstrap_stop_law
+
+    mn, Ns, sq, bs, boot, head = _grid_stop_data(1.0)
+    mid = float(np.sqrt(128 * 1024))
+    worst = bootstrap_stop_law(mn, Ns, sq, bs, boot, head, n_boot=60, seed=1, worst=True)
+    every = bootstrap_stop_law(mn, Ns, sq, bs, boot, head, n_boot=60, seed=1)
+    s_worst, s_every = worst["p"].scaled(-1.0), every["p"].scaled(-1.0)
+    assert s_worst.contains(-1.0)
+    assert V.rate_up_to_logs(s_worst, x_mid=mid, variable="m∧n").status == "holds"
+    # off-diagonal shapes (lower error at small m∧n) flatten the all-shape slope past -1 + 1/ln x
+    assert s_every.lo > V.log_slopes(mid)[0]
+    assert V.rate_up_to_logs(s_every, x_mid=mid, variable="m∧n").status != "holds"
+
+
+def test_worst_case_bound_fails_where_the_worst_shape_decays_too_slowly():
+    from stumplib.core import verdicts as V
+    from stumplib.stump.frozen import bootstrap_stop_law
+
+    mn, Ns, sq, bs, boot, head = _grid_stop_data(0.5)
+    law = bootstrap_stop_law(mn, Ns, sq, bs, boot, head, n_boot=60, seed=1, worst=True)
+    s = law["p"].scaled(-1.0)
+    # error ~ (m∧n)^-0.5 on the worst shapes: above -1 + 2/ln(362) = -0.66 with margin
+    assert s.value == pytest.approx(-0.5, abs=0.08) and s.lo > -0.66
+    assert V.rate_up_to_logs(s, x_mid=float(np.sqrt(128 * 1024)), variable="m∧n").status == "fails"
+
+
+def test_law_kept_past_stop_is_one_on_the_head_law_and_resamples_contexts():
+    from stumplib.stump.frozen import law_kept_past_stop
+
+    rng = np.random.default_rng(4)
+    # two shapes, 3 runs, 200 shared contexts: squared errors (1/beta)^2 x exponential noise
+    ctx = rng.exponential(size=(1, 200))
+    bs = [np.array([20.0, 21.0, 19.0]), np.array([40.0, 41.0, 39.0])]
+    be = [np.full(3, 100.0), np.full(3, 100.0)]
+    stop = [(1 / b[:, None]) ** 2 * ctx for b in bs]
+    end = [(1 / b[:, None]) ** 2 * ctx for b in be]
+    exact = law_kept_past_stop(stop, end, bs, be, n_boot=50)
+    assert exact.value == pytest.approx(1.0) and exact.width < 1e-12  # shared contexts cancel
+    # contexts that differ between the two ends (the end sharper on some): the interval now
+    # holds the context noise, which a runs-only bootstrap of paired errors would miss
+    end2 = [(1 / b[:, None]) ** 2 * rng.exponential(size=(1, 200)) for b in be]
+    noisy = law_kept_past_stop(stop, end2, bs, be, n_boot=400)
+    # the ratio of two means of 200 exponentials: sd ~ sqrt(2/200)/2 = 0.05 in the RMSE ratio
+    assert 0.05 < noisy.width < 0.5 and noisy.contains(1.0, tol=0.05)
+    with pytest.raises(ValueError, match="one entry per shape"):
+        law_kept_past_stop(stop, end, bs[:1], be)
