@@ -226,7 +226,7 @@ def test_gd_decision_verdict_decides_only_where_the_three_extrapolations_agree()
     v = gd_decision_verdict(_forms(neither, ([-2.6, 0.1], [2.7, 3.2]), ([-3.3, -0.2], [3.7, 4.1])),
                             [1.0164, 1.25], qualifier="stored run")
     assert v.status == "undecided" and "disagree" in v.sentence and "straight line in 1/d: fails" in v.sentence
-    assert "with a 1/d^2 term: undecided" in v.sentence and v.sentence.endswith("(stored run).")
+    assert "with a 1/d² term: undecided" in v.sentence and v.sentence.endswith("(stored run).")
     nan = ([np.nan, np.nan], [np.nan, np.nan])
     assert gd_decision_verdict(_forms(follow, nan, follow), [1.0164, 1.25]).status == "undecided"
     v = gd_decision_verdict(_forms(neither, neither, neither, dmax_z=(np.nan, np.nan)), [1.0164, 1.25])
