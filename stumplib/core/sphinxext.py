@@ -760,7 +760,8 @@ def setup(app) -> dict[str, Any]:
     app.connect("doctree-resolved", _add_executed_link)
     app.connect("build-finished", _copy_executed)
     app.connect("build-finished", _write_claims, priority=600)  # after the copy (500)
-    app.connect("autodoc-process-docstring", _process_docstring, priority=400)  # before napoleon
-    app.connect("autodoc-process-docstring", _after_napoleon, priority=600)  # after it
+    if "autodoc-process-docstring" in app.events.events:  # a book without autodoc has no such event
+        app.connect("autodoc-process-docstring", _process_docstring, priority=400)  # before napoleon
+        app.connect("autodoc-process-docstring", _after_napoleon, priority=600)  # after it
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True,
             "env_version": 1}

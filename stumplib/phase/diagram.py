@@ -24,7 +24,7 @@ from stumplib.core.validation import check_int, check_real
 from stumplib.phase.transition import crossing_estimate
 
 __all__ = ["CROSSING_OUTCOMES", "bracket_crossing", "BranchPoints", "phase_diagram", "diagram_key", "crossing",
-           "crossing_rows", "diagram_verdict", "omega_curves", "absent_reason", "Estimate"]
+           "crossing_rows", "diagram_verdict", "omega_curves", "absent_reason"]
 
 #: named outcomes of a crossing: found; the curve stays above 0 (the crossing lies above the grid);
 #: stays below 0 (below the grid or the branch's end); fewer than two points with both branches

@@ -1,13 +1,13 @@
 """Two heads trained end to end: the head of chapter 1, its mirror, and a learned combination.
 
-The model (chapter 5, "does gradient descent discover the symmetrization?"):
+The model (chapter 5, "does gradient descent discover the symmetrization?")::
 
     f1 = f_{beta1, b1}(x, y)                 the head: tends to the smallest positive example
     f2 = 1 - f_{beta2, b2}(1 - x, 1 - y)     the mirror: the same form on the reflected context,
                                              read back; tends to the largest negative example
     F  = w1 f1 + w2 f2 + w0,                 (w1, w2, w0) = A phi,   A of shape (3, 4)
 
-with ``f`` the estimator of :mod:`stumplib.stump.model` and the context features
+with ``f`` the estimator of :mod:`stumplib.stump.model` and the context features::
 
     phi = (1, q, pos, neg),   q = n1 / N,   pos = 1{n1 > 0},   neg = 1{n0 > 0}
 
