@@ -195,7 +195,18 @@ _BY_KEY = {c.key: c for c in REGISTRY}
 
 
 def claim(key: str) -> Claim:
-    """The registry entry of ``key`` (a :class:`Claim`); ``KeyError`` naming the known keys."""
+    """The registry entry of ``key`` (a :class:`Claim`); ``KeyError`` naming the known keys.
+
+    Parameters
+    ----------
+    key : str
+        A registry key (``Claim.key``).
+
+    Returns
+    -------
+    Claim
+        The registry's entry for ``key``.
+    """
     try:
         return _BY_KEY[key]
     except KeyError:
@@ -203,7 +214,18 @@ def claim(key: str) -> Claim:
 
 
 def rule_arguments(key: str) -> dict[str, Any]:
-    """The registry's arguments of ``key``'s rule (target, bound, tolerance, exponent), a copy."""
+    """The registry's arguments of ``key``'s rule (target, bound, tolerance, exponent), a copy.
+
+    Parameters
+    ----------
+    key : str
+        A registry key; ``KeyError`` when it is not in the registry.
+
+    Returns
+    -------
+    dict[str, Any]
+        A fresh copy of the rule's keyword arguments (``{}`` when the rule takes none).
+    """
     claim(key)
     return dict(_ARGS.get(key, {}))
 
@@ -250,7 +272,18 @@ AUDIT_FILE = Path(__file__).resolve().parents[2] / "scripts" / "SEED_AUDIT.json"
 
 def read_audit(path: str | Path | None = None) -> dict[str, Any]:
     """The seed audit (``{}`` when there is none): ``{"commit", "profile", "seeds", "claims":
-    {key: {"status": [...], ...}}, ...}``."""
+    {key: {"status": [...], ...}}, ...}``.
+
+    Parameters
+    ----------
+    path : str, pathlib.Path or None
+        The audit's JSON file; ``None`` reads the committed :data:`AUDIT_FILE`.
+
+    Returns
+    -------
+    dict[str, Any]
+        The parsed JSON, or ``{}`` when the file does not exist.
+    """
     p = Path(path) if path is not None else AUDIT_FILE
     if not p.is_file():
         return {}
@@ -259,6 +292,13 @@ def read_audit(path: str | Path | None = None) -> dict[str, Any]:
 
 def seed_agreement(key: str, audit: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """How the audited seeds agree on ``key``'s status.
+
+    Parameters
+    ----------
+    key : str
+        A registry key; ``KeyError`` when it is not in the registry.
+    audit : Mapping[str, Any] or None
+        The seed audit as :func:`read_audit` returns it; ``None`` reads the committed one.
 
     Returns
     -------
@@ -332,6 +372,19 @@ def check(key: str, verdict: V.Verdict, *, profile: str | None = None,
     (chapter 6's verdicts need several inputs): glues ``<key>_rule_status`` and the verdict, which
     is *undecided* where the audited seeds of ``profile`` disagree (see :func:`decide`).
 
+    Parameters
+    ----------
+    key : str
+        A registry key; ``KeyError`` when it is not in the registry.
+    verdict : stumplib.core.verdicts.Verdict
+        The verdict the chapter's library function computed with ``key``'s rule.
+    profile : str or None
+        The chapter's profile (the audit applies to its own profile only; ``None``: any).
+    audit : Mapping[str, Any] or None
+        The seed audit (``None``: the committed :data:`AUDIT_FILE`).
+    glue : bool
+        Glue ``<key>_rule_status`` and the verdict (``False``: only return the verdict).
+
     Returns
     -------
     the glued :class:`~stumplib.core.verdicts.Verdict`.
@@ -384,6 +437,14 @@ def glue_seed_agreement(chapter: str, audit: Mapping[str, Any] | None = None) ->
     """Glue ``<key>_seed_agreement`` (``"5/5"`` or ``"not audited"``) for every claim of
     ``chapter`` (``"chapters/02_population_dynamics"``), and ``seed_audit_commit`` (the audited
     commit, ``"none"`` without an audit).
+
+    Parameters
+    ----------
+    chapter : str
+        The chapter as the registry names it (``"chapters/02_population_dynamics"``); a
+        ``ValueError`` when no claim belongs to it.
+    audit : Mapping[str, Any] or None
+        The seed audit (``None``: the committed :data:`AUDIT_FILE`).
 
     Returns
     -------

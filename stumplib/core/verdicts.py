@@ -275,6 +275,8 @@ def against_target(est: Estimate, target: float, *, symbol: str, tol: float = 0.
     tol : a stated modelling tolerance: the target may lie up to ``tol`` outside the interval.
     max_width : an interval wider than this cannot decide (``undecided`` even if it contains the
         target); ``None`` for no such limit.
+    fmt : number format (a ``format`` spec, default ``".3g"``) of the estimate, target and tolerance
+        in the sentence.
     qualifier : what differs from the paper's object (``"hand-set head"``), shown in brackets.
     target_text : how to print the target (default: formatted with ``fmt``).
 
@@ -318,20 +320,72 @@ def _one_sided(est: Estimate, bound: float, *, symbol: str, above: bool, fmt: st
 def at_least(est: Estimate, bound: float, *, symbol: str, fmt: str = ".3g",
              qualifier: str = "") -> Verdict:
     """``holds`` when the whole interval is at or above ``bound``, ``fails`` when it is wholly below,
-    ``undecided`` when it straddles it (a censored lower bound at or above ``bound`` holds)."""
+    ``undecided`` when it straddles it (a censored lower bound at or above ``bound`` holds).
+
+    Parameters
+    ----------
+    est : Estimate
+        The measurement with its interval; a non-finite value is ``undecided``.
+    bound : float
+        The lower bound the claim requires.
+    symbol : str
+        The measured quantity in the book's symbols, used in the sentence.
+    fmt : str
+        Number format (a ``format`` spec) of the sentence's numbers.
+    qualifier : str
+        What differs from the paper's object, shown in brackets (``""``: nothing).
+
+    Returns
+    -------
+    Verdict
+        Status ``holds``, ``fails`` or ``undecided`` with its sentence.
+    """
     return _one_sided(est, bound, symbol=symbol, above=True, fmt=fmt, qualifier=qualifier)
 
 
 def at_most(est: Estimate, bound: float, *, symbol: str, fmt: str = ".3g",
             qualifier: str = "") -> Verdict:
     """``holds`` when the whole interval is at or below ``bound``, ``fails`` when it is wholly above,
-    ``undecided`` when it straddles it."""
+    ``undecided`` when it straddles it.
+
+    Parameters
+    ----------
+    est : Estimate
+        The measurement with its interval; a non-finite value is ``undecided``.
+    bound : float
+        The upper bound the claim requires.
+    symbol : str
+        The measured quantity in the book's symbols, used in the sentence.
+    fmt : str
+        Number format (a ``format`` spec) of the sentence's numbers.
+    qualifier : str
+        What differs from the paper's object, shown in brackets (``""``: nothing).
+
+    Returns
+    -------
+    Verdict
+        Status ``holds``, ``fails`` or ``undecided`` with its sentence.
+    """
     return _one_sided(est, bound, symbol=symbol, above=False, fmt=fmt, qualifier=qualifier)
 
 
 def log_slopes(x_mid: float, exponent: float = -1.0) -> tuple[float, float]:
     """Local log-log slopes ``(s_1, s_2)`` of ``x**exponent * (log x)**k`` at ``x_mid`` for k = 1, 2:
-    ``s_k = exponent + k / ln(x_mid)``."""
+    ``s_k = exponent + k / ln(x_mid)``.
+
+    Parameters
+    ----------
+    x_mid : float
+        The point (the grid's geometric middle) where the slopes are taken; finite and above 1,
+        else ``ValueError``.
+    exponent : float
+        The power ``a`` of ``x**a`` (``-1`` for a ``1/x`` rate).
+
+    Returns
+    -------
+    tuple[float, float]
+        ``(s_1, s_2)``: the local slopes with one and with two logarithms.
+    """
     if not (x_mid > 1.0 and math.isfinite(x_mid)):
         raise ValueError(f"x_mid must be a finite number above 1; got {x_mid!r}")
     L = math.log(x_mid)
@@ -353,6 +407,14 @@ def rate_up_to_logs(slope: Estimate, *, x_mid: float, exponent: float = -1.0, va
     x_mid : geometric middle of the grid in ``x`` (above 1).
     exponent : the claimed power ``a`` (``-1`` for ``x^-1``).
     variable : the variable's symbol (``"m∧n"``, ``"N"``).
+    fmt : number format of the sentence (default ``".2f"``).
+    qualifier : what differs from the paper's object, shown in brackets.
+
+    Returns
+    -------
+    Verdict
+        ``holds``, ``fails`` or ``undecided`` by the rule above (``undecided`` also when the slope's
+        interval is not finite), with a sentence quoting the slope, ``s_1`` and ``s_2``.
     """
     s1, s2 = log_slopes(x_mid, exponent)
     text = (f"slope in {variable} {slope:{fmt}}; a {variable}^{exponent:g} rate up to one log "
@@ -415,8 +477,11 @@ def choose_theory(z_claimed: Sequence[float], z_other: Sequence[float], *,
     ----------
     z_claimed, z_other : shape ``(K,)``: (measured - predicted) / combined standard error at each
         point, against the claimed theory ``names[0]`` and the other ``names[1]``.
+    names : the two theories' names for the sentence, claimed one first (a leading ``"the "`` and
+        trailing ``" theory"`` are dropped where the largest ``|z|`` are quoted).
     follow : within this many standard errors of a theory at every point counts as following it.
     separate : at least this many from the other theory at one point is needed to tell them apart.
+    what : the measured objects, the sentence's subject (``"the minimisers"``).
     seeds_to_decide : shown when undecided (the seeds the measured spread says would decide).
 
     Returns
@@ -449,6 +514,24 @@ def ordering(a: Estimate, b: Estimate, *, symbols: tuple[str, str], relation: st
 
     ``holds`` when the intervals are separated in the claimed order, ``fails`` when they are
     separated in the other order, ``undecided`` when they overlap or one is not finite.
+
+    Parameters
+    ----------
+    a, b : Estimate
+        The two estimated quantities with their intervals, in the order of the claim.
+    symbols : tuple[str, str]
+        The symbols of ``a`` and ``b`` for the sentence.
+    relation : str
+        ``">="`` (claim ``a >= b``) or ``"<="``; anything else is a ``ValueError``.
+    fmt : str
+        Number format (a ``format`` spec) of the sentence's numbers.
+    qualifier : str
+        What differs from the paper's object, shown in brackets (``""``: nothing).
+
+    Returns
+    -------
+    Verdict
+        ``holds``, ``fails`` or ``undecided`` with its sentence.
     """
     if relation not in (">=", "<="):
         raise ValueError(f"relation must be '>=' or '<='; got {relation!r}")
@@ -468,7 +551,18 @@ def ordering(a: Estimate, b: Estimate, *, symbols: tuple[str, str], relation: st
 def combine(parts: Sequence[Verdict], sentence: str) -> Verdict:
     """One verdict on a claim made of ``parts``: their common status when they agree, else ``partly``.
 
-    ``sentence`` is the combined claim's sentence (say which part holds)."""
+    Parameters
+    ----------
+    parts : Sequence[Verdict]
+        The verdicts on the claim's parts, at least one (else ``ValueError``).
+    sentence : str
+        The combined claim's sentence (say which part holds); ended with a full stop if needed.
+
+    Returns
+    -------
+    Verdict
+        The common status of ``parts`` (or ``partly``) with ``sentence``.
+    """
     if not parts:
         raise ValueError("parts must hold at least one verdict")
     statuses = {p.status for p in parts}
@@ -483,10 +577,11 @@ def located(est: Estimate, *, symbol: str, absent: str | None = None, fmt: str =
     Parameters
     ----------
     est : the located value with its interval (NaN when not found).
-    symbol : its symbol (``"alpha_c"``). absent : when the search established that it does not
-        exist where the claim puts it (a reason such as ``"the losses do not cross for alpha in
-        [0.8, 2.6]"``), the verdict fails with that reason; ``None`` when it was not found for
-        another reason (then undecided).
+    symbol : its symbol (``"alpha_c"``).
+    absent : when the search established that it does not exist where the claim puts it (a reason
+        such as ``"the losses do not cross for alpha in [0.8, 2.6]"``), the verdict fails with that
+        reason; ``None`` when it was not found for another reason (then undecided).
+    fmt : number format of the located value in the sentence (default ``".3g"``).
     max_width : an interval wider than this does not locate it (undecided).
     qualifier : what differs from the paper's object.
 

@@ -516,8 +516,13 @@ def extrapolations(ds: Sequence[int], mean: Any, se: Any, *, level: float = 0.95
 
     Parameters
     ----------
-    ds : (D,) dimensions, increasing. mean, se : (D, A) seed means and their standard errors
-        (NaN where an alpha has no runs at a ``d``). level : the intervals' coverage.
+    ds : Sequence[int], shape (D,)
+        The dimensions ``d``, increasing.
+    mean, se : array_like, shape (D, A)
+        Seed means of the minimiser at each ``d`` (rows) and alpha (columns), and their standard
+        errors (NaN where an alpha has no runs at a ``d``).
+    level : float
+        The intervals' coverage, in (0, 1) (default 0.95).
 
     Returns
     -------
@@ -695,8 +700,11 @@ def parameter_mismatches(recorded: Mapping[str, Any], expected: Mapping[str, Any
 
     Parameters
     ----------
-    recorded : :func:`run_parameters` of the file. expected : the page's ``omega``, ``sigma``,
-        ``lam``, ``A`` (those given are compared; relative tolerance 1e-9).
+    recorded : Mapping[str, Any]
+        :func:`run_parameters` of the stored file.
+    expected : Mapping[str, Any]
+        The page's ``omega``, ``sigma``, ``lam``, ``A`` (those given are compared, with relative
+        tolerance 1e-9; ``A`` as an array, a shape difference counts as a mismatch).
 
     Returns
     -------

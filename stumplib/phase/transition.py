@@ -239,8 +239,17 @@ def gd_decision_verdict(decision: Mapping[str, Any], alphas: Any, *, qualifier: 
 
     Parameters
     ----------
-    decision : :func:`stumplib.phase.minimise.decide`'s output. alphas : (A,) its sample ratios.
-    qualifier : what the run is (``"stored run, d up to 4000"``). follow, separate : the rule.
+    decision : Mapping[str, Any]
+        :func:`stumplib.phase.minimise.decide`'s output (its ``forms``, ``dmax``,
+        ``dmax_z_accurate`` and ``dmax_z_published`` are read).
+    alphas : array_like, shape (A,)
+        Its sample ratios; the sentence quotes the first.
+    qualifier : str
+        What the run is (``"stored run, d up to 4000"``), shown in brackets (``""``: nothing).
+    follow, separate : float
+        The rule of :func:`stumplib.core.verdicts.choose_theory`, in standard errors: within
+        ``follow`` (default 2) of a theory at every alpha follows it; ``separate`` (default 4) or
+        more from the other at one alpha tells them apart.
 
     Returns
     -------
@@ -279,7 +288,26 @@ def gd_decision_verdict(decision: Mapping[str, Any], alphas: Any, *, qualifier: 
 def extrapolation_rows(decision: Mapping[str, Any], alphas: Any, accurate: Any,
                        published: Any) -> list[dict]:
     """One table row per (extrapolation, alpha) of :func:`stumplib.phase.minimise.decide`'s
-    ``forms``, and one per alpha for the seed mean at the largest ``d``."""
+    ``forms``, and one per alpha for the seed mean at the largest ``d``.
+
+    Parameters
+    ----------
+    decision : Mapping[str, Any]
+        :func:`stumplib.phase.minimise.decide`'s output (its ``forms``, ``dmax``, ``dmax_mean``,
+        ``dmax_se``, ``dmax_z_accurate`` and ``dmax_z_published`` are read).
+    alphas : array_like, shape (A,)
+        Its sample ratios (flattened), one row per alpha and form.
+    accurate, published : array_like, shape (A,)
+        The two theories' test errors at ``alphas``; not read by the rows, which take the
+        z-scores against them from ``decision``.
+
+    Returns
+    -------
+    list[dict]
+        ``(F + 1) * A`` rows (F forms), each with the keys ``"extrapolation"``, ``"alpha"``,
+        ``"test error"`` (a string: the limit with its interval, or the mean ``+-`` its standard
+        error), ``"z accurate"`` and ``"z published"``.
+    """
     rows = []
     for name, f in decision["forms"].items():
         for j, a in enumerate(np.ravel(alphas)):

@@ -21,7 +21,29 @@ def _conv(th: Mapping[str, np.ndarray], key: str):
 
 def theory_figure(th: Mapping[str, Any], pub: Mapping[str, Any], baseline: float, sigma: float):
     """(a) test error, (b) semantic overlap: accurate theory with quadrature bands (both branches),
-    the published curves, and the published rule's own fixed points (144 nodes)."""
+    the published curves, and the published rule's own fixed points (144 nodes).
+
+    Parameters
+    ----------
+    th : Mapping[str, Any]
+        The accurate theory per branch (``key`` ``"sem"``, ``"pos"``): arrays of shape ``(K,)``
+        ``{key}_alpha``, ``{key}_outcome`` (only ``"converged"`` points are drawn),
+        ``{key}_test_error``, ``{key}_test_error_err`` and, for the semantic branch, ``{key}_theta``
+        and ``{key}_theta_err`` (bands: three quadrature errors).
+    pub : Mapping[str, Any] or None
+        The published curves per branch: ``{key}_alpha``, ``{key}_test_error``, ``{key}_theta`` and
+        the 144-node replay ``{key}_replay_test_error``, ``{key}_replay_theta`` (shape ``(P,)``),
+        drawn from 0.3 below the smallest converged alpha; ``None`` draws the accurate theory only.
+    baseline : float
+        The linear baseline's test error per sample, a horizontal line in panel (a).
+    sigma : float
+        The noise scale; panel (b) shows ``theta / sigma**2`` (positive).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, already closed (for display or saving by the caller).
+    """
     fig, axes = style.panels(2, width=WIDTH, height=HEIGHT)
     for br, key in (("semantic", "sem"), ("positional", "pos")):
         ok = _conv(th, key)
@@ -55,7 +77,28 @@ def theory_figure(th: Mapping[str, Any], pub: Mapping[str, Any], baseline: float
 def transition_figure(alpha, dloss, dloss_err, test_error, test_error_err, baseline: float, alpha_c, alpha_l):
     """(a) training-loss difference (semantic - positional) with bands of three errors; (b) semantic
     test error against the baseline; the crossings ``alpha_c``, ``alpha_l`` (estimates) with their
-    intervals. The arrays are the alphas where both branches converged, increasing."""
+    intervals. The arrays are the alphas where both branches converged, increasing.
+
+    Parameters
+    ----------
+    alpha : array_like, shape (K,)
+        Sample ratios ``alpha = n/d``, increasing.
+    dloss, dloss_err : array_like, shape (K,)
+        Training loss per ``d``, semantic minus positional, and its error (band: three errors).
+    test_error, test_error_err : array_like, shape (K,)
+        The semantic branch's test error per sample and its error (band: three errors).
+    baseline : float
+        The linear baseline's test error per sample, a dashed line in panel (b).
+    alpha_c, alpha_l : stumplib.core.stats.Estimate
+        The crossings: ``alpha_c`` (loss difference through zero) in panel (a), ``alpha_l``
+        (semantic beats linear) in panel (b), each a dotted line with its interval shaded; not
+        drawn when the value is not finite.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, already closed (for display or saving by the caller).
+    """
     fig, axes = style.panels(2, width=WIDTH, height=HEIGHT)
     a, dl, de, te, tee = (np.asarray(v, dtype=float) for v in (alpha, dloss, dloss_err, test_error, test_error_err))
     axes[0].fill_between(a, dl - 3 * de, dl + 3 * de, color="0.6", alpha=0.4, lw=0)
@@ -85,12 +128,18 @@ def window_figure(prof: Sequence[Mapping[str, Any]], thetas, rules, alpha_window
     Parameters
     ----------
     prof : :func:`stumplib.phase.transition.window_profiles`' output, one dict per rule.
-    thetas : the grid of theta. rules : ``(label, rule, size)`` per rule (the labels are used).
-    alpha_window : the sample ratio (title).
+    thetas : array_like, shape (T,)
+        The grid of the semantic overlap theta (held fixed), the x axis.
+    rules : Sequence[tuple]
+        ``(label, rule, size)`` per rule, at most two, in the order of ``prof`` (only the labels
+        are used).
+    alpha_window : float
+        The sample ratio of the profiles (the title).
 
     Returns
     -------
-    matplotlib Figure
+    matplotlib.figure.Figure
+        The figure, already closed (for display or saving by the caller).
     """
     fig, axes = style.panels(2, width=WIDTH, height=HEIGHT)
     for k, (label, _, _) in enumerate(rules):
@@ -115,7 +164,23 @@ def window_figure(prof: Sequence[Mapping[str, Any]], thetas, rules, alpha_window
 
 def diagram_figure(diag: Mapping[str, Any], published: tuple[float, float] | None = None):
     """The (alpha, omega) plane: alpha_c(omega) and alpha_l(omega) with their intervals, the
-    three regions they bound, and the published curves' crossings at omega = 0.3."""
+    three regions they bound, and the published curves' crossings at omega = 0.3.
+
+    Parameters
+    ----------
+    diag : Mapping[str, Any]
+        The phase diagram: ``omega`` (shape ``(W,)``, positional share), ``alpha_c``,
+        ``alpha_c_lo``, ``alpha_c_hi``, ``alpha_l``, ``alpha_l_lo``, ``alpha_l_hi`` (shape ``(W,)``,
+        NaN where not located) and ``pt_alpha`` (the alphas computed, which set the x range).
+    published : tuple[float, float] or None
+        The published curves' ``(alpha_c, alpha_l)`` at omega = 0.3, drawn as crosses when both
+        are finite; ``None``: not drawn.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, already closed (for display or saving by the caller).
+    """
     fig, ax = style.figure(width=style.COLUMN_WIDTH, height=3.8)
     om = np.asarray(diag["omega"], dtype=float)
     lines = {}
@@ -149,7 +214,26 @@ def minimiser_figure(decision: Mapping[str, Any], alphas, accurate, accurate_err
     """Per alpha: the minimisers' mean exact test error (bars: two standard errors over seeds)
     against 1/d, the three weighted extrapolations to 1/d = 0 (a straight line, one with a 1/d^2
     term, a line without the smallest d) with their intervals, the accurate theory (band: three
-    quadrature errors) and the published theory. A d where an alpha has no runs is left out."""
+    quadrature errors) and the published theory. A d where an alpha has no runs is left out.
+
+    Parameters
+    ----------
+    decision : Mapping[str, Any]
+        :func:`stumplib.phase.minimise.decide`'s output: ``ds`` (shape ``(D,)``), ``mean`` and
+        ``se`` (shape ``(D, A)``), and ``forms`` (``{name: {"limit": A Estimates}}``; without it the
+        single ``limit`` is drawn as a straight line).
+    alphas : Sequence[float], shape (A,)
+        The sample ratios, one panel each.
+    accurate, accurate_err : array_like, shape (A,)
+        The accurate theory's test error per sample at ``alphas`` and its quadrature error.
+    published : array_like, shape (A,)
+        The published theory's test error per sample at ``alphas``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, already closed (for display or saving by the caller).
+    """
     fig, axes = style.panels(len(alphas), width=WIDTH, height=HEIGHT)
     x_all = 1.0 / np.asarray(decision["ds"], dtype=float)
     forms = decision.get("forms", {"line": dict(limit=decision["limit"])})

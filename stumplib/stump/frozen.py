@@ -357,6 +357,14 @@ def law_kept_past_stop(stop_sq: Sequence[np.ndarray], end_sq: Sequence[np.ndarra
     stop_sq, end_sq : one array ``(R_i, U)`` per shape: squared errors per run and context at the
         stop and at the end (the same ``U`` contexts).
     stop_beta, end_beta : one array ``(R_i,)`` per shape: each run's scale at the stop and at the end.
+    n_boot : int
+        Bootstrap resamples (at least 10); each redraws the contexts once (shared by every shape,
+        run and both ends) and, per shape, the runs.
+    seed : int
+        Seed of the resampling: the contexts use ``seed``, shape ``i``'s runs ``seed + 1 + i``.
+    level : float
+        Coverage of the percentile interval, in (0, 1) (default 0.95); the interval is widened to
+        contain the point estimate.
 
     Returns
     -------
