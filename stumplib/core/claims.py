@@ -71,12 +71,12 @@ REGISTRY: tuple[Claim, ...] = (
           "(NaN when a start never calibrates)", "at most 10%",
           "none; 10% is the stated margin for 'first' (a start that calibrates late has made "
           "a few percent of its growth on the way)", "at_most"),
-    Claim("pop_scale", "stump", CH2, "β(t) ≍ t^{1/4}",
+    Claim("pop_scale", "stump", CH2, "β(t) grows like t to the power 1/4",
           "the exponent of β(t) extrapolated to β → ∞ (regression of the local exponent on "
           "1, 1/β, log β/β; interval over correction model and fit range)", "1/4",
           "10^-3: the extrapolation's residual curvature (the correction model is known only to "
           "leading order); solver and quadrature errors are below 10^-5", "against_target"),
-    Claim("pop_error", "stump", CH2, "the threshold error decays as O(t^{-1/4})",
+    Claim("pop_error", "stump", CH2, "the threshold error decays like t to the power −1/4",
           "the exponent of the RMSE extrapolated to β → ∞ (as for β)", "-1/4",
           "10^-3, as for β", "against_target"),
     Claim("certified_scale", "stump", CH3,
@@ -470,8 +470,10 @@ RULE_HEADER = ("claim", "chapter", "statistic", "target", "tolerance", "rule")
 
 def registry_rows() -> list[list[str]]:
     """One row per claim of :data:`REGISTRY`, the columns of :data:`RULE_HEADER`."""
-    return [[c.claim, c.chapter.removeprefix("chapters/"), c.statistic, c.target, c.tolerance,
-             c.rule] for c in REGISTRY]
+    from stumplib.core.verdicts import typeset
+
+    return [[typeset(c.claim), c.chapter.removeprefix("chapters/"), typeset(c.statistic),
+             typeset(c.target), typeset(c.tolerance), c.rule] for c in REGISTRY]
 
 
 AUDIT_HEADER = ("claim", "status per seed", "seeds agree", "key number (mean)",
@@ -485,19 +487,21 @@ def audit_rows(audit: Mapping[str, Any] | None = None) -> list[list[str]]:
     ``1.96`` times its standard deviation between seeds: at least 1 when the intervals are as
     wide as the seed-to-seed spread says, below 1 when they under-cover.
     """
+    from stumplib.core.verdicts import number, typeset
+
     audit = read_audit() if audit is None else audit
     rows = []
     for c in REGISTRY:
         a = audit.get("claims", {}).get(c.key)
         if not a or not [s for s in a.get("status", []) if s]:
-            rows.append([c.claim, "not audited", "", "", "", "", ""])
+            rows.append([typeset(c.claim), "not audited", "", "", "", "", ""])
             continue
         agree = seed_agreement(c.key, audit)
 
         def num(k: str, fmt: str = ".3g") -> str:
             v = a.get(k)
-            return "" if v is None or not isinstance(v, (int, float)) or v != v else format(v, fmt)
+            return "" if v is None or not isinstance(v, (int, float)) or v != v else number(v, fmt)
         cover = "no spread" if a.get("sd") == 0 else num("coverage_ratio", ".2f")
-        rows.append([c.claim, ", ".join(s or "-" for s in a["status"]), agree["text"],
+        rows.append([typeset(c.claim), ", ".join(s or "-" for s in a["status"]), agree["text"],
                      num("mean"), num("sd"), num("half_width"), cover])
     return rows

@@ -672,7 +672,12 @@ def _table(header: tuple[str, ...], rows: list[list[str]], widths: list[int]):
         r = nodes.row()
         for text in cells:
             entry = nodes.entry()
-            entry += nodes.paragraph(text=str(text))
+            para = nodes.paragraph()
+            if re.fullmatch(r"[a-z]+(?:_[a-z]+)+", str(text)):  # a function name: shown as code
+                para += nodes.literal(text=str(text))
+            else:
+                para += nodes.Text(str(text))
+            entry += para
             r += entry
         return r
     head = nodes.thead()

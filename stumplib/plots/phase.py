@@ -243,6 +243,7 @@ def minimiser_figure(decision: Mapping[str, Any], alphas, accurate, accurate_err
         m, se = decision["mean"][:, j], decision["se"][:, j]
         ok = np.isfinite(m) & np.isfinite(se) & (se > 0)
         x = x_all[ok]
+        xmax = float(x.max()) if x.size else float(x_all.max())  # no seed spread (one seed): no points
         ax.errorbar(x, m[ok], yerr=2 * se[ok], fmt="o", color=style.COLORS["semantic"], capsize=3,
                     label="minimisers")
         for k, (name, f) in enumerate(forms.items()):
@@ -257,14 +258,14 @@ def minimiser_figure(decision: Mapping[str, Any], alphas, accurate, accurate_err
             coef = np.polyfit(xk, m[keep], deg, w=1 / se[keep])
             xx = np.linspace(0, xk.max(), 40)
             ax.plot(xx, np.polyval(coef, xx), ls=ls, color=style.COLORS["fit"], label=label)
-            off = -(2 - k) * 0.02 * x.max()  # side by side at and left of 1/d = 0
+            off = -(2 - k) * 0.02 * xmax  # side by side at and left of 1/d = 0
             ax.errorbar([off], [lim.value], yerr=[[lim.value - lim.lo], [lim.hi - lim.value]], fmt="s",
                         color=style.COLORS["fit"], capsize=3, ms=4)
         acc, err = float(accurate[j]), float(accurate_err[j])
         ax.axhspan(acc - 3 * err, acc + 3 * err, color=style.COLORS["semantic"], alpha=0.25, lw=0)
         ax.axhline(acc, color=style.COLORS["semantic"], label="accurate theory")
         ax.axhline(float(published[j]), color="k", ls="--", label="published theory")
-        ax.set_xlim(-0.07 * x.max(), 1.1 * x.max())
+        ax.set_xlim(-0.07 * xmax, 1.1 * xmax)
         ax.set_xlabel(r"$1/d$")
         ax.set_title(rf"$\alpha$ = {a:.4g}", fontsize=10)
         ax.set_ylabel("test error per sample")

@@ -2,10 +2,10 @@
 
 The model (chapter 5, "does gradient descent discover the symmetrization?")::
 
-    f1 = f_{beta1, b1}(x, y)                 the head: tends to the smallest positive example
-    f2 = 1 - f_{beta2, b2}(1 - x, 1 - y)     the mirror: the same form on the reflected context,
-                                             read back; tends to the largest negative example
-    F  = w1 f1 + w2 f2 + w0,                 (w1, w2, w0) = A phi,   A of shape (3, 4)
+    f1 = f_{beta1, b1}(x, y)               # the head: the smallest positive example
+    f2 = 1 - f_{beta2, b2}(1 - x, 1 - y)   # the mirror, on the reflected context:
+                                           # the largest negative example
+    F  = w1 f1 + w2 f2 + w0                # (w1, w2, w0) = A phi, A of shape (3, 4)
 
 with ``f`` the estimator of :mod:`stumplib.stump.model` and the context features::
 
