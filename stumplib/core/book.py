@@ -338,32 +338,54 @@ def glue_estimate(name: str, est: Estimate) -> Estimate:
     return est
 
 
-def glue_verdict(claim: str, v: "Verdict") -> "Verdict":
-    """Glue a :class:`~stumplib.core.verdicts.Verdict` for the claim ``claim`` under three names:
+def glue_verdict(claim: str, v: "Verdict", *, why: str | None = None) -> "Verdict":
+    """Glue a :class:`~stumplib.core.verdicts.Verdict` for the claim ``claim`` under four names:
     ``<claim>_status`` (the plain word: holds, fails, undecided, partly; the landing page renders its
-    badge from it), ``<claim>_verdict`` (``"Holds: sentence"``, for the chapter's verdict box) and
-    ``<claim>_reason`` (the sentence alone, for the landing page's reason column). Returns ``v``.
+    badge from it), ``<claim>_verdict`` (``"Holds: sentence"``, for the chapter's verdict box),
+    ``<claim>_reason`` (the sentence alone) and ``<claim>_why`` (the landing page's one-line reason:
+    ``why``, or the sentence shortened by :func:`stumplib.core.verdicts.short_reason`). Returns ``v``.
 
     Parameters
     ----------
     claim : str
-        The claim's name, the prefix of the three glue names.
+        The claim's name, the prefix of the glue names.
     v : Verdict
         The verdict; anything else raises ``TypeError``.
+    why : str, optional
+        The landing page's reason, where the shortened sentence would not say it.
 
     Returns
     -------
     Verdict
         ``v`` itself.
     """
-    from stumplib.core.verdicts import Verdict
+    from stumplib.core.verdicts import Verdict, short_reason
 
     if not isinstance(v, Verdict):
         raise TypeError(f"v must be a stumplib.core.verdicts.Verdict; got {type(v).__name__}")
     glue_value(f"{claim}_status", v.status)
     glue_value(f"{claim}_verdict", v.text)
     glue_value(f"{claim}_reason", v.sentence)
+    glue_value(f"{claim}_why", typeset_reason(why) if why is not None else short_reason(v.sentence))
     return v
+
+
+def typeset_reason(text: str) -> str:
+    """A reason written by hand, in the book's symbols (:func:`stumplib.core.verdicts.typeset`).
+
+    Parameters
+    ----------
+    text : str
+        The reason.
+
+    Returns
+    -------
+    str
+        The typeset reason.
+    """
+    from stumplib.core.verdicts import typeset
+
+    return typeset(text)
 
 
 def load_claims(path: str | os.PathLike) -> list[dict[str, Any]]:

@@ -41,7 +41,7 @@ from stumplib.core.stats import Estimate
 __all__ = ["STATUSES", "Verdict", "against_target", "at_least", "at_most", "rate_up_to_logs",
            "growth_up_to_logs", "log_slopes", "choose_theory", "ordering", "combine", "located", "typeset",
            "typeset_markdown", "number",
-           "plural", "superscript", "subscript"]
+           "plural", "superscript", "subscript", "short_reason", "MAX_REASON_WORDS"]
 
 STATUSES = ("holds", "fails", "undecided", "partly")
 
@@ -598,3 +598,53 @@ def located(est: Estimate, *, symbol: str, absent: str | None = None, fmt: str =
         return Verdict("undecided", _sentence(f"{symbol} = {est:{fmt}}: wider than {max_width:{fmt}}"
                                               f"{_qual(qualifier)}"))
     return Verdict("undecided", _sentence(f"{symbol} not located{_qual(qualifier)}"))
+
+
+#: the landing page's longest reason, in words (its dashboard fits one screen)
+MAX_REASON_WORDS = 22
+
+
+def short_reason(sentence: str, max_words: int = MAX_REASON_WORDS) -> str:
+    """The landing page's one-line reason from a verdict's sentence: trailing parenthetical
+    qualifiers dropped (the sample, the head, the grid: the chapter says them), a seed audit's
+    disagreement said in two words, and, if still longer than ``max_words``, every parenthesis
+    dropped and then the sentence cut after its last clause that fits (marked with an ellipsis).
+
+    Parameters
+    ----------
+    sentence : str
+        The verdict's sentence.
+    max_words : int
+        The longest reason, in words.
+
+    Returns
+    -------
+    str
+        The reason, at most ``max_words`` words, ending with a full stop.
+    """
+    import re as _re
+
+    s = sentence.strip().rstrip(".")
+    s = _re.sub(r"; across (\d+) seeds the rule says [^;]*?, so the status is not decided",
+                r"; the \1 audited seeds disagree", s)
+
+    def words(t: str) -> int:
+        return len(t.split())
+
+    while words(s) > max_words and _re.search(r"\s*\([^()]*\)$", s):
+        s = _re.sub(r"\s*\([^()]*\)$", "", s)
+    if words(s) > max_words:
+        s = _re.sub(r"\s*\([^()]*\)", "", s)
+    if words(s) > max_words:
+        seeds = _re.search(r"; the \d+ audited seeds disagree$", s)  # kept: it is why
+        tail = seeds.group(0) if seeds else ""
+        s = s[:len(s) - len(tail)]
+        parts = _re.split(r"(?<=[;,])\s+", s)
+        keep = ""
+        for part in parts:
+            nxt = f"{keep} {part}".strip()
+            if words(nxt) + words(tail) > max_words - 1:
+                break
+            keep = nxt
+        s = (keep or " ".join(s.split()[:max_words - 1 - words(tail)])).rstrip(";,") + " …" + tail
+    return s + ("" if s.endswith("…") else ".")

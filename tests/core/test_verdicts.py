@@ -180,3 +180,19 @@ def test_verdict_sentences_are_typeset_and_numbers_plain():
     assert number(0.5) == "0.5" and number(float("nan")) == "NaN"
     assert (plural(1, "point"), plural(3, "point"), plural(2, "axis", "axes")) == (
         "1 point", "3 points", "2 axes")
+
+
+def test_short_reason_fits_the_landing_page_and_keeps_why():
+    """Trailing qualifiers go first, a seed disagreement stays (it is the reason), and a long
+    sentence is cut after a whole clause with an ellipsis; a short one is unchanged."""
+    from stumplib.core.verdicts import MAX_REASON_WORDS, short_reason
+
+    assert short_reason("slope 0.9 [0.8, 1.0] (worst shapes).") == "slope 0.9 [0.8, 1.0] (worst shapes)."
+    long_q = "a " * 18 + "= 1.0 (six starts; main start t 205) (median over shapes)."
+    assert short_reason(long_q) == ("a " * 18).strip() + " = 1.0."
+    seeds = ("largest d = -0.47 at 13 points (stable up to +1); minimisation agrees at 2 of 3 points; "
+             "across 5 seeds the rule says partly at 4, holds at 1, so the status is not decided.")
+    r = short_reason(seeds, max_words=14)
+    assert r.endswith("the 5 audited seeds disagree.") and len(r.split()) <= 14 and "…" in r
+    words = " ".join(f"w{i}," for i in range(40))
+    assert len(short_reason(words).split()) <= MAX_REASON_WORDS
