@@ -1,6 +1,6 @@
 // Render the book's status words as coloured badges (styles in verdict.css):
-//  - a table cell whose whole text is holds / fails / undecided / partly (the landing page's
-//    dashboards glue the plain word, <claim>_status);
+//  - a table cell whose whole text is holds / fails / undecided / partly, alone or followed by the
+//    seed audit's agreement (the landing page's dashboards glue the plain word, <claim>_status);
 //  - a glued verdict, "Holds: sentence" (<claim>_verdict), wherever a page shows it: the status
 //    word becomes a badge in front of the sentence.
 (function () {
@@ -15,9 +15,12 @@
   function cells() {
     document.querySelectorAll("table td").forEach(function (td) {
       const t = td.textContent.trim().toLowerCase();
-      if (WORDS.includes(t) && !td.querySelector(".status-badge")) {
+      // the word alone, or followed by the seed audit's agreement: "holds (seeds: 5/5)"
+      const m = t.match(/^(holds|fails|undecided|partly)(\s*\(seeds:[^)]*\))?$/);
+      if (m && !td.querySelector(".status-badge")) {
         td.textContent = "";
-        td.appendChild(badge(t));
+        td.appendChild(badge(m[1]));
+        if (m[2]) td.appendChild(document.createTextNode(" " + m[2].trim()));
       }
     });
   }
