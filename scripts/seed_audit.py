@@ -4,8 +4,8 @@ For each chapter (``--chapters``) and each seed (``--seeds``, at least 5 for the
 is executed with papermill at the ``quick`` profile (``-p profile quick -p seed k``). For every
 claim of the registry (:data:`stumplib.core.claims.REGISTRY`) the script reads what the executed
 notebook glued: the rule's status at that seed (``<key>_rule_status``, else ``<key>_status``) and
-the key number with its interval (``<key>_estimate``, ``_lo``, ``_hi``; for chapter 6's rows the
-number the row shows, :data:`KEY_NUMBER`). It then writes, after every chapter (so a partial run
+the key number with its interval (the registry's :attr:`~stumplib.core.claims.Claim.key_number`,
+``<key>_estimate`` unless the claim names another, with ``_lo`` and ``_hi``). It then writes, after every chapter (so a partial run
 is usable),
 
 - ``scripts/SEED_AUDIT.json``: command, commit, machine, duration, and per claim the status at
@@ -44,18 +44,6 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from glue_snapshot import glued_values  # noqa: E402  (the one reader of glued values)
 from stumplib.core import claims as K  # noqa: E402
 
-#: key numbers of the rows whose chapter glues no ``<key>_estimate`` (chapter 6's library
-#: verdicts): the glue name of the number the landing row shows
-KEY_NUMBER = {
-    "phase_transition": "phase_alpha_c_omega03",
-    "phase_order": "phase_alpha_l_omega03",
-    "phase_diagram": "phase_diagram_alpha_c_w020",
-    "gd_theory": "gd_z_accurate",
-    "phase_replay": "phase_stopped_pos_max_rel_dev",
-    "phase_semantic_end": "phase_semantic_end_alpha",
-    "phase_stability": "phase_stability_derivative_max",
-}
-
 
 def chapter_path(tag: str) -> Path:
     """The notebook of a chapter given as ``"03"`` or ``"03_finite_corpus"``."""
@@ -68,7 +56,7 @@ def chapter_path(tag: str) -> Path:
 def read_claim(g: dict, key: str) -> dict:
     """Status and key number (value, lo, hi) of one claim at one seed."""
     status = g.get(f"{key}_rule_status", g.get(f"{key}_status"))
-    name = f"{key}_estimate" if f"{key}_estimate" in g else KEY_NUMBER.get(key, "")
+    name = K.claim(key).key_number
 
     def num(k):
         v = g.get(k)

@@ -132,7 +132,7 @@ def _ch2():
     fit_r = D.fit_exponent(flow.t, flow.rmse[0], **window)
     local_rmse = np.gradient(np.log(flow.rmse[0][1:]), np.log(flow.t[1:]))
     yield "fig_pop_laws", lambda: ch2.laws(flow, fit_b, fit_r, flow.dlogbeta_dlogt[0], local_rmse,
-                                           win, t_cal[0], hi)
+                                           win, t_cal[0], hi, p_inf=0.25004, q_inf=-0.25002)
     lam = D.hessian_max_eig(flow.beta[0], flow.b[0], lo, hi)
     fracs = [0.02, 0.2, 0.9]
     gd = D.population_gd(20.0, 20.0, [f * 2 / lam.max() for f in fracs], 100, tau_lo=lo,
@@ -163,8 +163,8 @@ def _ch3():
     beta = 0.9 * mn ** 0.6
     own = np.where([s[0] == s[1] and s[0] <= 512 for s in shapes], 8 * mn ** 0.9, np.nan)
     cens = np.array([s == (512, 512) for s in shapes])
-    yield "fig_certified_scale", lambda: ch3.certified_growth(shapes, beta, 0.8 * beta, 1.2 * beta,
-                                                              _Fit(0.9, 0.6), own, cens)
+    yield "fig_certified_scale", lambda: ch3.certified_growth(
+        shapes, beta, 0.8 * beta, 1.2 * beta, _Fit(0.9, 0.6), own, cens, fit_all=_Fit(0.9, 0.55))
     own_shapes = [(v, v) for v in (32, 64, 128, 256, 512)] + [(512, 4), (512, 8), (512, 16)]
     prof = []
     for m, n in own_shapes:

@@ -23,13 +23,16 @@ def test_certified_growth_legend_covers_no_data_at_the_column_width():
     beta = 0.9 * mn ** 0.6
     own = np.where([s[0] == s[1] for s in shapes], 8 * mn ** 0.9, np.nan)
     cens = np.array([False, False, False, True, False, False])
-    fig = ch3.certified_growth(shapes, beta, 0.8 * beta, 1.2 * beta, _Fit(), own, cens)
+    fig = ch3.certified_growth(shapes, beta, 0.8 * beta, 1.2 * beta, _Fit(), own, cens,
+                               fit_all=_Fit())
     fig.canvas.draw()
     ax, = fig.axes
     assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH + 1e-9
     assert not ax.get_legend() and len(fig.legends) == 1
     leg = fig.legends[0]
-    assert len(leg.get_texts()) == 6  # three beta* groups, the fit, own scale and its lower bounds
+    labels = [t.get_text() for t in leg.get_texts()]
+    assert len(labels) == 7  # three beta* groups, two fits, own scale and its lower bounds
+    assert labels[3].startswith("worst-shape fit, slope 0.60") and labels[4].startswith("all-shape")
     box, axbox = leg.get_window_extent(), ax.get_window_extent()
     assert not box.overlaps(axbox)  # outside the panel, so over no marker, bar or line
     assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= fig.bbox.x1 and box.y1 <= fig.bbox.y1

@@ -778,7 +778,7 @@ ASCII_SYMBOLS = [
     (re.compile(r">="), "an ASCII '>=' (write ≥)"),
     (re.compile(r"<="), "an ASCII '<=' (write ≤)"),
     (re.compile(r"x N\^"), "'x N^' (write × N²)"),
-    (re.compile(r"\de\+0"), "a number in e+0 notation (write 10⁴ or 10 000)"),
+    (re.compile(r"\de[+-]\d"), "a number in e-notation (write 10⁴, 2.4 × 10⁻⁴ or 10 000)"),
     (re.compile(r"\w\(s\)"), "a template plural '(s)'"),
     (re.compile(r"\|\s*-{3,}\s*\|"), "a raw Markdown table '|---|'"),
 ]
@@ -808,7 +808,7 @@ def test_no_clipped_tables_or_equations(rel, facts):
 
 
 #: a symbol as a verdict sentence writes it: a Greek letter with its Unicode sub- or superscripts
-_SYMBOL = re.compile(r"[α-ωΔ][ₐ-ₜᵢ-ᵦⱼ₀-₉]*\*?|dF[ₐ-ₜθ]*/d[α-ωa-z]")
+_SYMBOL = re.compile(r"[α-ωΔ][ₐ-ₜᵢ-ᵦⱼ₀-₉]*\*?|[d∂]F[ₐ-ₜθ]*/[d∂][α-ωa-z]")
 
 
 def test_notation_page_defines_the_symbols_of_the_verdicts(facts):

@@ -182,12 +182,14 @@ def settings(profile: str, table: Mapping[str, Mapping[str, Any]], **overrides: 
 
 
 def _fmt(v: Any, floatfmt: str = ".4g") -> str:
+    from stumplib.core.verdicts import number, plain_numbers
+
     if isinstance(v, Estimate):
-        return format(v, floatfmt)
+        return plain_numbers(format(v, floatfmt))
     if isinstance(v, (bool, np.bool_)):
         return str(bool(v))
     if isinstance(v, (float, np.floating)):
-        return format(float(v), floatfmt)
+        return number(float(v), floatfmt)
     if isinstance(v, (list, tuple)) and len(v) > 8:
         return f"{len(v)} values, {_fmt(v[0])} to {_fmt(v[-1])}"
     return str(v).replace("|", "\\|")
@@ -282,8 +284,12 @@ def _glue(name: str, value: Any) -> None:
     glue(name, value, display=False)
 
 
-def glue_value(name: str, value: Any) -> Any:
+def glue_value(name: str, value: Any, *, text: str | None = None) -> Any:
     """Glue one value (numbers as plain Python floats/ints, so the page formats them); returns it.
+    With ``text`` (a format specification such as ``".1e"``) a number is also glued as
+    ``<name>_text``, formatted and written in plain notation (``2.4 × 10⁻⁴``,
+    :func:`stumplib.core.verdicts.number`): the page cites that where a format would print
+    e-notation.
     A matplotlib figure is closed once glued and ``None`` is returned, so the cell does not show it a
     second time without its caption. A verdict or reason given as text (a name ending in
     ``_verdict`` or ``_reason``) is typeset in the book's symbols
@@ -295,6 +301,8 @@ def glue_value(name: str, value: Any) -> Any:
         The glue name the page refers to.
     value : object
         The value to glue: a number, text, figure or any object ``myst_nb.glue`` accepts.
+    text : str or None
+        The format of ``<name>_text`` (``None``: no text form); only for a real number.
 
     Returns
     -------
@@ -309,6 +317,12 @@ def glue_value(name: str, value: Any) -> Any:
 
         value = typeset(value)
     _glue(name, value)
+    if text is not None:
+        from stumplib.core.verdicts import number
+
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise TypeError(f"text= needs a real number; {name} is {type(value).__name__}")
+        _glue(f"{name}_text", number(float(value), text))
     if type(value).__name__ == "Figure" and type(value).__module__.startswith("matplotlib"):
         import matplotlib.pyplot as plt
 

@@ -601,10 +601,12 @@ def claims_rows(executed: str | os.PathLike, *, profile: str = "", code_version:
         def get(suffix: str) -> Any:
             return g.get(f"{c.key}_{suffix}", "")
 
+        num = getattr(c, "key_number", f"{c.key}_estimate")  # the number the row shows
+
         rows.append({"key": c.key, "paper": c.paper, "claim": c.claim, "chapter": c.chapter,
                      "status": get("status"), "statistic": c.statistic,
-                     "estimate": _number(get("estimate")), "lower": _number(get("estimate_lo")),
-                     "upper": _number(get("estimate_hi")), "target": c.target,
+                     "estimate": _number(g.get(num, "")), "lower": _number(g.get(f"{num}_lo", "")),
+                     "upper": _number(g.get(f"{num}_hi", "")), "target": c.target,
                      "tolerance": c.tolerance, "seed_agreement": get("seed_agreement"),
                      "verdict": get("verdict"), "profile": profile,
                      "code_version": code_version})

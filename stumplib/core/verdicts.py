@@ -40,7 +40,7 @@ from stumplib.core.stats import Estimate
 
 __all__ = ["STATUSES", "Verdict", "against_target", "at_least", "at_most", "rate_up_to_logs",
            "growth_up_to_logs", "log_slopes", "choose_theory", "ordering", "combine", "located", "typeset",
-           "typeset_markdown", "number",
+           "typeset_markdown", "number", "plain_numbers",
            "plural", "superscript", "subscript", "short_reason", "MAX_REASON_WORDS"]
 
 STATUSES = ("holds", "fails", "undecided", "partly")
@@ -101,6 +101,23 @@ def _plain_exponent(m: re.Match) -> str:
     return power if float(mant) == 1.0 else f"{mant} × {power}"
 
 
+def plain_numbers(text: str) -> str:
+    """``text`` with every number in e-notation written with a power of ten (``"2.4e-04"`` ->
+    ``"2.4 × 10⁻⁴"``); the rest is unchanged.
+
+    Parameters
+    ----------
+    text : str
+        Any text (a formatted number, an interval, a table cell).
+
+    Returns
+    -------
+    str
+        The text as a reader reads it.
+    """
+    return _EXP.sub(_plain_exponent, text)
+
+
 def number(x: float, fmt: str = ".3g") -> str:
     """A number in plain notation: ``format(x, fmt)`` with any exponent written as a power of ten
     (``1e+04`` -> ``10⁴``, ``1.281e+06`` -> ``1.281 × 10⁶``, ``nan`` -> ``NaN``).
@@ -119,7 +136,7 @@ def number(x: float, fmt: str = ".3g") -> str:
     """
     if isinstance(x, float) and math.isnan(x):
         return "NaN"
-    return _EXP.sub(_plain_exponent, format(x, fmt)).replace("inf", "∞")
+    return plain_numbers(format(x, fmt)).replace("inf", "∞")
 
 
 _RULES: tuple[tuple[re.Pattern, object], ...] = (

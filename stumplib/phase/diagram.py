@@ -398,7 +398,8 @@ def crossing_rows(diag: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
 
 
 def diagram_verdict(diag: Mapping[str, np.ndarray]):
-    """``phase_diagram``: at every omega both crossings found and ``alpha_l >= alpha_c``.
+    """``phase_diagram``: at every omega both crossings found and ``alpha_l >= alpha_c``; the
+    sentence quotes alpha_c at the smallest and the largest omega (the landing row's numbers).
 
     Parameters
     ----------
@@ -419,9 +420,18 @@ def diagram_verdict(diag: Mapping[str, np.ndarray]):
                               symbols=("alpha_l", "alpha_c"))
         parts.append(v)
         good += [f"{w:g}"] if v.status == "holds" else []
-    om = diag["omega"]
-    return verdicts.combine(parts, f"alpha_c and alpha_l found with alpha_l >= alpha_c at {len(good)} "
-                                   f"of {om.size} omegas ({', '.join(good) or 'none'})")
+    om = np.asarray(diag["omega"], dtype=float)
+    ends = [int(np.argmin(om)), int(np.argmax(om))]
+    a_c = [crossing(diag, "alpha_c", i) for i in ends]
+    span = (f"goes from {a_c[0].value:.2f} at omega = {om[ends[0]]:g} to {a_c[1].value:.2f} at "
+            f"omega = {om[ends[1]]:g}" if om.size > 1 else
+            f"= {a_c[0].value:.2f} at omega = {om[0]:g}")
+    intervals = "intervals " + ", ".join(f"{e:.2f} at omega = {om[i]:g}"
+                                         for e, i in zip(a_c, ends[:om.size]))
+    return verdicts.combine(parts, (
+        f"alpha_c {span}; alpha_l >= alpha_c at {len(good)} of "
+        f"{om.size} omega ({intervals}"
+        f"{'; omega = ' + ', '.join(f'{w:g}' for w in om) if om.size > 1 else ''})"))
 
 
 def omega_curves(diag: Mapping[str, np.ndarray], omega: float) -> dict[str, np.ndarray]:

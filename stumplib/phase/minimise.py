@@ -898,7 +898,7 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
 
     Returns
     -------
-    rows: ``omega, alpha, dF_m/dm, solver`` (``"unstable"`` when the derivative exceeds +1, else
+    rows: ``omega, alpha, ∂F_m/∂m, solver`` (``"unstable"`` when the derivative exceeds +1, else
     ``"stable"``), ``median |m| sqrt(d)`` at each ``d``, ``dynamics`` (:func:`classify_dynamics`
     on ``m sqrt(d)``), ``agree`` and ``not converged``: the runs (over all ``d``) that did not
     reach the relative gradient ``gtol`` of :func:`minimise`, left out of the medians (NaN where
@@ -931,7 +931,7 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
         mf = {d: np.asarray(r["m"])[ok[d]] for d, r in zip(ds, res[i])}  # converged runs only
         dyn = classify_dynamics(m0_sqrt_d, mf)
         solver = "unstable" if p["derivative"] > 1 else "stable"
-        row = {"omega": p["omega"], "alpha": p["alpha"], "dF_m/dm": p["derivative"], "solver": solver}
+        row = {"omega": p["omega"], "alpha": p["alpha"], "∂F_m/∂m": p["derivative"], "solver": solver}
         row.update({f"|m| sqrt(d), d = {d}": float(np.median(np.abs(mf[d]))) if mf[d].size else float("nan")
                     for d in ds})
         row.update(dynamics=dyn, agree=(dyn == "decays") == (solver == "stable") if dyn != "unclear" else None)

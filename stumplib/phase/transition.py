@@ -163,9 +163,9 @@ def stability_verdict(derivative: Any, outcome: Any, *, direction: str = "m") ->
     """
     d = np.asarray(derivative, dtype=np.float64)
     ok = (np.asarray(outcome, dtype=object) == "converged") & np.isfinite(d)
-    sym = f"largest dF_{direction}/d{direction}"
+    sym = f"largest ∂F_{direction}/∂{direction}"
     if not ok.any():
-        return Verdict("undecided", f"no converged point carries dF_{direction}/d{direction}.")
+        return Verdict("undecided", f"no converged point carries ∂F_{direction}/∂{direction}.")
     mx = float(d[ok].max())
     v = verdicts.at_most(Estimate(mx, mx, mx), 1.0, symbol=sym)
     return Verdict(v.status, f"{sym} = {mx:.2g} at {int(ok.sum())} converged points (stable up to +1).")
@@ -851,7 +851,7 @@ def tail_rows(tail: Mapping[str, np.ndarray]) -> list[dict]:
     list of dict
     """
     return [{"alpha": tail["alpha"][i], "outcome": tail["outcome"][i], "theta": tail["theta"][i],
-             "error": tail["theta_err"][i], "dF_m/dm at m = 0": tail["suppressed_derivative"][i]}
+             "error": tail["theta_err"][i], "∂F_m/∂m at m = 0": tail["suppressed_derivative"][i]}
             for i in range(tail["alpha"].size)]
 
 

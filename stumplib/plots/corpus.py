@@ -149,10 +149,12 @@ def own_tracking(profiles, level, scales_path, scales_own, censored, mn):
     return fig
 
 
-def certified_growth(shapes, beta, lo, hi, fit, own=None, own_censored=None):
-    """beta*(m, n) against m∧n with bootstrap bars and the fitted power law; the diagonal, m < n and
-    m > n marked apart; optionally the own-calibration tracking scale (squares; open triangles:
-    lower bounds). The legend stands below the panel, where it covers no data.
+def certified_growth(shapes, beta, lo, hi, fit, own=None, own_censored=None, fit_all=None):
+    """beta*(m, n) against m∧n with bootstrap bars and the power law fitted to the worst shape
+    (smallest beta*) at each m∧n, the statistic the claim is judged on; optionally the fit over
+    every shape (dashed, robustness); the diagonal, m < n and m > n marked apart; optionally the
+    own-calibration tracking scale (squares; open triangles: lower bounds). The legend stands below
+    the panel, where it covers no data.
 
     Parameters
     ----------
@@ -161,12 +163,14 @@ def certified_growth(shapes, beta, lo, hi, fit, own=None, own_censored=None):
     beta, lo, hi : np.ndarray, shape ``(S,)``
         ``beta*`` per shape and its bootstrap interval (NaN: no certified interval; not drawn).
     fit : PowerLawFit or None
-        The power-law fit in m∧n (callable, ``slope``, ``ci``); ``None`` (fewer than two distinct
-        m∧n) draws no fit line.
+        The power-law fit in m∧n of the worst shape at each m∧n (callable, ``slope``, ``ci``);
+        ``None`` (fewer than two distinct m∧n) draws no fit line.
     own : np.ndarray, shape ``(S,)``, optional
         The own-calibration scale per shape (NaN where not measured); ``None``: not drawn.
     own_censored : np.ndarray of bool, shape ``(S,)``, optional
         Whether each ``own`` is a lower bound; required when ``own`` is given.
+    fit_all : PowerLawFit or None, optional
+        The fit over every shape, drawn dashed as robustness (``None``: not drawn).
 
     Returns
     -------
@@ -183,10 +187,13 @@ def certified_growth(shapes, beta, lo, hi, fit, own=None, own_censored=None):
         if sel.any():
             ax.errorbar(mn[sel], beta[sel], yerr=[beta[sel] - lo[sel], hi[sel] - beta[sel]], fmt=mk,
                         color=_col(i), ms=6, capsize=3, label=rf"$\beta^*$, {lab}")
+    xx = np.geomspace(mn.min(), mn.max(), 20)
     if fit is not None:  # None: fewer than two distinct m∧n (a token run)
-        xx = np.geomspace(mn.min(), mn.max(), 20)
         ax.plot(xx, fit(xx), "-", color=C["population"], lw=1.2,
-                label=rf"fit, slope {fit.slope:.2f} [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}]")
+                label=rf"worst-shape fit, slope {fit.slope:.2f} [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}]")
+    if fit_all is not None:
+        ax.plot(xx, fit_all(xx), "--", color="0.45", lw=1.0,
+                label=rf"all-shape fit, slope {fit_all.slope:.2f}")
     if own is not None:
         unc = np.isfinite(own) & ~own_censored
         if unc.any():

@@ -78,8 +78,11 @@ def trajectory(flow, starts, t_cal, field, tau_lo, tau_hi, lb_top):
     return fig
 
 
-def laws(flow, fit_beta, fit_rmse, local, local_rmse, win, t_cal, tau_hi):
-    """(a) beta(t) with its fit, (b) the RMSE with its fit, (c) the local exponents: 2 + 1 panels.
+def laws(flow, fit_beta, fit_rmse, local, local_rmse, win, t_cal, tau_hi, p_inf=None,
+         q_inf=None):
+    """(a) beta(t) with its late-window fit, (b) the RMSE with its late-window fit, (c) the local
+    exponents: 2 + 1 panels. The legends name the window fits as such and, when given, the
+    exponents extrapolated to ``beta -> infinity`` (the chapter's key numbers).
 
     Parameters
     ----------
@@ -98,6 +101,9 @@ def laws(flow, fit_beta, fit_rmse, local, local_rmse, win, t_cal, tau_hi):
         Calibration time of run 0, a dotted vertical line in every panel.
     tau_hi : float
         Upper end of the prior, in ``(0, 1]``; sets the reference ``(8t/(1+tau_hi^2))^{1/4}``.
+    p_inf, q_inf : float, optional
+        The exponents of ``beta`` and the RMSE extrapolated to ``beta -> infinity``, named in the
+        legends of (a) and (b) (``None``: not named).
 
     Returns
     -------
@@ -108,17 +114,21 @@ def laws(flow, fit_beta, fit_rmse, local, local_rmse, win, t_cal, tau_hi):
     tt, tw = flow.t[1:], flow.t[win]
     t_max = flow.t[-1]
     ax = axes[0]
-    ax.loglog(tt, flow.beta[0][1:], color=style.COLORS["population"], label=r"flow $\beta(t)$")
+    ext = rf"; extrapolated $p_\infty = {p_inf:.4f}$" if p_inf is not None else ""
+    ax.loglog(tt, flow.beta[0][1:], color=style.COLORS["population"],
+              label=rf"flow $\beta(t)${ext}")
     ax.loglog(tw, fit_beta(tw), color=style.COLORS["fit"], ls="--",
-              label=rf"fit $\propto t^{{{fit_beta.slope:.3f}}}$")
+              label=rf"late-window fit $\propto t^{{{fit_beta.slope:.3f}}}$")
     ax.loglog(tt, (D.scale_constant(tau_hi) * tt) ** 0.25, color="0.5", ls=":", lw=1.2,
               label=r"$(8t/(1+\tau_{hi}^2))^{1/4}$")
     ax.set_ylim(flow.beta[0].min() / 1.5, flow.beta[0].max() * 1.5)
     ax.set_xlabel("flow time $t$"); ax.set_ylabel(r"attention scale $\beta$")
     ax = axes[1]
-    ax.loglog(tt, flow.rmse[0][1:], color=style.COLORS["population"], label="flow RMSE$(t)$")
+    ext = rf"; extrapolated $q_\infty = {q_inf:.4f}$" if q_inf is not None else ""
+    ax.loglog(tt, flow.rmse[0][1:], color=style.COLORS["population"],
+              label=rf"flow RMSE$(t)${ext}")
     ax.loglog(tw, fit_rmse(tw), color=style.COLORS["fit"], ls="--",
-              label=rf"fit $\propto t^{{{fit_rmse.slope:.3f}}}$")
+              label=rf"late-window fit $\propto t^{{{fit_rmse.slope:.3f}}}$")
     ax.set_xlabel("flow time $t$"); ax.set_ylabel(r"threshold RMSE $\sqrt{L}$")
     ax = axes[2]
     ax.semilogx(tt, local[1:], color=style.COLORS["population"], label=r"$d\log\beta/d\log t$")

@@ -2,7 +2,8 @@
 (The results cache: ``test_cache.py``; bad arguments: ``test_bad_input.py``.)"""
 from __future__ import annotations
 
-
+import numpy as np
+import pytest
 import torch
 
 from stumplib.core import book
@@ -74,3 +75,14 @@ def test_a_verdict_glued_as_text_is_typeset(monkeypatch):
     book.glue_value("gd_script_command", "python3 scripts/x.py --d_list 100")  # not a verdict
     assert seen["bound_reason"] == "N⁻¹ term holds, (m∧n)⁻¹ term undecided, on m∧n ≤ 512."
     assert seen["gd_script_command"] == "python3 scripts/x.py --d_list 100"
+
+
+def test_a_number_glued_with_a_text_form_reads_in_plain_notation(monkeypatch):
+    seen = {}
+    monkeypatch.setattr(book, "_glue", lambda name, value: seen.__setitem__(name, value))
+    book.glue_value("replay_dev", np.float64(6.1087e-4), text=".1e")
+    book.glue_value("hess_min", -9.93e-05, text=".2e")
+    assert seen["replay_dev"] == pytest.approx(6.1087e-4) and isinstance(seen["replay_dev"], float)
+    assert seen["replay_dev_text"] == "6.1 × 10⁻⁴" and seen["hess_min_text"] == "-9.93 × 10⁻⁵"
+    with pytest.raises(TypeError, match="text= needs a real number; label is str"):
+        book.glue_value("label", "x", text=".1e")

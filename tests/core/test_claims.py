@@ -179,3 +179,22 @@ def test_check_seed_checks_a_verdict_from_a_library_function():
     got = K.check("phase_semantic_end", v, profile="quick", audit=split, glue=False)
     assert got.status == "undecided" and "undecided at 3, holds at 2" in got.sentence
     assert K.check("phase_semantic_end", v, profile="smoke", audit=split, glue=False) is v
+
+
+def test_each_landing_row_shows_its_claims_key_number_and_seed_agreement():
+    # the key number the registry names is glued by the chapter (smoke baseline) and is the
+    # number the landing row shows; every row shows the seed audit's agreement
+    import json
+
+    glued = json.loads((ROOT / "scripts" / "glue_smoke_baseline.json").read_text())
+    rows = {}
+    for line in (ROOT / "intro.md").read_text().splitlines():
+        m = re.search(r"::(\w+)_status(?::s)?`", line)
+        if m:
+            rows[m.group(1)] = line
+    for c in K.REGISTRY:
+        chapter = c.chapter.removeprefix("chapters/")
+        assert c.key_number in glued[chapter], f"{c.key}: {c.key_number} is not glued"
+        shown = re.search(rf"::{c.key_number}(_text|_lo|_hi)?:", rows[c.key])  # _text: typeset
+        assert shown, f"{c.key}: the row does not show {c.key_number}"
+        assert f"::{c.key}_seed_agreement:s`" in rows[c.key], f"{c.key}: no seed agreement"

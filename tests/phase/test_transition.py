@@ -127,7 +127,7 @@ def test_stability_verdict_on_a_constructed_set_of_points():
     v = stability_verdict([-2.5, 0.9, np.nan, 0.3, 5.0], ["converged"] * 4 + ["undecided"])
     assert v.status == "holds" and "= 0.9 at 3 converged points" in v.sentence
     v = stability_verdict([-2.5, 1.2], ["converged"] * 2, direction="theta")
-    assert v.status == "fails" and "dFθ/dθ" in v.sentence  # typeset: dF_theta/dtheta
+    assert v.status == "fails" and "∂Fθ/∂θ" in v.sentence  # typeset: ∂F_theta/∂theta
     assert stability_verdict([np.nan], ["converged"]).status == "undecided"
 
 
