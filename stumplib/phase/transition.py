@@ -16,7 +16,7 @@ from stumplib.core.stats import Estimate, crossing
 from stumplib.core.verdicts import Verdict, plural
 
 __all__ = ["first_crossing", "theory_curves", "accurate_curves", "crossing_estimate", "branch_end",
-           "stability_verdict", "gd_verdict", "replay_verdict", "read_published", "published_curves",
+           "stability_verdict", "replay_verdict", "read_published", "published_curves",
            "replay_authors", "AUTHORS_START", "semantic_end_verdict", "published_crossings", "branch_gaps",
            "theory_at", "published_at", "decision_rows", "replay_rows", "theta_deviation_at", "branch_tail",
            "tail_rows", "window_profiles", "lowest_points", "dynamics_verdict", "FORM_NAMES",
@@ -171,34 +171,6 @@ def stability_verdict(derivative: Any, outcome: Any, *, direction: str = "m") ->
     return Verdict(v.status, f"{sym} = {mx:.2g} at {int(ok.sum())} converged points (stable up to +1).")
 
 
-def gd_verdict(decision: Mapping[str, Any], *, qualifier: str = "") -> Verdict:
-    """The minimisers' extrapolated test error against the accurate and the published theory.
-
-    Parameters
-    ----------
-    decision : :func:`stumplib.phase.minimise.decide`'s output.
-    qualifier : what differs from the paper's protocol (``"d up to 2000"``).
-
-    Returns
-    -------
-    :func:`stumplib.core.verdicts.choose_theory` with the accurate theory as the claimed one, the
-    seeds that would decide shown when undecided.
-    """
-    za, zp = np.asarray(decision["z_accurate"], dtype=float), np.asarray(decision["z_published"], dtype=float)
-    if not (np.all(np.isfinite(za)) and np.all(np.isfinite(zp))):
-        return Verdict("undecided", "a theory value or the minimisers' limit is missing at one alpha"
-                       + (f" ({qualifier})." if qualifier else "."))
-    need = int(decision["seeds_to_decide"])
-    n_now = int(np.min(decision["n"])) if "n" in decision else 0
-    v = verdicts.choose_theory(za, zp, seeds_to_decide=need if need > n_now else None,
-                               what="the minimisers (d -> infinity)")
-    extra = ""
-    if v.status == "undecided" and 0 < need <= n_now:
-        extra = "; the seeds separate the theories, the limit lies between them"
-    if qualifier:
-        extra += f" ({qualifier})"
-    return Verdict(v.status, v.sentence[:-1] + extra + ".") if extra else v
-
 
 def limit_position(z_accurate: float, z_published: float, *, what: str = "the limit") -> str:
     """Where a measured value lies relative to the two theories, from its two z-scores.
@@ -285,8 +257,7 @@ def gd_decision_verdict(decision: Mapping[str, Any], alphas: Any, *, qualifier: 
     return Verdict("undecided", f"the three extrapolations disagree ({said}){dm}{qual}.")
 
 
-def extrapolation_rows(decision: Mapping[str, Any], alphas: Any, accurate: Any,
-                       published: Any) -> list[dict]:
+def extrapolation_rows(decision: Mapping[str, Any], alphas: Any) -> list[dict]:
     """One table row per (extrapolation, alpha) of :func:`stumplib.phase.minimise.decide`'s
     ``forms``, and one per alpha for the seed mean at the largest ``d``.
 
@@ -296,16 +267,14 @@ def extrapolation_rows(decision: Mapping[str, Any], alphas: Any, accurate: Any,
         :func:`stumplib.phase.minimise.decide`'s output (its ``forms``, ``dmax``, ``dmax_mean``,
         ``dmax_se``, ``dmax_z_accurate`` and ``dmax_z_published`` are read).
     alphas : array_like, shape (A,)
-        Its sample ratios (flattened), one row per alpha and form.
-    accurate, published : array_like, shape (A,)
-        The two theories' test errors at ``alphas``; not read by the rows, which take the
-        z-scores against them from ``decision``.
+        Its sample ratios (flattened), one row per alpha and form; the z-scores against the two
+        theories come from ``decision``.
 
     Returns
     -------
     list[dict]
         ``(F + 1) * A`` rows (F forms), each with the keys ``"extrapolation"``, ``"alpha"``,
-        ``"test error"`` (a string: the limit with its interval, or the mean ``+-`` its standard
+        ``"test error"`` (a string: the limit with its interval, or the mean ``±`` its standard
         error), ``"z accurate"`` and ``"z published"``.
     """
     rows = []
@@ -318,7 +287,7 @@ def extrapolation_rows(decision: Mapping[str, Any], alphas: Any, accurate: Any,
     for j, a in enumerate(np.ravel(alphas)):
         m, s = decision["dmax_mean"][j], decision["dmax_se"][j]
         rows.append({"extrapolation": f"none: mean at d = {int(decision['dmax'])}", "alpha": f"{a:g}",
-                     "test error": f"{m:.6f} +- {s:.6f}", "z accurate": decision["dmax_z_accurate"][j],
+                     "test error": f"{m:.6f} ± {s:.6f}", "z accurate": decision["dmax_z_accurate"][j],
                      "z published": decision["dmax_z_published"][j]})
     return rows
 

@@ -46,8 +46,7 @@ from stumplib.core.validation import check_choice, check_int, check_prior, check
 
 __all__ = ["ESTIMATORS", "HEAD_ESTIMATORS", "train_heads", "profile_record", "threshold_grid", "reflected_estimate", "combine", "estimate_all",
            "profile_errors", "side_empty_probability", "exact_mse", "interior_ratio", "boundary_excess", "mse_profile",
-           "onehead_boundary_verdict", "sym_interior_verdict", "sym_bayes_verdict",
-           "sym_trained_verdict"]
+]
 
 #: every estimator of the chapter, in plotting order
 ESTIMATORS = ("one-head", "reflected", "symmetrized", "count-weighted", "boundary-aware",
@@ -500,93 +499,3 @@ def profile_record(N: int, beta: float, b: float, tau: torch.Tensor, err: dict[s
     rec["excess"] = boundary_excess(err["one-head"], tau, N, width=boundary_width, interior=interior, **boot)
     return rec
 
-
-# ----------------------------------------------------------------------------- verdicts
-def onehead_boundary_verdict(excess: Estimate, predicted: float, *, factor: float = 10.0):
-    """Verdict on "one head is limited at the boundary".
-
-    Parameters
-    ----------
-    excess : the one-head MSE near the upper end over its interior MSE (:func:`boundary_excess`).
-    predicted : the same ratio from the exact sharp-limit MSE (:func:`exact_mse`) on the same grid.
-    factor : the excess that counts as a limitation (an order of magnitude by default).
-
-    Returns
-    -------
-    stumplib.core.verdicts.Verdict: ``holds`` when the whole interval is at least ``factor``, ``fails``
-    when it is wholly below, ``undecided`` when it straddles it.
-    """
-    from stumplib.core.verdicts import Verdict, at_least
-
-    factor = check_real("factor", factor, low=1.0, low_open=True)
-    v = at_least(excess, factor, symbol="excess", fmt=".3g")
-    return Verdict(v.status, f"near τ = 1 one head's MSE is {excess:.0f} times its interior "
-                             f"level (sharp-limit theory {predicted:.0f}).")
-
-
-def sym_interior_verdict(ratio: Estimate, ratio_sharp_limit: Estimate, *, beta_per_N: float,
-                         rel_tol: float = 0.05):
-    """Verdict on "symmetrization gains four-fold in the interior", for a hand-set sharp head.
-
-    Parameters
-    ----------
-    ratio : interior one-head MSE over symmetrized MSE at ``beta = beta_per_N * N``.
-    ratio_sharp_limit : the same on the same contexts as ``beta -> inf``.
-    beta_per_N : the hand-set head's ``beta / N`` (named in the sentence).
-    rel_tol : relative tolerance of the finite-``beta`` ratio around 4.
-
-    Returns
-    -------
-    stumplib.core.verdicts.Verdict: ``holds`` when the finite-``beta`` ratio is within ``rel_tol`` of 4
-    and the sharp-limit interval contains 4; ``fails`` when neither; ``partly`` otherwise.
-    """
-    from stumplib.core.verdicts import against_target, combine
-
-    parts = [against_target(ratio, 4.0, symbol="ratio", tol=4.0 * rel_tol),
-             against_target(ratio_sharp_limit, 4.0, symbol="ratio")]
-    return combine(parts, f"one-head / symmetrized MSE {ratio:.3f} against 4, for a hand-set "
-                          f"head β = {beta_per_N:g}N ({ratio_sharp_limit.value:.3f} as β → ∞)")
-
-
-def sym_bayes_verdict(ratio: Estimate, ratio_sharp_limit: Estimate, *, beta_per_N: float,
-                      rel_tol: float = 0.05):
-    """Verdict on "the symmetrized head reaches the Bayes floor in the interior".
-
-    Parameters
-    ----------
-    ratio : interior symmetrized MSE over Bayes MSE at ``beta = beta_per_N * N``.
-    ratio_sharp_limit : the same on the same contexts as ``beta -> inf``.
-    beta_per_N : the hand-set head's ``beta / N``.
-    rel_tol : relative tolerance of the finite-``beta`` ratio around 1.
-
-    Returns
-    -------
-    stumplib.core.verdicts.Verdict: as :func:`sym_interior_verdict`, against 1.
-    """
-    from stumplib.core.verdicts import against_target, combine
-
-    parts = [against_target(ratio, 1.0, symbol="ratio", tol=rel_tol),
-             against_target(ratio_sharp_limit, 1.0, symbol="ratio", tol=1e-9)]
-    return combine(parts, f"symmetrized / Bayes MSE {ratio:.5f} against 1, for a hand-set head "
-                          f"β = {beta_per_N:g}N")
-
-
-def sym_trained_verdict(ratio: Estimate, ratio_bayes: Estimate, *, beta_over_N: float):
-    """Verdict on the symmetrization gain of the *trained* head (at least four-fold).
-
-    Parameters
-    ----------
-    ratio : interior one-head MSE over symmetrized MSE for the trained head.
-    ratio_bayes : interior symmetrized MSE over Bayes MSE for the trained head.
-    beta_over_N : the trained head's ``beta / N`` at this context size.
-
-    Returns
-    -------
-    stumplib.core.verdicts.Verdict: ``holds`` when the whole interval of ``ratio`` is at least 4,
-    ``fails`` when wholly below, ``undecided`` otherwise.
-    """
-    from stumplib.core.verdicts import Verdict, at_least
-
-    v = at_least(ratio, 4.0, symbol="ratio")
-    return Verdict(v.status, f"trained head (β = {beta_over_N:.2g}N): gain {ratio:.3g}, at least "
-                             f"4 needed; symmetrized / Bayes {ratio_bayes.value:.3g}.")

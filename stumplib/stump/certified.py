@@ -58,9 +58,10 @@ __all__ = ["GRID", "book_grid", "CertifiedScales", "shape_seed", "scan_profile",
 GRID = {
     "smoke": dict(diag=[128, 256], diag_corpora=[24, 12], base=256, cross=[128], cross_corpora=12,
                   n_boot=40),
-    "quick": dict(diag=[128, 256, 512, 1024], diag_corpora=[256, 192, 128, 96], base=512,
+    "quick": dict(diag=[128, 256, 512, 1024, 2048], diag_corpora=[256, 192, 128, 96, 64], base=512,
                   cross=[128, 256], cross_corpora=128, n_boot=400),
-    "full": dict(diag=[128, 256, 512, 1024, 2048], diag_corpora=[512, 384, 256, 192, 128],
+    "full": dict(diag=[128, 256, 512, 1024, 2048, 4096],
+                 diag_corpora=[512, 384, 256, 192, 128, 96],
                  base=1024, cross=[128, 256, 512], cross_corpora=192, n_boot=1000),
 }
 
@@ -317,6 +318,27 @@ class CertifiedScales:
         why = (f"{len(out)} of {len(ok)} shapes without a certified interval (the RMS error never "
                f"drops below the level): " + ", ".join(f"{m}x{n}" for m, n in out)) if out else ""
         return [i for i, k in enumerate(ok) if k], len(out), why
+
+    def stop_scales(self, keep: Sequence[int], placeholder: float = 0.08) -> np.ndarray:
+        """``beta*`` of the shapes ``keep`` (from :meth:`kept`), where training stops.
+
+        A shape kept without a certified interval (a token run, ``kept(keep_all=True)``, whose
+        few corpora certify nothing) gets ``placeholder * (m∧n)`` so that the run can proceed;
+        no result of a real run uses it.
+
+        Parameters
+        ----------
+        keep : sequence of int
+            Indices into :attr:`shapes`.
+        placeholder : float
+            The token runs' stand-in ``beta* / (m∧n)``.
+
+        Returns
+        -------
+        np.ndarray, shape ``(len(keep),)``
+        """
+        return np.array([self.value[i] if np.isfinite(self.value[i]) and self.value[i] > 0
+                         else placeholder * min(self.shapes[i]) for i in keep], dtype=float)
 
     def interval(self, shape: tuple[int, int], level: float = 0.95) -> tuple[float, float]:
         """The percentile bootstrap interval of one shape's ``beta*``.

@@ -145,22 +145,6 @@ def test_replay_verdict_per_branch():
     assert replay_verdict(pub, target=1e-4).status == "fails"
 
 
-def _decision(z_acc, z_pub, need=40):
-    return dict(z_accurate=np.asarray(z_acc), z_published=np.asarray(z_pub), seeds_to_decide=need)
-
-
-def test_gd_verdict_follows_the_choice_rule():
-    from stumplib.phase.transition import gd_verdict
-    assert gd_verdict(_decision([0.5, -1.0], [6.0, 3.0])).status == "holds"
-    assert gd_verdict(_decision([6.0, 3.0], [0.5, 1.0])).status == "fails"
-    v = gd_verdict(_decision([1.0, 1.5], [2.5, 3.0]), qualifier="scripted run")
-    assert v.status == "undecided" and "40 seeds" in v.sentence and "(scripted run)" in v.sentence
-    assert gd_verdict(_decision([np.nan, 1.0], [1.0, 1.0])).status == "undecided"
-    between = dict(_decision([3.0, 1.0], [3.4, 3.4], need=100), n=np.full((3, 2), 128))
-    v = gd_verdict(between)
-    assert v.status == "undecided" and "between them" in v.sentence and "seeds would" not in v.sentence
-
-
 def test_branch_end_and_its_verdict():
     from stumplib.phase.transition import branch_end, semantic_end_verdict
     a = np.array([1.0, 0.9, 0.8, 0.7])
@@ -241,3 +225,17 @@ def test_limit_position_says_between_or_beyond():
     assert "5.0 above the published" in s
     assert "beyond both theories, on the side of the published" in limit_position(-8.0, -1.0)
     assert "not measured" in limit_position(np.nan, 1.0)
+
+
+def test_extrapolation_rows_one_per_form_and_alpha_plus_the_largest_d():
+    from stumplib.core.stats import Estimate
+    from stumplib.phase.transition import extrapolation_rows
+
+    dec = _forms(([0.5, -1.0], [6.0, 5.0]), ([1.5, 0.2], [4.5, 4.1]), ([0.4, -0.9], [5.5, 4.8]))
+    for f in dec["forms"].values():
+        f["limit"] = [Estimate(0.0028, 0.00275, 0.00285), Estimate(0.0023, 0.0022, 0.0024)]
+    dec.update(dmax_mean=np.array([0.0027645, 0.0024]), dmax_se=np.array([8.6e-6, 9e-6]))
+    rows = extrapolation_rows(dec, [1.0164, 1.25])
+    assert len(rows) == 8 and rows[0]["test error"] == "0.002800 [0.002750, 0.002850]"
+    assert rows[1]["z published"] == 5.0 and rows[6]["extrapolation"] == "none: mean at d = 4000"
+    assert rows[6]["test error"] == "0.002765 ± 0.000009" and rows[6]["z accurate"] == -3.0

@@ -199,24 +199,3 @@ def test_boundary_excess_interval_is_a_bootstrap_over_contexts():
         assert r.lo <= r.value <= r.hi
         widths.append(r.hi - r.lo)
     assert 0.3 < widths[1] / widths[0] < 0.8
-
-
-def test_chapter5_verdicts_branches():
-    from stumplib.stump.boundary import (onehead_boundary_verdict, sym_bayes_verdict,
-                                   sym_interior_verdict, sym_trained_verdict)
-    from stumplib.core.stats import Estimate
-
-    E = lambda v, lo, hi: Estimate(v, lo, hi, "bootstrap")  # noqa: E731
-    assert onehead_boundary_verdict(E(300, 250, 350), 320).status == "holds"
-    assert onehead_boundary_verdict(E(2, 1.5, 2.5), 320).status == "fails"
-    assert onehead_boundary_verdict(E(9, 5, 20), 320).status == "undecided"
-    four, lim4, lim5 = E(4.1, 4.05, 4.15), E(4.0, 3.95, 4.05), E(5.0, 4.9, 5.1)
-    assert sym_interior_verdict(four, lim4, beta_per_N=20).status == "holds"
-    assert sym_interior_verdict(four, lim5, beta_per_N=20).status == "partly"
-    assert sym_interior_verdict(lim5, lim5, beta_per_N=20).status == "fails"
-    assert "20N" in sym_interior_verdict(four, lim4, beta_per_N=20).sentence
-    one, lim1 = E(1.01, 1.005, 1.015), E(1.0, 0.999, 1.001)
-    assert sym_bayes_verdict(one, lim1, beta_per_N=20).status == "holds"
-    assert sym_bayes_verdict(E(2, 1.9, 2.1), E(2, 1.9, 2.1), beta_per_N=20).status == "fails"
-    assert sym_trained_verdict(E(9, 8, 10), one, beta_over_N=0.5).status == "holds"
-    assert sym_trained_verdict(E(2, 1.5, 2.5), one, beta_over_N=0.5).status == "fails"

@@ -80,6 +80,9 @@ def test_kept_leaves_out_exactly_the_shapes_without_a_scale_and_counts_them():
     assert cs.kept() == ([1, 2], 1, cs.kept()[2]) and "1 of 3 shapes" in cs.kept()[2]
     assert "8x8" in cs.kept()[2] and "16x16" not in cs.kept()[2]
     assert cs.kept(keep_all=True) == ([0, 1, 2], 0, "")
+    # stopping scales: the certified beta*, a token run's stand-in 0.08 (m∧n) where there is none
+    np.testing.assert_array_equal(cs.stop_scales([1, 2]), [3.0, 5.0])
+    np.testing.assert_allclose(cs.stop_scales([0, 2]), [0.64, 5.0])
 
 
 # --- the worst case at each m∧n (the statistic of an upper bound) ---------------------------------
