@@ -178,3 +178,13 @@ def test_bad_parameter_via_papermill_names_it(tmp_path, params, message):
         pm.execute_notebook(str(CHAPTERS[0]), str(tmp_path / "out.ipynb"),
                             parameters={"profile": "smoke", **params}, cwd=str(CHAPTERS[0].parent),
                             kernel_name="python3", progress_bar=False)
+
+
+def test_every_notebook_cell_has_an_id():
+    """nbformat 4.5 cell ids in every committed notebook (a missing id is a build warning today and
+    an error in later nbformat versions)."""
+    for path in CHAPTERS + [ROOT / "build_record.ipynb"]:
+        nb = json.loads(path.read_text())
+        missing = [i for i, c in enumerate(nb["cells"]) if not c.get("id")]
+        assert (nb["nbformat"], nb["nbformat_minor"]) >= (4, 5), path.name
+        assert not missing, f"{path.name}: cells without an id: {missing}"

@@ -90,7 +90,7 @@ def subscript(text: str) -> str:
     return "".join(_SUB[c] for c in text) if text and all(c in _SUB for c in text) else text
 
 
-_EXP = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([+-]?)(\d+)(?![\w.])")
+_EXP = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([+-]?)(\d+)(?!\w|\.\d)")
 
 
 def _plain_exponent(m: re.Match) -> str:

@@ -312,7 +312,7 @@ def replay_verdict(pub: Mapping[str, Any], *, target: float = 1e-3) -> Verdict:
         devs.append(f"{dev:.1e} ({name})")
         parts.append(verdicts.at_most(Estimate(dev, dev, dev), target, symbol=f"{name} deviation"))
     return verdicts.combine(parts, f"replay of the 144-node rule within {', '.join(devs)} of the "
-                                   f"published overlaps, target {target:g}")
+                                   f"published overlaps, target {target:.0e}")
 
 
 def accurate_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,

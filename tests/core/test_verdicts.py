@@ -162,6 +162,7 @@ from stumplib.core.verdicts import number, plural, typeset  # noqa: E402
     ("m x n = 128x512", "m × n = 128×512"),
     ("beta* = 1e+04", "β* = 10⁴"),
     ("1.281e+06 and 2.5e-03", "1.281 × 10⁶ and 2.5 × 10⁻³"),
+    ("target 1e-03.", "target 10⁻³."),  # a number that ends the sentence
     ("dF_m/dm, dF_theta/dtheta, tau_hi", "dFₘ/dm, dFθ/dθ, τₕᵢ"),
     ("alphabet, betas, x_i", "alphabet, betas, xᵢ"),  # words that merely start like a symbol
 ])
