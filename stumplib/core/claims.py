@@ -182,24 +182,26 @@ REGISTRY: tuple[Claim, ...] = (
           number="phase_stability_derivative_max"),
 )
 
-#: the rule's arguments per claim (targets, bounds, tolerances: the registry's, not the chapter's)
+#: the rule's arguments per claim (targets, bounds, tolerances: the registry's, not the chapter's);
+#: a claim with a tolerance cannot hold on an interval wider than twice it (``max_width``): such an
+#: interval does not resolve the claim to its own stated precision, and the claim is undecided
 _ARGS: dict[str, dict[str, Any]] = {
     "pop_calibration": dict(bound=0.1, fmt=".3f"),
-    "pop_scale": dict(target=0.25, tol=1e-3, fmt=".4f", target_text="1/4"),
-    "pop_error": dict(target=-0.25, tol=1e-3, fmt=".4f", target_text="-1/4"),
+    "pop_scale": dict(target=0.25, tol=1e-3, fmt=".4f", target_text="1/4", max_width=0.002),
+    "pop_error": dict(target=-0.25, tol=1e-3, fmt=".4f", target_text="-1/4", max_width=0.002),
     "certified_scale": dict(exponent=1.0, fmt=".2f"),
     "bound_mn": dict(exponent=-1.0, fmt=".2f"),
     "bound_N": dict(exponent=-1.0, fmt=".2f"),
     "onehead_boundary": dict(bound=10.0, fmt=".0f"),
-    "sym_interior": dict(target=4.0, tol=0.2, fmt=".3f", target_text="4"),
+    "sym_interior": dict(target=4.0, tol=0.2, fmt=".3f", target_text="4", max_width=0.4),
     "prior_risk_sym": dict(bound=2.0, fmt=".3g"),
-    "prior_risk_aware": dict(target=1.0, tol=0.05, fmt=".3f", target_text="1"),
+    "prior_risk_aware": dict(target=1.0, tol=0.05, fmt=".3f", target_text="1", max_width=0.1),
     "own_over_path": dict(bound=1.0, fmt=".3g"),
-    "head": dict(target=1.0, tol=0.05, fmt=".3g"),
-    "gd_beats_bound": dict(target=1.0, tol=0.1, fmt=".3f", target_text="1"),
+    "head": dict(target=1.0, tol=0.05, fmt=".3g", max_width=0.1),
+    "gd_beats_bound": dict(target=1.0, tol=0.1, fmt=".3f", target_text="1", max_width=0.2),
     "calib_mae": dict(target=-1.0, fmt=".2f"),
-    "sym_bayes": dict(target=1.0, tol=0.05, fmt=".4f", target_text="1"),
-    "sym_trained": dict(target=4.0, tol=0.2, fmt=".3g"),
+    "sym_bayes": dict(target=1.0, tol=0.05, fmt=".4f", target_text="1", max_width=0.1),
+    "sym_trained": dict(target=4.0, tol=0.2, fmt=".3g", max_width=0.4),
     "phase_replay": dict(bound=1e-3, fmt=".1e"),
     "phase_stability": dict(bound=1.0, fmt=".2g"),
 }

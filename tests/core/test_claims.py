@@ -61,6 +61,8 @@ def test_the_chapter_decision_and_two_head_rows_have_entries():
     ("onehead_boundary", est(9, 5, 14), "undecided"),
     ("pop_scale", est(0.2505, 0.2504, 0.2506), "holds"),  # 1e-3 tolerance of the extrapolation
     ("pop_scale", est(0.2581, 0.2520, 0.2629), "fails"),  # a window fit is not the limit
+    ("pop_scale", est(0.2664, 0.2401, 0.2681), "undecided"),  # wider than twice the tolerance
+    ("sym_interior", est(4.0, 3.7, 4.3), "undecided"),    # width 0.6 > 2 x 0.2
 ])
 def test_judge_applies_the_registry_target_and_tolerance(key, e, status):
     assert K.judge(key, e, symbol="x").status == status
