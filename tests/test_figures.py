@@ -56,6 +56,20 @@ def test_check_flags_duplicates_empty_entries_and_small_text():
     plt.close("all")
 
 
+def test_check_flags_two_entries_drawn_alike_and_not_two_that_differ():
+    fig, ax = style.figure()
+    ax.plot([0, 1], [0, 0.2], "o", color="C0", label="128×128")
+    ax.plot([0, 1], [0.1, 0.3], "o", color="C0", label="2048×2048")  # same colour and marker
+    ax.plot([0, 1], [0.2, 0.4], "X", color="C0", label="other marker")
+    ax.plot([0, 1], [0.3, 0.5], "-", color="k", lw=1.5, label="curve")
+    ax.plot([0, 1], [0.4, 0.6], "--", color="k", lw=1.5, label="dashed")
+    ax.set_ylim(0, 3)
+    ax.legend(loc="upper right")
+    got = [p for p in style.figure_problems(fig) if "alike" in p]
+    assert len(got) == 1 and "'128×128' and '2048×2048'" in got[0]
+    plt.close("all")
+
+
 def test_check_sees_error_bars_and_step_histograms():
     fig, ax = style.figure()
     ax.errorbar([0.5], [0.5], yerr=[0.4], fmt="o", label="bar")
@@ -197,7 +211,9 @@ def _ch4():
     B_, N_ = np.meshgrid(hb, hN, indexing="ij")
     rmse = np.sqrt(fit["A"] / B_ ** 2 + fit["B"] / N_ ** 2)
     yield "fig_head_law", lambda: ch4.head_law(hb, hN, rmse, fit)
-    shapes = [(v, v) for v in (32, 64, 128, 256, 512)] + [(32, 128), (128, 32), (64, 256)]
+    # the quick grid's nine shapes: five on the diagonal, four with m or n at 512
+    shapes = ([(v, v) for v in (128, 256, 512, 1024, 2048)]
+              + [(128, 512), (256, 512), (512, 128), (512, 256)])
     mn = np.array([min(s) for s in shapes], float)
     Ns = np.array([2.0 ** k for k in range(4, 13)])
     law = {"A": 40.0, "p": 1.0, "B": 2.0, "q": 1.0}

@@ -282,6 +282,28 @@ def _plotted(ax) -> list:
                                     or (isinstance(a, Polygon) and not a.get_fill()))]
 
 
+def _look_alike(leg) -> tuple[str, str] | None:
+    """Two labels of ``leg`` whose line handles look the same (colour, line style, marker and its
+    fill, width to half a point, transparency), so the reader cannot tell their data apart;
+    ``None`` when every entry differs."""
+    from matplotlib.colors import to_hex
+    from matplotlib.lines import Line2D
+
+    handles = getattr(leg, "legend_handles", None) or getattr(leg, "legendHandles", [])
+    seen: dict[tuple, str] = {}
+    for h, t in zip(handles, leg.get_texts()):
+        if not isinstance(h, Line2D):
+            continue
+        fill = h.get_markerfacecolor()
+        key = (to_hex(h.get_color()), h.get_linestyle(), str(h.get_marker()),
+               "none" if isinstance(fill, str) and fill == "none" else to_hex(fill),
+               round(float(h.get_linewidth()) / 0.5), h.get_alpha())  # half-point widths
+        if key in seen:
+            return seen[key], t.get_text()
+        seen[key] = t.get_text()
+    return None
+
+
 def _legend_problems(fig, owner, leg) -> list[str]:
     """:func:`figure_problems` for one legend (``owner``: its panel, ``None`` for a figure legend);
     the figure must have been drawn."""
@@ -297,6 +319,9 @@ def _legend_problems(fig, owner, leg) -> list[str]:
     dup = sorted({lab for lab in labels if labels.count(lab) > 1})
     if dup:
         out.append(f"{where} lists {', '.join(map(repr, dup))} more than once")
+    same = _look_alike(leg)
+    if same:
+        out.append(f"{where} draws {same[0]!r} and {same[1]!r} alike (colour, marker and line)")
     for ax in axes:
         if not ax.get_visible() or not ax.get_window_extent().overlaps(bb):
             continue
@@ -463,7 +488,8 @@ def figure_problems(fig) -> list[str]:
 
     - a legend's frame covers a plotted data point, a line's vertex or a stretch of a drawn line
       (lines, error bars, streamlines, step histograms) of any panel it overlaps;
-    - a legend lists a label twice, or lists an artist with no finite data in its panel's view;
+    - a legend lists a label twice, lists two entries drawn alike (colour, line and marker), or
+      lists an artist with no finite data in its panel's view;
     - a legend sticks out of the figure;
     - any text is smaller than :data:`LEGIBLE_PT` points once the figure is shown at the column
       width (a figure wider than :data:`COLUMN_WIDTH` is shrunk, its fonts with it).

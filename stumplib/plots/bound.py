@@ -101,7 +101,7 @@ def headline(mn, Ns, err, lo, hi, fit, beta_star, show_N, shapes=None):
     a0.set_ylabel(r"RMSE at the certified stop $\beta^*(m,n)$")
     style.legend(a0)
     Nf = np.geomspace(min(Ns), max(Ns), 60)
-    marks = "osD^v<>p"
+    marks = "osD^v<>pXh"  # with the 8 colours, no two of up to 40 shapes look alike
     for j, (i, col) in enumerate(zip(order, _cycle(len(mn)))):
         name = f"{shapes[i][0]}×{shapes[i][1]}" if shapes is not None else f"{int(mn[i])}"
         a1.loglog(Ns, err[i], marks[j % len(marks)], color=col, ms=3.5,

@@ -134,7 +134,7 @@ def laws(flow, fit_beta, fit_rmse, local, local_rmse, win, t_cal, tau_hi, p_inf=
     ax.semilogx(tt, local[1:], color=style.COLORS["population"], label=r"$d\log\beta/d\log t$")
     ax.semilogx(tt, -local_rmse, color=style.COLORS["attention"], ls="-.",
                 label=r"$-d\log\mathrm{RMSE}/d\log t$")
-    ax.axhline(0.25, color="k", lw=0.8, label="1/4")
+    ax.axhline(0.25, color="0.45", lw=1.0, ls="--", label="1/4")
     ax.axvspan(tw.min(), t_max, color="0.9", alpha=0.5, lw=0, label="fit window")
     ax.set_ylim(0.0, 0.6)
     ax.set_xlabel("flow time $t$"); ax.set_ylabel("local exponent")
