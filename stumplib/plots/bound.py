@@ -101,11 +101,12 @@ def headline(mn, Ns, err, lo, hi, fit, beta_star, show_N, shapes=None):
     a0.set_ylabel(r"RMSE at the certified stop $\beta^*(m,n)$")
     style.legend(a0)
     Nf = np.geomspace(min(Ns), max(Ns), 60)
-    marks = "osD^v<>pXh"  # with the 8 colours, no two of up to 40 shapes look alike
+    marks = "osD^v<>p"  # one per colour of _cycle; its second round is drawn hollow and larger
     for j, (i, col) in enumerate(zip(order, _cycle(len(mn)))):
         name = f"{shapes[i][0]}×{shapes[i][1]}" if shapes is not None else f"{int(mn[i])}"
-        a1.loglog(Ns, err[i], marks[j % len(marks)], color=col, ms=3.5,
-                  label=f"{name}, {beta_star[i]:.0f}")
+        again = j >= len(marks)
+        a1.loglog(Ns, err[i], marks[j % len(marks)], color=col, ms=5 if again else 3.5,
+                  mfc="none" if again else col, label=f"{name}, {beta_star[i]:.0f}")
         a1.loglog(Nf, law(mn[i], Nf), "-", color=col, lw=0.9)
     a1.loglog(Nf, np.sqrt(2) / Nf, "k:", lw=1.2, label=r"$\sqrt{2}/N$")
     a1.set_xlabel("context size $N$")
