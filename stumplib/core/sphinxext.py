@@ -692,8 +692,91 @@ def _table(header: tuple[str, ...], rows: list[list[str]], widths: list[int]):
     return table
 
 
+def library_calls(notebook: str | os.PathLike) -> dict[str, list[str]]:
+    """The ``stumplib`` functions and classes a notebook's code cells call, per module.
+
+    Read from the code (Python's ``ast``), not by running it: the names bound by ``from stumplib...
+    import ...`` and ``import stumplib... as ...``, then every call ``module.name(...)`` through a
+    module alias and every call of a directly imported name, each listed under the module that
+    defines it (a re-export such as ``book.cached`` under :mod:`stumplib.core.cache`). Private
+    names (``_x``) and calls of methods on objects (``cs.kept()``) are not listed; a cell that
+    does not parse is skipped.
+
+    Parameters
+    ----------
+    notebook : str or os.PathLike
+        A ``.ipynb`` file.
+
+    Returns
+    -------
+    dict[str, list[str]]
+        ``{module: sorted names}``: the paper packages' modules first, then ``stumplib.plots``,
+        then ``stumplib.core``, each group sorted (``{}`` for a file that is not a readable
+        notebook).
+    """
+    import ast
+    import importlib
+
+    nb = _read_json(Path(notebook)) or {}
+    cells = ["".join(c.get("source", "")) for c in nb.get("cells", [])
+             if c.get("cell_type") == "code"]
+    modules: dict[str, str] = {}  # alias -> module
+    objects: dict[str, tuple[str, str]] = {}  # alias -> (module, name)
+
+    def is_module(dotted: str) -> bool:
+        try:
+            importlib.import_module(dotted)
+            return True
+        except ImportError:
+            return False
+
+    trees = []
+    for src in cells:
+        try:
+            trees.append(ast.parse(src))
+        except SyntaxError:
+            continue
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("stumplib"):
+                for a in node.names:
+                    full = f"{node.module}.{a.name}"
+                    if is_module(full):
+                        modules[a.asname or a.name] = full
+                    else:
+                        objects[a.asname or a.name] = (node.module, a.name)
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("stumplib") and a.asname:
+                        modules[a.asname] = a.name
+    out: dict[str, set[str]] = {}
+
+    def add(mod: str, name: str) -> None:
+        # a name re-exported from another stumplib module is listed where it is defined
+        home = getattr(getattr(importlib.import_module(mod), name, None), "__module__", None)
+        out.setdefault(home if isinstance(home, str) and home.startswith("stumplib") else mod,
+                       set()).add(name)
+
+    for tree in trees:
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                    and f.value.id in modules and not f.attr.startswith("_")):
+                add(modules[f.value.id], f.attr)
+            elif isinstance(f, ast.Name) and f.id in objects:
+                mod, name = objects[f.id]
+                if not name.startswith("_"):
+                    add(mod, name)
+    def rank(m: str) -> tuple[int, str]:  # the science first, then figures, then services
+        return (2 if m.startswith("stumplib.core") else 1 if m.startswith("stumplib.plots") else 0, m)
+    return {m: sorted(out[m]) for m in sorted(out, key=rank)}
+
+
 def _directives():
-    """The ``claims-rules`` and ``seed-audit`` directive classes (Sphinx imported lazily)."""
+    """The ``claims-rules``, ``seed-audit`` and ``library-calls`` directive classes (Sphinx
+    imported lazily)."""
     from docutils import nodes
     from sphinx.util.docutils import SphinxDirective
 
@@ -728,7 +811,23 @@ def _directives():
             return [nodes.paragraph(text=info),
                     _table(claims.AUDIT_HEADER, claims.audit_rows(audit),
                            [22, 26, 8, 10, 10, 10, 8])]
-    return ClaimsRules, SeedAudit
+    class LibraryCalls(SphinxDirective):
+        """``{library-calls}``: on a notebook page, the ``stumplib`` functions its code calls, each
+        linked to its entry on the reference page (:func:`library_calls`)."""
+
+        def run(self):
+            path = self.env.doc2path(self.env.docname)
+            calls = library_calls(path)
+            if not calls:
+                return [nodes.paragraph(text="This page calls no stumplib function.")]
+            lines = [f"- {{py:mod}}`{m}`: " + ", ".join(f"{{py:obj}}`~{m}.{n}`" for n in names)
+                     for m, names in calls.items()]
+            from docutils.statemachine import StringList
+
+            box = nodes.container(classes=["library-calls"])
+            self.state.nested_parse(StringList(lines, source=str(path)), self.content_offset, box)
+            return [box]
+    return ClaimsRules, SeedAudit, LibraryCalls
 
 
 def setup(app) -> dict[str, Any]:
@@ -740,8 +839,8 @@ def setup(app) -> dict[str, Any]:
     notebook under each notebook page's title (``doctree-resolved``), at ``build-finished`` the
     log of executed and reused notebooks, the copy of the executed notebooks into the site and
     the claims files, and the numpy-section handling of docstrings around napoleon
-    (``autodoc-process-docstring``); and the ``claims-rules`` and ``seed-audit`` directives of the
-    judging page.
+    (``autodoc-process-docstring``); the ``claims-rules`` and ``seed-audit`` directives of the
+    judging page, and the ``library-calls`` directive of the chapters.
 
     Parameters
     ----------
@@ -753,9 +852,10 @@ def setup(app) -> dict[str, Any]:
     dict
         The extension's metadata: ``version``, parallel read and write safe, ``env_version``.
     """
-    rules, audit = _directives()
+    rules, audit, calls = _directives()
     app.add_directive("claims-rules", rules)
     app.add_directive("seed-audit", audit)
+    app.add_directive("library-calls", calls)
     # after myst-nb's own builder-inited handler, which resolves the execution cache path
     app.connect("builder-inited", _builder_inited, priority=900)
     app.connect("env-get-outdated", _env_get_outdated)

@@ -8,7 +8,7 @@ import numpy as np
 
 from stumplib.core import style
 
-__all__ = ["diagram_figure", "theory_figure", "minimiser_figure", "transition_figure", "window_figure"]
+__all__ = ["diagram_figure", "theory_figure", "minimiser_figure", "transition_figure", "window_figure", "flat_landscape_figure", "flat_overlaps_figure"]
 
 #: panel size (inches) and legend font of every figure here: two panels fill the book's text width
 WIDTH, HEIGHT, LEGEND = style.COLUMN_WIDTH / 2, 2.9, 9
@@ -295,9 +295,13 @@ def flat_overlaps_figure(table: Mapping[str, Any], theory: Mapping[str, Any],
 
     Parameters
     ----------
-    table : :func:`stumplib.phase.flat_window.overlap_table`. theory :
-    :func:`stumplib.phase.flat_window.theory_points` at the same alphas. fits : quantity ->
-    :func:`stumplib.phase.flat_window.choose_form` output at the first alpha.
+    table : Mapping[str, Any]
+        :func:`stumplib.phase.flat_window.overlap_table`'s output.
+    theory : Mapping[str, Any]
+        :func:`stumplib.phase.flat_window.theory_points` at the same alphas.
+    fits : Mapping[str, Mapping[str, Any]] or None
+        Quantity to :func:`stumplib.phase.flat_window.choose_form`'s output at the first alpha
+        (``None``: no scaling form drawn).
 
     Returns
     -------
@@ -369,10 +373,18 @@ def flat_landscape_figure(land: Mapping[int, Mapping[str, Any]], held: Mapping[s
 
     Parameters
     ----------
-    land : ``{d: landscape output}``. held : :func:`stumplib.phase.flat_window.held_theory`.
-    minima : ``ds`` and Estimates per d: ``free``, ``best``, ``mean_curve_min``, ``curvature_left``,
-    ``curvature_right`` (lists over ``ds``), ``theory_left``, ``theory_right`` (Estimates).
-    theory_theta : the accurate theory's theta. appendix : :func:`.se.theta_profile` output.
+    land : Mapping[int, Mapping[str, Any]]
+        ``{d: landscape output}`` (:func:`stumplib.phase.flat_window.landscape`).
+    held : Mapping[str, Any]
+        :func:`stumplib.phase.flat_window.held_theory`'s output.
+    minima : Mapping[str, Any]
+        ``ds`` and Estimates per d: ``free``, ``best``, ``mean_curve_min``, ``curvature_left``,
+        ``curvature_right`` (lists over ``ds``), ``theory_left``, ``theory_right`` (Estimates).
+    theory_theta : float
+        The accurate theory's theta.
+    appendix : Mapping[str, Any] or None
+        :func:`stumplib.phase.replica.theta_profile`'s output (Appendix D's line; ``None``: not
+        drawn).
 
     Returns
     -------

@@ -51,7 +51,7 @@ from stumplib.stump.transfer import draw_corpus_batch, population_path
 from stumplib.core.validation import check_choice, check_int, check_prior, check_real
 
 __all__ = ["own_label_score", "bisection_label_score", "OwnProfile", "own_profile", "tracking_scale",
-           "scale_with_bootstrap", "calibrated_shift", "failure_probability", "predicted_label_scores"]
+           "scale_with_bootstrap", "calibrated_shift", "failure_probability", "predicted_label_scores", "calibration_study", "failure_fractions", "mae_by_m", "own_scales"]
 
 
 def _grads(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: float, c: torch.Tensor,
@@ -438,9 +438,22 @@ def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, 
 
     Parameters
     ----------
-    ms : numbers of tasks; n : examples per task; n_corpora : corpora per ``m``.
-    beta_T : the scale the runs reach; n_ctx : contexts per threshold; seed, frac, tau_lo,
-        tau_hi, max_steps, steps, device : see :func:`stumplib.stump.frozen.train_staged`.
+    ms : sequence of int
+        Numbers of tasks, one study per ``m``.
+    n : int
+        Examples per task.
+    n_corpora : int
+        Corpora per ``m``.
+    beta_T : float
+        The scale the runs reach (they start at ``beta_T / 2``).
+    n_ctx : int
+        Fresh contexts per threshold at ``N = 1024``.
+    seed : int
+        Seed of the corpora (``seed + 7000 + 100 m + k``) and of the contexts (``seed + 2``).
+    frac, tau_lo, tau_hi, max_steps, steps, device
+        As for :func:`stumplib.stump.frozen.train_staged`.
+    n_taus : int
+        Thresholds of the midpoint grid over the prior.
 
     Returns
     -------
@@ -480,7 +493,12 @@ def failure_fractions(study: dict[int, dict[str, np.ndarray]], taus: Sequence[fl
 
     Parameters
     ----------
-    study : :func:`calibration_study`; taus : thresholds; level : the intervals' level.
+    study : dict
+        :func:`calibration_study`'s output.
+    taus : sequence of float, length ``T``
+        The thresholds ``tau`` of the failure ``c_T < tau``.
+    level : float
+        The Wilson intervals' coverage.
 
     Returns
     -------
@@ -501,8 +519,14 @@ def mae_by_m(study: dict[int, dict[str, np.ndarray]], *, n_boot: int = 200, seed
 
     Parameters
     ----------
-    study : :func:`calibration_study`; n_boot, seed : resamples of the corpora; min_m : the
-        smallest ``m`` in the fit.
+    study : dict
+        :func:`calibration_study`'s output (``M`` values of ``m``).
+    n_boot : int
+        Bootstrap resamples of the corpora.
+    seed : int
+        Seed of the resampling (``seed + i`` for the ``i``-th ``m``).
+    min_m : int
+        The smallest ``m`` in the fit of the slope.
 
     Returns
     -------
@@ -532,9 +556,22 @@ def own_scales(shapes: Sequence[tuple[int, int]], betas: Sequence[float], *, n_c
 
     Parameters
     ----------
-    shapes : ``(m, n)`` pairs; betas : the increasing scales of the grid.
-    n_corpora, seed : corpora per shape and their seed; level : the tracking level;
-    n_boot : resamples; tau_lo, tau_hi : the prior; device : where to compute.
+    shapes : sequence of (int, int)
+        The ``(m, n)`` pairs.
+    betas : sequence of float
+        The increasing scales of the grid.
+    n_corpora : int
+        Corpora per shape.
+    seed : int
+        Seed of the corpora (and ``seed + i`` of the ``i``-th shape's bootstrap).
+    level : float
+        The tracking level (relative gradient error) of :func:`scale_with_bootstrap`.
+    n_boot : int
+        Bootstrap resamples of the corpora.
+    tau_lo, tau_hi : float
+        The threshold prior's ends.
+    device : str or torch.device
+        Where to compute.
 
     Returns
     -------

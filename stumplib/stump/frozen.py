@@ -40,7 +40,7 @@ from stumplib.core.validation import check_grid, check_int, check_prior, check_r
 __all__ = ["FIXED_TAUS", "fresh_contexts", "sq_errors", "fit_two_term", "bootstrap_two_term",
            "head_mse", "bootstrap_stop_law", "gain_past_stop", "law_kept_past_stop", "StagedRuns", "train_staged",
            "stage_marks", "train_to_certified_stop", "stop_errors", "end_errors", "bound",
-           "bound_form_spread"]
+           "bound_form_spread", "head_law_grid"]
 
 #: fixed interior thresholds (inside the prior [0.2, 0.8], away from its upper end)
 FIXED_TAUS = (0.3, 0.4, 0.5)
@@ -617,8 +617,20 @@ def head_law_grid(betas: Sequence[float], Ns: Sequence[int], *, n_ctx: int, seed
 
     Parameters
     ----------
-    betas, Ns : the scales and context sizes of the grid.
-    n_ctx : fresh contexts per cell; seed : their seed; taus : the thresholds averaged over.
+    betas : sequence of float, length ``B``
+        The scales of the grid.
+    Ns : sequence of int, length ``K``
+        The context sizes of the grid.
+    n_ctx : int
+        Fresh contexts per cell.
+    seed : int
+        Seed of the contexts.
+    taus : sequence of float
+        The thresholds averaged over.
+    tau_lo, tau_hi : float
+        The prior's ends (they set the population's calibrated label score ``c*(beta)``).
+    device : str or torch.device
+        Where to compute.
 
     Returns
     -------

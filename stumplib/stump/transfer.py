@@ -60,8 +60,7 @@ __all__ = [
     "step_size_limit",
     "profile_grid",
     "transfer_profiles",
-    "bootstrap_certified",
-]
+    "bootstrap_certified", "gd_against_flow"]
 
 #: default relative-error level defining the certified scale
 DEFAULT_LEVEL = 0.5
@@ -623,9 +622,24 @@ def gd_against_flow(shapes: Sequence[tuple[int, int]], n_seeds: int, *, lr: floa
 
     Parameters
     ----------
-    shapes : ``(m, n)`` pairs; n_seeds : corpora per shape (seeds ``seed, seed + 1, ...``).
-    lr, beta0, b0, steps : the constant step, the start and the number of steps.
-    tau_lo, tau_hi : the prior; rtol : the flow's tolerance; device : where GD runs.
+    shapes : sequence of (int, int)
+        The ``(m, n)`` pairs.
+    n_seeds : int
+        Corpora per shape.
+    lr : float
+        The constant step size.
+    beta0, b0 : float
+        The start of GD and of the flow.
+    steps : int
+        GD steps.
+    seed : int
+        Seed of the first corpus of each shape (``seed, seed + 1, ...``).
+    tau_lo, tau_hi : float
+        The threshold prior's ends.
+    rtol : float
+        The flow integrator's relative tolerance.
+    device : str or torch.device
+        Where GD runs (the flow runs on the CPU).
 
     Returns
     -------

@@ -3,6 +3,7 @@ file it writes. (The extension inside real builds, pre-execution included: ``tes
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from stumplib.core import book
 from stumplib.core.sphinxext import build_stamp, write_stamp
@@ -34,6 +35,8 @@ def test_write_stamp_stores_this_process_stamp_next_to_the_cache(tmp_path):
 import csv  # noqa: E402
 
 from stumplib.core import sphinxext  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
 from stumplib.core.claims import Claim  # noqa: E402
 
 
@@ -147,3 +150,39 @@ def test_a_returns_description_is_one_line_and_not_bold():
     typed = ["Returns", "-------", "dict of ndarray, each of shape ``(Nb, Nc)``: the field."]
     assert [g for g in sphinxext.numpy_sections(typed) if g] == [
         "Returns", "-------", "dict of ndarray, each of shape (Nb, Nc)", "    the field."]
+
+
+def test_library_calls_reads_module_and_direct_calls_from_the_code(tmp_path):
+    cells = [
+        "from stumplib.core import book, claims\nfrom stumplib.stump import frozen as F\n"
+        "from stumplib.core.stats import Estimate, fit_power_law\nimport numpy as np",
+        "x = F.end_errors(runs, 4)\ne = Estimate(1, 0, 2)\nbook.glue_value('a', F._private(x))\n"
+        "cs.kept()  # a method on an object: not resolved\nnp.log(2)",
+        "%matplotlib inline",  # does not parse: skipped
+        "claims.decide('head', e)",
+    ]
+    nb = {"cells": [{"cell_type": "code", "source": c} for c in cells]
+          + [{"cell_type": "markdown", "source": "F.end_errors(y) in prose is not code"}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "c.ipynb").write_text(json.dumps(nb))
+    got = sphinxext.library_calls(tmp_path / "c.ipynb")
+    assert got == {"stumplib.stump.frozen": ["end_errors"], "stumplib.core.book": ["glue_value"],
+                   "stumplib.core.claims": ["decide"], "stumplib.core.stats": ["Estimate"]}
+    assert sphinxext.library_calls(tmp_path / "missing.ipynb") == {}
+
+
+def test_every_chapter_lists_its_library_calls_and_each_one_is_documented():
+    # the {library-calls} directive ends every chapter; each call it lists is a public name of a
+    # module that the reference page documents (automodule: the module's __all__)
+    import importlib
+
+    reference = (ROOT / "reference.md").read_text()
+    for nb in sorted((ROOT / "chapters").glob("*.ipynb")):
+        md = "".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"]
+                     if c["cell_type"] == "markdown")
+        assert "```{library-calls}" in md, f"{nb.name} does not list its library calls"
+        for module, names in sphinxext.library_calls(nb).items():
+            assert f"automodule:: {module}\n" in reference, f"{module} is not on the reference page"
+            public = getattr(importlib.import_module(module), "__all__", None)
+            for name in names:
+                assert public is None or name in public, f"{nb.name}: {module}.{name} undocumented"
