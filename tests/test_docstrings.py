@@ -213,3 +213,18 @@ def f(x, *, y=1, **kw):
     inner()
 '''
     assert check_function(ast.parse(nested).body[0], "h") == []
+
+
+def test_no_docstring_reads_as_an_rst_substitution():
+    """``|m|`` outside a literal is an RST substitution reference: Sphinx stops with "Undefined
+    substitution" on the reference page. Absolute values belong in double backticks or math."""
+    bad = []
+    for path in sorted(ROOT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)):
+                continue
+            doc = ast.get_docstring(node) or ""
+            text = re.sub(r"``.*?``|:\w+:`[^`]*`|`[^`]*`", "", doc, flags=re.S)
+            for m in re.finditer(r"(?<![|\w])\|[^|\s`][^|\n`]*\|(?![|\w])", text):
+                bad.append(f"{path.relative_to(ROOT)}: {m.group(0)}")
+    assert not bad, bad

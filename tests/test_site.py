@@ -826,3 +826,19 @@ def test_notation_page_defines_the_symbols_of_the_verdicts(facts):
     missing = sorted({m.group(0) for m in _SYMBOL.finditer(verdicts)} - {
         m.group(0) for m in _SYMBOL.finditer(notation)})
     assert not missing, f"symbols of the verdicts not on the notation page: {missing}"
+
+
+@pytest.mark.parametrize("rel", [p for p in PAGES if p.startswith("chapters/")] or ["none"])
+def test_library_calls_link_to_the_reference(rel):
+    """Each chapter's "Library calls on this page" lists at least one call, and every name in it
+    is a link to the reference page (an unresolved cross-reference renders as plain code)."""
+    if rel == "none":
+        pytest.skip("no chapter pages in the built site")
+    html = (SITE / rel).read_text(encoding="utf-8")
+    box = re.search(r'<div class="library-calls[^"]*">(.*?)</div>', html, re.S)
+    assert box, f"{rel}: no library-calls list"
+    names = re.findall(r"<code[^>]*>.*?</code>", box.group(1), re.S)
+    linked = re.findall(r'<a class="reference internal" href="\.\./reference\.html#[^"]+"[^>]*>'
+                        r"\s*<code", box.group(1))
+    assert names and len(linked) == len(names), (
+        f"{rel}: {len(names) - len(linked)} of {len(names)} library calls do not link")

@@ -102,7 +102,7 @@ def _prox_terms(x1, x2, c1, c2, t1, t2, iv, s2_):
 def _newton(x: np.ndarray, center: np.ndarray, t: np.ndarray, V: np.ndarray, sigma: float,
             tol: float, max_iter: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Safeguarded Newton from ``x`` (batched, flattened internally; converged problems are dropped
-    from the working set). Returns (x, G, |grad|) with the broadcast shape of the inputs.
+    from the working set). Returns ``(x, G, |grad|)`` with the broadcast shape of the inputs.
 
     Per problem: stop when ``|grad G| <= tol (1 + 1/V)``; Hessian shifted to have its smallest
     eigenvalue at least ``1/(20 V)``; Armijo backtracking (at most 30 halvings; a step that still

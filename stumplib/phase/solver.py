@@ -187,7 +187,7 @@ def _follow_alts(center, t, Vb, sigma, sel, warm, xw, xb, Gb, alts, new_alts) ->
     """Newton from the tracked minimisers ``alts`` (_N_TRACKED, K N, 2) of the other starts at the
     nodes ``sel`` (an index array or a slice), where they lie in another basin than the current
     minimiser ``warm`` (a start in the same basin leads where ``warm`` leads, ``xw``); keeps, in
-    ``xb, Gb`` (1, |sel|, ...), the lower minimum, and writes where each start now leads into
+    ``xb, Gb`` ``(1, |sel|, ...)``, the lower minimum, and writes where each start now leads into
     ``new_alts``."""
     w_sel = warm[sel]
     js, ks = [], []

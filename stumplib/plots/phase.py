@@ -288,7 +288,7 @@ _FW_COLORS = ("#0072B2", "#009E73", "#E69F00", "#CC79A7")
 def flat_overlaps_figure(table: Mapping[str, Any], theory: Mapping[str, Any],
                          fits: Mapping[str, Mapping[str, Any]] | None = None):
     """The minimisers' overlaps against 1/d, per alpha (points: seed means, bars: two standard
-    errors), the accurate theory at 1/d = 0 (line and band of three quadrature errors; |m| = 0 on
+    errors), the accurate theory at 1/d = 0 (line and band of three quadrature errors; ``|m| = 0`` on
     the semantic branch) and, for the first alpha, the chosen scaling form (dotted) with its
     limit (square, 95% interval); panel (f): every overlap at the first alpha relative to the
     theory.
