@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from stumplib.core import verdicts as V
-from stumplib.core.stats import Estimate
+from stumplib.core.stats import Estimate, coverage_ratio_range
 
 __all__ = ["Claim", "REGISTRY", "claim", "rule_arguments", "judge", "decide", "decide_parts", "check",
            "AUDIT_FILE",
@@ -509,8 +509,20 @@ def audit_rows(audit: Mapping[str, Any] | None = None) -> list[list[str]]:
     """One row per registry claim from the seed audit (``"not audited"`` where it has none).
 
     The coverage ratio is the mean nominal half-width of the key number's 95% interval over
-    ``1.96`` times its standard deviation between seeds: at least 1 when the intervals are as
-    wide as the seed-to-seed spread says, below 1 when they under-cover.
+    ``1.96`` times its standard deviation between seeds: about 1 when the intervals are as wide as
+    the seed-to-seed spread says. With ``k`` seeds the ratio is itself uncertain; it is marked
+    "consistent" inside the range nominal intervals give 95% of the time
+    (:func:`stumplib.core.stats.coverage_ratio_range`), "under-covers" below it, "wide" above.
+
+    Parameters
+    ----------
+    audit : Mapping[str, Any] or None
+        The seed audit (``None``: the committed :data:`AUDIT_FILE`).
+
+    Returns
+    -------
+    list of list of str
+        One row per registry claim, the columns of :data:`AUDIT_HEADER`.
     """
     from stumplib.core.verdicts import number, typeset
 
@@ -527,6 +539,12 @@ def audit_rows(audit: Mapping[str, Any] | None = None) -> list[list[str]]:
             v = a.get(k)
             return "" if v is None or not isinstance(v, (int, float)) or v != v else number(v, fmt)
         cover = "no spread" if a.get("sd") == 0 else num("coverage_ratio", ".2f")
+        k = sum(v is not None for v in a.get("value", []))
+        ratio = a.get("coverage_ratio")
+        if cover and isinstance(ratio, (int, float)) and k >= 2:
+            lo, hi = coverage_ratio_range(k)
+            cover += (" (under-covers)" if ratio < lo else " (wide)" if ratio > hi
+                      else " (consistent)")
         rows.append([typeset(c.claim), ", ".join(s or "-" for s in a["status"]), agree["text"],
                      num("mean"), num("sd"), num("half_width"), cover])
     return rows

@@ -26,7 +26,7 @@ import numpy as np
 __all__ = ["Estimate", "PowerLawFit", "mean_interval", "resample_indices", "resample", "interval",
            "bootstrap", "ratio_of_means", "fit_power_law",
            "fit_replicates", "ols", "window_refits", "window_interval", "interp_crossing", "crossing",
-           "wilson_interval", "extrapolate_linear"]
+           "wilson_interval", "extrapolate_linear", "coverage_ratio_range"]
 
 KINDS = ("plain", "seeds", "bootstrap", "windows", "censored", "quadrature")
 
@@ -717,6 +717,35 @@ def crossing(x: Any, y: Any, level: float = 0.0, *, direction: str = "up", which
 
 
 # ------------------------------------------------------------------------------------ proportions
+def coverage_ratio_range(k: int, level: float = 0.95) -> tuple[float, float]:
+    """The range of the coverage ratio ``h / (1.96 s)`` that ``k`` seeds produce with probability
+    ``level`` when the intervals are nominal (half-width ``h = 1.96 sigma``) and the key number is
+    normal: ``(k - 1) s^2 / sigma^2`` is chi-squared with ``k - 1`` degrees of freedom, so the ratio
+    ``sigma / s`` lies between ``sqrt((k-1) / q_hi)`` and ``sqrt((k-1) / q_lo)``.
+
+    Parameters
+    ----------
+    k : int
+        Seeds with a finite key number (at least 2).
+    level : float
+        Probability of the range, in (0, 1).
+
+    Returns
+    -------
+    (lo, hi) : tuple of float
+        A ratio below ``lo`` says the intervals under-cover; above ``hi``, that they are wider
+        than the seed-to-seed spread needs. For ``k = 5`` at 95%: about 0.60 and 2.87.
+    """
+    from scipy.stats import chi2
+
+    if k < 2:
+        raise ValueError(f"k must be at least 2; got {k}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1); got {level}")
+    q_lo, q_hi = chi2.ppf([(1 - level) / 2, (1 + level) / 2], k - 1)
+    return float(np.sqrt((k - 1) / q_hi)), float(np.sqrt((k - 1) / q_lo))
+
+
 def wilson_interval(successes: Any, trials: Any, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval of a binomial proportion ``successes / trials`` (broadcast).
 

@@ -140,6 +140,12 @@ def test_page_tables_have_one_row_per_claim():
     row = rows[K.claim("sym_interior").claim]
     assert row[1] == "holds, fails, holds" and row[2] == "2/3" and row[6] == "1.02"
     assert rows[K.claim("sym_bayes").claim][1] == "not audited"
+    # with five seeds' values the ratio is judged against what nominal intervals give (0.60-2.87)
+    audit["claims"]["sym_interior"].update(value=[4.0, 4.1, 4.2, 4.1, 4.0])
+    for ratio, mark in ((0.3, "under-covers"), (1.5, "consistent"), (4.0, "wide")):
+        audit["claims"]["sym_interior"]["coverage_ratio"] = ratio
+        row = {r[0]: r for r in K.audit_rows(audit)}[K.claim("sym_interior").claim]
+        assert row[6] == f"{ratio:.2f} ({mark})"
     assert K.read_audit(ROOT / "no_such_file.json") == {}
 
 

@@ -135,3 +135,18 @@ def test_extrapolate_linear_recovers_a_line_and_its_error_by_monte_carlo():
     assert np.std(vals) == pytest.approx(np.mean(errs), rel=0.05)  # the stated error is the spread
     one, s1 = stats.extrapolate_linear([0.001], [0.5], [0.1])
     assert one.value == 0.5 and s1 == 0.1
+
+
+def test_coverage_ratio_range_holds_95_percent_of_nominal_monte_carlo_ratios():
+    from stumplib.core.stats import coverage_ratio_range
+
+    lo, hi = coverage_ratio_range(5)
+    assert (round(lo, 2), round(hi, 2)) == (0.6, 2.87)
+    rng = np.random.default_rng(0)
+    s = rng.normal(size=(200_000, 5)).std(axis=1, ddof=1)  # sigma = 1, nominal h = 1.96
+    r = 1.96 / (1.96 * s)
+    inside = np.mean((r >= lo) & (r <= hi))
+    assert abs(inside - 0.95) < 0.003  # Monte Carlo error about 5e-4
+    assert coverage_ratio_range(50)[1] - coverage_ratio_range(50)[0] < hi - lo  # more seeds
+    with pytest.raises(ValueError, match="k must be at least 2"):
+        coverage_ratio_range(1)
