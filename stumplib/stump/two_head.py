@@ -606,6 +606,14 @@ def paired_ratio(num: Any, den: Any, *, n_boot: int = 2000, level: float = 0.95,
 
     Each bootstrap draw resamples the contexts (rows) and, independently, the corpora (columns) with
     :func:`stumplib.core.stats.resample_indices`, the same draws for numerator and denominator.
+    A percentile bootstrap over few corpora under-covers (three corpora have ten distinct
+    resamples, and their spread is biased low by ``(R - 1)/R``): the replicates' deviations from
+    the estimate are therefore scaled by ``t_{R-1} / z * sqrt(R / (R - 1))`` (Student's quantile
+    over the normal one at ``level``), which tends to 1 as ``R`` grows; the context part is
+    widened with it, which is conservative. The seed audit measured the need: at ``R = 3`` the
+    uncorrected interval of the whole-prior ratio covered half the seed-to-seed spread; on
+    simulated corpora (``tests/stump/test_two_head.py``) the corrected 95% interval holds the true
+    ratio in 92% of draws, the uncorrected one in 71%.
 
     Parameters
     ----------
@@ -633,8 +641,14 @@ def paired_ratio(num: Any, den: Any, *, n_boot: int = 2000, level: float = 0.95,
     for k in range(n_boot):
         ra, rd = a[ic[k]][:, ir[k]], d[ic[k]][:, ir[k]]
         reps[k] = ra.mean() / rd.mean()
+    value = float(a.mean() / d.mean())
+    if R >= 2:  # few corpora: Student's correction of the corpus resampling (see above)
+        from scipy.stats import norm, t
+
+        q = (1 + level) / 2
+        reps = value + (reps - value) * float(t.ppf(q, R - 1) / norm.ppf(q) * np.sqrt(R / (R - 1)))
     lo, hi = interval(reps, level)
-    return Estimate(float(a.mean() / d.mean()), lo, hi, "bootstrap", level, None, n_boot)
+    return Estimate(value, lo, hi, "bootstrap", level, None, n_boot)
 
 
 def two_head_verdict(bayes_ratio: Estimate, interior_gain: Estimate, *, gain_needed: float = 4.0,
