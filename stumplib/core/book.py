@@ -385,7 +385,8 @@ def glue_verdict(claim: str, v: "Verdict", *, why: str | None = None) -> "Verdic
 
 
 def typeset_reason(text: str) -> str:
-    """A reason written by hand, in the book's symbols (:func:`stumplib.core.verdicts.typeset`).
+    """A reason written by hand, in the book's symbols (:func:`stumplib.core.verdicts.typeset`),
+    ending with a full stop as the shortened verdict sentences do.
 
     Parameters
     ----------
@@ -399,7 +400,8 @@ def typeset_reason(text: str) -> str:
     """
     from stumplib.core.verdicts import typeset
 
-    return typeset(text)
+    text = typeset(text).rstrip()
+    return text if text.endswith((".", "…")) else text + "."
 
 
 def load_claims(path: str | os.PathLike) -> list[dict[str, Any]]:

@@ -86,3 +86,9 @@ def test_a_number_glued_with_a_text_form_reads_in_plain_notation(monkeypatch):
     assert seen["replay_dev_text"] == "6.1 × 10⁻⁴" and seen["hess_min_text"] == "-9.93 × 10⁻⁵"
     with pytest.raises(TypeError, match="text= needs a real number; label is str"):
         book.glue_value("label", "x", text=".1e")
+
+
+def test_a_hand_written_reason_is_typeset_and_ends_like_a_sentence():
+    assert book.typeset_reason("alpha_l >= alpha_c at 3 of 3 omega") == "αₗ ≥ αc at 3 of 3 ω."
+    assert book.typeset_reason("cut here …") == "cut here …"
+    assert book.typeset_reason("done.") == "done."
