@@ -511,8 +511,9 @@ def audit_rows(audit: Mapping[str, Any] | None = None) -> list[list[str]]:
     The coverage ratio is the mean nominal half-width of the key number's 95% interval over
     ``1.96`` times its standard deviation between seeds: about 1 when the intervals are as wide as
     the seed-to-seed spread says. With ``k`` seeds the ratio is itself uncertain; it is marked
-    "consistent" inside the range nominal intervals give 95% of the time
-    (:func:`stumplib.core.stats.coverage_ratio_range`), "under-covers" below it, "wide" above.
+    "under-covers" below the range nominal intervals give 95% of the time
+    (:func:`stumplib.core.stats.coverage_ratio_range`) and "wide" above it; inside, the number
+    stands alone (consistent with nominal coverage).
 
     Parameters
     ----------
@@ -543,8 +544,9 @@ def audit_rows(audit: Mapping[str, Any] | None = None) -> list[list[str]]:
         ratio = a.get("coverage_ratio")
         if cover and isinstance(ratio, (int, float)) and k >= 2:
             lo, hi = coverage_ratio_range(k)
-            cover += (" (under-covers)" if ratio < lo else " (wide)" if ratio > hi
-                      else " (consistent)")
-        rows.append([typeset(c.claim), ", ".join(s or "-" for s in a["status"]), agree["text"],
+            cover += " under-covers" if ratio < lo else " wide" if ratio > hi else ""
+        st = [s or "-" for s in a["status"]]
+        per_seed = f"{st[0]} at all {len(st)}" if len(set(st)) == 1 else ", ".join(st)
+        rows.append([typeset(c.claim), per_seed, agree["text"],
                      num("mean"), num("sd"), num("half_width"), cover])
     return rows

@@ -140,12 +140,15 @@ def test_page_tables_have_one_row_per_claim():
     row = rows[K.claim("sym_interior").claim]
     assert row[1] == "holds, fails, holds" and row[2] == "2/3" and row[6] == "1.02"
     assert rows[K.claim("sym_bayes").claim][1] == "not audited"
+    same = _audit(["holds"] * 5)
+    assert {r[0]: r for r in K.audit_rows(same)}[K.claim("sym_interior").claim][1] == \
+        "holds at all 5"
     # with five seeds' values the ratio is judged against what nominal intervals give (0.60-2.87)
     audit["claims"]["sym_interior"].update(value=[4.0, 4.1, 4.2, 4.1, 4.0])
-    for ratio, mark in ((0.3, "under-covers"), (1.5, "consistent"), (4.0, "wide")):
+    for ratio, shown in ((0.3, "0.30 under-covers"), (1.5, "1.50"), (4.0, "4.00 wide")):
         audit["claims"]["sym_interior"]["coverage_ratio"] = ratio
         row = {r[0]: r for r in K.audit_rows(audit)}[K.claim("sym_interior").claim]
-        assert row[6] == f"{ratio:.2f} ({mark})"
+        assert row[6] == shown
     assert K.read_audit(ROOT / "no_such_file.json") == {}
 
 
