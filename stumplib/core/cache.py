@@ -1,7 +1,7 @@
 """The results cache: one job, storing heavy results under ``results/`` keyed by their configuration
 and by the library's code version, so that a change to either recomputes.
 
-- :func:`code_version`: a hash of every ``stumplib`` source file.
+- :func:`code_version` (:mod:`stumplib.core.version`): a hash of every ``stumplib`` source file.
 - :func:`cached` ``(name, config, compute)``: reload ``results/<name>-<key>.npz`` or compute and store
   it atomically (:mod:`stumplib.core.results_io`). ``STUMPBOOK_CACHE=0`` turns reloading off.
 - :func:`prune_results`: delete the files of other code versions.
@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import torch
 
+from stumplib.core.version import PACKAGE, code_version
 from stumplib.core.results_io import (config_key, flatten, is_flat, load_structured, read_config,
                                      save_structured, unflatten)
 
@@ -33,33 +34,12 @@ __all__ = ["CACHE_ENV", "RESULTS_ENV", "PACKAGE", "WARNINGS_LOG", "CacheWarning"
 
 CACHE_ENV = "STUMPBOOK_CACHE"
 RESULTS_ENV = "STUMPBOOK_RESULTS"
-#: the ``stumplib`` package folder (its source files make the code version)
-PACKAGE = Path(__file__).resolve().parents[1]
 #: file under :func:`results_dir` listing the stored results that could not be reloaded
 WARNINGS_LOG = "cache_warnings.log"
 
 
 class CacheWarning(UserWarning):
     """A stored result exists for the configuration but could not be reloaded (it is recomputed)."""
-
-
-def code_version() -> str:
-    """A hash of every ``stumplib`` source file: results computed by other code are never reused.
-
-    Returns
-    -------
-    str
-        16 hex digits.
-    """
-    h = hashlib.sha256()
-    for p in sorted(PACKAGE.rglob("*.py")):
-        if "__pycache__" in p.parts:
-            continue
-        h.update(str(p.relative_to(PACKAGE)).encode())
-        h.update(b"\0")
-        h.update(p.read_bytes())
-        h.update(b"\0")
-    return h.hexdigest()[:16]
 
 
 def results_dir() -> Path:
