@@ -2,9 +2,9 @@
 
 For each chapter (``--chapters``) and each seed (``--seeds``, at least 5 for the book) the chapter
 is executed with papermill at the ``quick`` profile (``-p profile quick -p seed k``). For every
-claim of the registry (:data:`stumplib.core.claims.REGISTRY`) the script reads what the executed
+claim of the registry (:data:`stumplib.book.registry.REGISTRY`) the script reads what the executed
 notebook glued: the rule's status at that seed (``<key>_rule_status``, else ``<key>_status``) and
-the key number with its interval (the registry's :attr:`~stumplib.core.claims.Claim.key_number`,
+the key number with its interval (the registry's :attr:`~stumplib.book.registry.Claim.key_number`,
 ``<key>_estimate`` unless the claim names another, with ``_lo`` and ``_hi``). It then writes, after every chapter (so a partial run
 is usable),
 
@@ -14,7 +14,7 @@ is usable),
   intervals under-cover the seed-to-seed spread) and how many seeds' intervals hold the mean;
 - ``scripts/SEED_AUDIT.md``: the same as a table.
 
-The chapters read the committed JSON (:func:`stumplib.core.claims.glue_seed_agreement`): a claim
+The chapters read the committed JSON (:func:`stumplib.book.claims.glue_seed_agreement`): a claim
 whose audited seeds disagree is reported undecided. Usage (from the repository root)::
 
     python scripts/seed_audit.py --seeds 0 1 2 3 4 --chapters 02 03 04 05 06
@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from glue_snapshot import glued_values  # noqa: E402  (the one reader of glued values)
-from stumplib.core import claims as K  # noqa: E402
+from stumplib.book import registry as R  # noqa: E402
 
 
 def chapter_path(tag: str) -> Path:
@@ -56,7 +56,7 @@ def chapter_path(tag: str) -> Path:
 def read_claim(g: dict, key: str) -> dict:
     """Status and key number (value, lo, hi) of one claim at one seed."""
     status = g.get(f"{key}_rule_status", g.get(f"{key}_status"))
-    name = K.claim(key).key_number
+    name = R.claim(key).key_number
 
     def num(k):
         v = g.get(k)
@@ -110,7 +110,7 @@ def write(audit: dict, out_json: Path, out_md: Path) -> None:
              "| claim | key number | status per seed | agree | mean | SD | half-width | "
              "coverage | intervals holding the mean |", "| --- | --- | --- | --- | --- | --- | "
              "--- | --- | --- |"]
-    for c in K.REGISTRY:
+    for c in R.REGISTRY:
         a = audit["claims"].get(c.key)
         if not a or not any(a.get("status", [])):
             lines.append(f"| `{c.key}` | | not audited | | | | | | |")
@@ -134,7 +134,7 @@ def merge(out_json: Path, rerun_json: Path) -> dict:
     if audit["profile"] != rerun["profile"] or audit["seeds"] != rerun["seeds"]:
         raise SystemExit("--merge-from: the rerun must use the same profile and seeds")
     for chapter in rerun["chapters_done"]:
-        for c in K.REGISTRY:
+        for c in R.REGISTRY:
             if c.chapter == chapter and c.key in rerun["claims"]:
                 audit["claims"][c.key] = rerun["claims"][c.key]
         if chapter not in audit["chapters_done"]:
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     for tag in args.chapters:
         nb = chapter_path(tag)
         chapter = f"chapters/{nb.stem}"
-        keys = [c.key for c in K.REGISTRY if c.chapter == chapter]
+        keys = [c.key for c in R.REGISTRY if c.chapter == chapter]
         per = {k: [] for k in keys}
         tc = time.time()
         for seed in args.seeds:

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from stumplib.core.book import shared_dir
+from stumplib.book import shared_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))

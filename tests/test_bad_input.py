@@ -32,13 +32,13 @@ def _x(C=4, N=6):
 # -------------------------------------------------------------------------------- chapter services
 
 def _start(**kw):
-    from stumplib.core import book
+    from stumplib import book
     table = {p: {"n_ctx": 10} for p in book.PROFILES}
     return book.start(**{"profile": "smoke", "device": "cpu", "seed": 0, "table": table, **kw})
 
 
 def _resolve_profile(**kw):
-    from stumplib.core.book import resolve_profile
+    from stumplib.book import resolve_profile
     return resolve_profile(**{"profile": "quick", **kw})
 
 
@@ -48,41 +48,41 @@ def _resolve_device(**kw):
 
 
 def _settings(**kw):
-    from stumplib.core import book
+    from stumplib import book
     table = {p: {"n_ctx": 10} for p in book.PROFILES}
     args = {"profile": "smoke", **kw}
     return book.settings(args.pop("profile"), table, **args)
 
 
 def _table(**kw):
-    from stumplib.core import book
+    from stumplib import book
     return book.table(**{"rows": [{"a": 1.0}], "display": False, **kw})
 
 
 def _verdict(**kw):
-    from stumplib.core.verdicts import Verdict
+    from stumplib.book.verdicts import Verdict
     return Verdict(**{"status": "holds", "sentence": "p = 1.", **kw})
 
 
 def _log_slopes(**kw):
-    from stumplib.core.verdicts import log_slopes
+    from stumplib.book.verdicts import log_slopes
     return log_slopes(**{"x_mid": 100.0, **kw})
 
 
 def _choose_theory(**kw):
-    from stumplib.core.verdicts import choose_theory
+    from stumplib.book.verdicts import choose_theory
     return choose_theory(**{"z_claimed": [1.0], "z_other": [6.0], **kw})
 
 
 def _ordering(**kw):
     from stumplib.core.stats import Estimate
-    from stumplib.core.verdicts import ordering
+    from stumplib.book.verdicts import ordering
     a, b = Estimate(2.0, 1.9, 2.1, "bootstrap"), Estimate(1.0, 0.9, 1.1, "bootstrap")
     return ordering(**{"a": a, "b": b, "symbols": ("a", "b"), **kw})
 
 
 def _combine(**kw):
-    from stumplib.core.verdicts import Verdict, combine
+    from stumplib.book.verdicts import Verdict, combine
     return combine(**{"parts": [Verdict("holds", "a.")], "sentence": "x", **kw})
 
 

@@ -1,9 +1,9 @@
-"""The book build's execution cache (``execute_notebooks: cache`` + ``stumplib.core.sphinxext``).
+"""The book build's execution cache (``execute_notebooks: cache`` + ``stumplib.book.sphinxext``).
 
 The slow tests build a TINY book in a temporary folder with ``jupyter-book build`` (the same
 execute and extension settings as ``_config.yml``) against a *copy* of ``stumplib`` (first on
 ``PYTHONPATH``, so the library can be changed without touching the repository). Its one notebook
-appends a line to a counter file every time it executes, uses :func:`stumplib.core.book.cached` (which
+appends a line to a counter file every time it executes, uses :func:`stumplib.book.cached` (which
 appends to a second counter when it computes), and glues the code version, the profile, a value
 set in a code cell and the execution count; ``intro.md`` shows them through cross-document
 ``{glue:text}`` references, as the real landing page does.
@@ -44,7 +44,7 @@ html:
   use_repository_button: false
 sphinx:
   extra_extensions:
-    - stumplib.core.sphinxext
+    - stumplib.book.sphinxext
   config:
     nb_execution_raise_on_error: true
     nb_execution_show_tb: true
@@ -59,7 +59,7 @@ chapters:
 """
 
 # a page that is not the root: Sphinx rewrites the root anyway when a chapter in its toctree
-# changes, but only stumplib.core.sphinxext re-reads another page that glues from a chapter
+# changes, but only stumplib.book.sphinxext re-reads another page that glues from a chapter
 SUMMARY = """\
 # Summary
 
@@ -81,7 +81,7 @@ import os
 from pathlib import Path
 import numpy as np
 from myst_nb import glue
-from stumplib.core import book
+from stumplib import book
 counter = Path(os.environ["TINYBOOK_COUNTER"])
 if os.environ.get("TINYBOOK_FAIL"):
     raise RuntimeError("boom")
@@ -285,10 +285,10 @@ def test_profile_change_reexecutes(tb):
 
 @pytest.mark.slow
 def test_preexecuted_notebooks_are_reused_by_the_build(tb):
-    """``stumplib.core.sphinxext.preexecute`` (CI executes the chapters two at a time with it) fills the
+    """``stumplib.book.sphinxext.preexecute`` (CI executes the chapters two at a time with it) fills the
     execution cache so that the build that follows executes nothing and shows those outputs."""
     _write_nb(tb.book / "ch1.ipynb", _notebook(work=WORK_CELL.replace("value = 1", "value = 3")))
-    code = ("import sys; from stumplib.core.sphinxext import preexecute; "
+    code = ("import sys; from stumplib.book.sphinxext import preexecute; "
             "r = preexecute([sys.argv[1]], sys.argv[2]); sys.exit(0 if r['succeeded'] else 1)")
     r = subprocess.run([sys.executable, "-c", code, str(tb.book / "ch1.ipynb"),
                         str(tb.book / "_build" / ".jupyter_cache")], env=tb.env(), text=True,
@@ -304,7 +304,7 @@ def test_preexecuted_notebooks_are_reused_by_the_build(tb):
 _CACHED_SCRIPT = """
 import os, sys
 import numpy as np
-from stumplib.core import book
+from stumplib import book
 calls = []
 
 def run():

@@ -1,6 +1,6 @@
-"""Every figure a chapter shows, checked by :func:`stumplib.core.style.figure_problems`, not by eye.
+"""Every figure a chapter shows, checked by :func:`stumplib.book.figcheck.figure_problems`, not by eye.
 
-Each figure function of :mod:`stumplib.plots` is drawn on small data shaped like a chapter's run
+Each figure function of :mod:`stumplib.book.plots` is drawn on small data shaped like a chapter's run
 (the library's own computations at a few seconds' size where they are cheap: chapter 2's flow,
 chapter 5's error profiles; elsewhere synthetic curves that follow the measured laws at the quick
 profile's grid sizes, so that legends meet data where the book's figures have them). A figure
@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from stumplib.core import style  # noqa: E402
+from stumplib.book import figcheck, style  # noqa: E402
 from stumplib.core.stats import Estimate  # noqa: E402
 
 style.use()
@@ -31,11 +31,11 @@ def test_check_flags_a_legend_over_a_line_and_not_one_beside_it():
     fig, ax = style.figure()
     ax.plot(x, x, label="diagonal")
     ax.legend(loc="center")
-    assert any("covers data" in p for p in style.figure_problems(fig))
+    assert any("covers data" in p for p in figcheck.figure_problems(fig))
     fig, ax = style.figure()
     ax.plot(x, x, label="diagonal")
     ax.legend(loc="upper left")
-    assert style.figure_problems(fig) == []
+    assert figcheck.figure_problems(fig) == []
     plt.close("all")
 
 
@@ -46,13 +46,13 @@ def test_check_flags_duplicates_empty_entries_and_small_text():
     ax.plot([], [], "^", label="never drawn")
     ax.set_ylim(0, 3)
     ax.legend(loc="upper right")
-    got = style.figure_problems(fig)
+    got = figcheck.figure_problems(fig)
     assert any("more than once" in p for p in got)
     assert any("'never drawn' has no drawn data" in p for p in got)
     assert not any("covers data" in p for p in got)
     fig, ax = style.figure(width=2 * style.COLUMN_WIDTH)  # drawn at the column width: 9 pt
     ax.set_title("small", fontsize=7.9)
-    assert any("'small' is 7.9 pt" in p for p in style.figure_problems(fig))
+    assert any("'small' is 7.9 pt" in p for p in figcheck.figure_problems(fig))
     plt.close("all")
 
 
@@ -65,7 +65,7 @@ def test_check_flags_two_entries_drawn_alike_and_not_two_that_differ():
     ax.plot([0, 1], [0.4, 0.6], "--", color="k", lw=1.5, label="dashed")
     ax.set_ylim(0, 3)
     ax.legend(loc="upper right")
-    got = [p for p in style.figure_problems(fig) if "alike" in p]
+    got = [p for p in figcheck.figure_problems(fig) if "alike" in p]
     assert len(got) == 1 and "'128×128' and '2048×2048'" in got[0]
     plt.close("all")
 
@@ -75,12 +75,12 @@ def test_check_sees_error_bars_and_step_histograms():
     ax.errorbar([0.5], [0.5], yerr=[0.4], fmt="o", label="bar")
     ax.set_xlim(0, 1); ax.set_ylim(0, 1)
     ax.legend(loc="center")
-    assert any("covers data" in p for p in style.figure_problems(fig))
+    assert any("covers data" in p for p in figcheck.figure_problems(fig))
     fig, ax = style.figure()
     ax.hist(np.linspace(0, 1, 100), bins=5, histtype="step", label="hist")  # flat top at 20
     ax.set_ylim(0, 40)
     ax.legend(loc="center")
-    assert any("covers data" in p for p in style.figure_problems(fig))
+    assert any("covers data" in p for p in figcheck.figure_problems(fig))
     plt.close("all")
 
 
@@ -106,7 +106,7 @@ class _Profile:
 
 
 def _ch1():
-    from stumplib.plots import setup as ch1
+    from stumplib.book.plots import setup as ch1
     from stumplib.stump.population import population_estimate
     from stumplib.stump.model import estimate
     from stumplib.stump.tasks import sample_contexts
@@ -129,7 +129,7 @@ def _ch1():
 
 
 def _ch2():
-    from stumplib.plots import dynamics as ch2
+    from stumplib.book.plots import dynamics as ch2
     from stumplib.stump import dynamics as D
 
     lo, hi = 0.2, 0.8
@@ -159,7 +159,7 @@ def _ch2():
 
 
 def _ch3():
-    from stumplib.plots import corpus as ch3
+    from stumplib.book.plots import corpus as ch3
 
     rng = np.random.default_rng(0)
     base = 128
@@ -204,7 +204,7 @@ def _ch3():
 
 
 def _ch4():
-    from stumplib.plots import bound as ch4
+    from stumplib.book.plots import bound as ch4
 
     hb, hN = [2 ** k for k in range(4, 11)], [2 ** k for k in range(5, 12)]
     fit = {"A": 0.3, "p": 1.0, "B": 0.5, "q": 1.0}
@@ -240,7 +240,7 @@ def _ch4():
 
 
 def _ch5():
-    from stumplib.plots import boundary as ch5
+    from stumplib.book.plots import boundary as ch5
     from stumplib.stump import boundary as B
 
     N_grid, N_ref = [16, 32, 64], 64
@@ -267,7 +267,7 @@ def _ch5():
 
 
 def _ch6():
-    from stumplib.plots import phase as ch6
+    from stumplib.book.plots import phase as ch6
 
     om = np.array([0.2, 0.3, 0.4])
     diag = {"omega": om, "alpha_c": np.array([1.0, 1.06, 1.12]),
@@ -323,7 +323,7 @@ def test_every_figure_of_the_chapter_reads_cleanly(chapter):
         fig = draw()
         n += 1
         assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH + 1e-9, name
-        problems = style.figure_problems(fig)
+        problems = figcheck.figure_problems(fig)
         if problems:
             bad[name] = problems
         plt.close(fig)

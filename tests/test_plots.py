@@ -1,10 +1,10 @@
-"""Tests of stumplib.plots: figure layout properties that the chapter runs do not check."""
+"""Tests of stumplib.book.plots: figure layout properties that the chapter runs do not check."""
 from __future__ import annotations
 
 import numpy as np
 
-from stumplib.core import style
-from stumplib.plots import corpus as ch3
+from stumplib.book import style
+from stumplib.book.plots import corpus as ch3
 
 
 class _Fit:

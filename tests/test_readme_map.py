@@ -5,7 +5,7 @@ the ``<!-- map:start -->`` and ``<!-- map:end -->`` markers) differs, and prints
 A chapter's modules are the ``stumplib`` modules its code cells import, less the chapter services
 (:data:`SERVICES`, listed once in the last row); a module's tests are ``tests/test_<name>.py`` or
 ``tests/<package>/test_<name>.py`` (else the package's ``tests/test_<package>.py``); figure modules
-(``plots/chK``) are tested through the chapter (``test_notebooks.py``, ``test_site.py``).
+(``book/plots/*``) are tested through the chapter (``test_notebooks.py``, ``test_site.py``).
 """
 from __future__ import annotations
 
@@ -20,8 +20,11 @@ PACKAGE = ROOT / "stumplib"
 START, END = "<!-- map:start -->", "<!-- map:end -->"
 
 #: modules every chapter uses for its plumbing, shown in the last row with the book-wide tests
-SERVICES = ["core/" + m for m in ("book", "cache", "stats", "verdicts", "claims", "style", "validation",
-                                   "device", "results_io", "sphinxext", "errors")]
+SERVICES = (["book"] + ["book/" + m for m in ("page", "glue", "cache", "registry", "claims", "audit",
+                                              "verdicts", "typeset", "runs", "compare", "style",
+                                              "figcheck", "sphinxext")]
+            + ["core/" + m for m in ("stats", "validation", "device", "errors", "results_io", "memo",
+                                     "version")])
 #: tests of the book as a whole
 BOOK_TESTS = ["test_notebooks.py", "test_determinism.py", "test_bad_input.py", "test_build_cache.py",
               "test_site.py", "test_readme_map.py", "test_glue_snapshot.py", "test_docstrings.py"]
@@ -56,7 +59,7 @@ def chapter_modules(nb_path: Path) -> list[str]:
 def module_tests(module: str) -> list[str]:
     """The test files of one module (paths relative to ``tests/``)."""
     parts = module.split("/")
-    if parts[0] == "plots":
+    if parts[:2] == ["book", "plots"]:
         return []
     cands = ["/".join(parts[:-1] + [f"test_{parts[-1]}.py"]), f"test_{parts[-1]}.py", f"test_{parts[0]}.py"]
     for c in cands:
@@ -75,7 +78,7 @@ def table() -> str:
     for nb in sorted((ROOT / "chapters").glob("*.ipynb")):
         num, _, words = nb.stem.partition("_")
         mods = [m for m in chapter_modules(nb) if m not in SERVICES]
-        mods.sort(key=lambda m: (m.startswith("plots/"), m))
+        mods.sort(key=lambda m: (m.startswith("book/plots/"), m))
         tests = sorted({t for m in mods for t in module_tests(m)})
         rows.append(f"| {int(num)} {words.replace('_', ' ')} | {_cell(mods)} | {_cell(tests)} |")
     services = [m for m in SERVICES if _is_module(m.replace("/", "."))]
@@ -97,7 +100,7 @@ def test_readme_map_matches_the_chapters_imports():
 def test_every_module_a_chapter_imports_has_tests():
     """Each library module behind a chapter (figure modules aside) has its own test file."""
     missing = sorted({m for nb in (ROOT / "chapters").glob("*.ipynb") for m in chapter_modules(nb)
-                      if m not in SERVICES and not m.startswith("plots/") and not module_tests(m)})
+                      if m not in SERVICES and not m.startswith("book/plots/") and not module_tests(m)})
     assert not missing, f"modules without tests/test_<module>.py: {missing}"
 
 

@@ -532,7 +532,7 @@ def test_landing_page_dashboards_fit_one_screen(facts):
         assert t["width"] <= t["parentWidth"] + 1, f"{t['id']}: needs sideways scrolling"
 
 
-#: plumbing a reader must not see: cache logs of stumplib.core.book.cached and set-up status lines
+#: plumbing a reader must not see: cache logs of stumplib.book.cached and set-up status lines
 PLUMBING = [
     (re.compile(r"\w+: (reloaded|computed in [\d.]+ s, stored as) \S+\.npz"), "a cache log"),
     (re.compile(r"profile=\w+\s+device=\S+"), "a set-up status line"),
@@ -671,7 +671,7 @@ def test_search_page_finds_pages(server, browser):
 
 
 # ------------------------------------------------------------------ figures and tables
-#: the book's panel width (stumplib.core.style: two panels share the 7-inch column) and its smallest
+#: the book's panel width (stumplib.book.style: two panels share the 7-inch column) and its smallest
 #: font (the legend, 9 pt; tick labels 9.5 pt)
 PANEL_INCHES = 3.5
 SMALLEST_FONT_PT = 9.0

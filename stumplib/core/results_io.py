@@ -7,7 +7,7 @@ Two layers:
 - :func:`flatten` / :func:`unflatten` turn a *structured* result (dataclasses, dicts, lists and
   tuples nesting arrays, tensors and plain Python values) into such a flat dict plus a JSON layout
   and back; :func:`save_structured` / :func:`load_structured` store and reload one, and still read
-  files written by :func:`save_results` (as flat dicts). :func:`stumplib.core.book.cached` stores
+  files written by :func:`save_results` (as flat dicts). :func:`stumplib.book.cached` stores
   through them, so a module's result type needs no ``arrays()`` / ``from_arrays()`` pair and no key
   strings encoding its structure.
 """

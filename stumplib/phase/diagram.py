@@ -260,7 +260,7 @@ def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *, rtol: float
     sigma, lam, A, seed
         The model and the solver's seed.
     cache : bool
-        Keep the result with :func:`stumplib.core.cache.cached` (no log).
+        Keep the result with :func:`stumplib.core.memo.remember` (no log).
     **solver
         Passed to :func:`stumplib.phase.solver.state_evolution` (``max_log2_points``, ...).
 
@@ -289,9 +289,9 @@ def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *, rtol: float
 
     if not cache:
         return compute()
-    from stumplib.core.cache import cached
+    from stumplib.core.memo import remember
 
-    return cached("ch6_diagram", cfg, compute, verbose=False)
+    return remember("phase_diagram", cfg, compute)
 
 
 def _diagram(om, grid, rt, ex, ml, *, xtol, max_refine, sigma, lam, A, seed, **solver) -> dict[str, np.ndarray]:
@@ -408,11 +408,11 @@ def diagram_verdict(diag: Mapping[str, np.ndarray]):
 
     Returns
     -------
-    stumplib.core.verdicts.Verdict
-        :func:`stumplib.core.verdicts.combine` of one :func:`stumplib.core.verdicts.ordering` per
+    stumplib.book.verdicts.Verdict
+        :func:`stumplib.book.verdicts.combine` of one :func:`stumplib.book.verdicts.ordering` per
         omega.
     """
-    from stumplib.core import verdicts
+    from stumplib.book import verdicts
 
     parts, good = [], []
     for i, w in enumerate(diag["omega"]):

@@ -48,7 +48,7 @@ import torch
 
 from stumplib.core.stats import Estimate
 from stumplib.core.validation import check_int, check_real
-from stumplib.core.verdicts import Verdict, against_target
+from stumplib.book.verdicts import Verdict, against_target
 from stumplib.phase.minimise import (Problem, exact_test_error, make_problem, minimise, read_runs,
                                      summaries)
 
@@ -162,7 +162,7 @@ def theory_points(alphas: Sequence[float], *, known: Mapping[str, np.ndarray] | 
 
     Points that ``known`` (chapter 6's :func:`.diagram.omega_curves` output) holds converged are
     taken from it; the others are solved with :func:`.solver.state_evolution` at ``rtol`` (kept
-    with :func:`stumplib.core.cache.cached` when ``cache``).
+    with :func:`stumplib.core.memo.remember` when ``cache``).
 
     Parameters
     ----------
@@ -179,7 +179,7 @@ def theory_points(alphas: Sequence[float], *, known: Mapping[str, np.ndarray] | 
     seed : int, optional
         Seed of the solver's quadrature scramblings (default 0).
     cache : bool, optional
-        Whether to keep the solved points with :func:`stumplib.core.cache.cached` (under
+        Whether to keep the solved points with :func:`stumplib.core.memo.remember` (under
         ``ch6_flat_theory``; default ``True``).
 
     Returns
@@ -211,9 +211,9 @@ def theory_points(alphas: Sequence[float], *, known: Mapping[str, np.ndarray] | 
                     for key in OUTPUT_KEYS for k in (key, f"{key}_err")}
 
         if cache:
-            from stumplib.core.cache import cached
-            got = cached("ch6_flat_theory", dict(alphas=al[missing].tolist(), omega=omega, sigma=sigma,
-                                                 lam=lam, rtol=rtol, seed=seed), compute, verbose=False)
+            from stumplib.core.memo import remember
+            got = remember("theory_points", dict(alphas=al[missing].tolist(), omega=omega, sigma=sigma,
+                                                 lam=lam, rtol=rtol, seed=seed), compute)
         else:
             got = compute()
         for k, v in got.items():

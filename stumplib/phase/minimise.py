@@ -455,7 +455,7 @@ def decide(runs: Mapping[int, Mapping[str, np.ndarray]], accurate: Any, accurate
         stored run).
     accurate, accurate_err, published : (A,) the theories at those alphas (the accurate one with
         its quadrature error).
-    follow, separate : the rule of :func:`stumplib.core.verdicts.choose_theory`, used to size the
+    follow, separate : the rule of :func:`stumplib.book.verdicts.choose_theory`, used to size the
         seeds that would decide.
     level : the extrapolation's interval coverage.
 
@@ -617,7 +617,7 @@ def at_alphas(runs: Mapping[int, Mapping[str, np.ndarray]], alphas: Sequence[flo
 def study(alphas: Sequence[float], ds: Sequence[int], seeds: int, *, gd_steps: int = 5000,
           gd_seeds: int = 4, gd_max_d: int = 1000, cache: bool = True, **kw: Any) -> dict[int, dict]:
     """:func:`minimiser_runs` at every ``d`` of ``ds`` (the same seeds), kept with
-    :func:`stumplib.core.cache.cached` (no log) when ``cache``.
+    :func:`stumplib.core.memo.remember` (no log) when ``cache``.
 
     Parameters
     ----------
@@ -631,7 +631,7 @@ def study(alphas: Sequence[float], ds: Sequence[int], seeds: int, *, gd_steps: i
     Returns
     -------
     ``{d: minimiser_runs output}``. The cache keeps ``{"ds": [...], "runs": [one
-    :func:`minimiser_runs` output per d]}`` and :func:`stumplib.core.cache.cached` flattens it.
+    :func:`minimiser_runs` output per d]}`` and :func:`stumplib.core.memo.remember` flattens it.
     """
     def compute() -> dict[str, Any]:
         return {"ds": [int(d) for d in ds],
@@ -640,11 +640,11 @@ def study(alphas: Sequence[float], ds: Sequence[int], seeds: int, *, gd_steps: i
 
     if not cache:
         return _by_d(compute())
-    from stumplib.core.cache import cached
+    from stumplib.core.memo import remember
 
     cfg = dict(alphas=list(alphas), ds=list(ds), seeds=seeds, gd_steps=gd_steps, gd_seeds=gd_seeds,
                gd_max_d=gd_max_d, **{k: (str(v) if k == "device" else v) for k, v in kw.items()})
-    return _by_d(cached("ch6_minimisers", cfg, compute, verbose=False))
+    return _by_d(remember("minimiser_study", cfg, compute))
 
 
 def _by_d(res: Mapping[str, Any]) -> dict[int, dict[str, np.ndarray]]:
@@ -893,7 +893,7 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
     sigma, lam, A : the model.
     seed : the problems' seed.
     cache : keep the final ``m sqrt(d)`` and the converged flags with
-        :func:`stumplib.core.cache.cached` (no log), as a list over points of lists over ``ds``.
+        :func:`stumplib.core.memo.remember` (no log), as a list over points of lists over ``ds``.
     device : torch device.
 
     Returns
@@ -918,11 +918,11 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
         return [[final_m(p, d) for d in ds] for p in points]
 
     if cache:
-        from stumplib.core.cache import cached
+        from stumplib.core.memo import remember
 
         cfg = dict(points=[dict(p) for p in points], ds=list(ds), seeds=seeds, m0=m0_sqrt_d, sigma=sigma,
                    lam=lam, A=np.asarray(A).tolist(), seed=seed)
-        res = cached("ch6_stability", cfg, compute, verbose=False)
+        res = remember("stability_by_dynamics", cfg, compute)
     else:
         res = compute()
     rows = []

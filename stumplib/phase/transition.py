@@ -11,9 +11,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from stumplib.core import verdicts
+from stumplib.book import verdicts
 from stumplib.core.stats import Estimate, crossing
-from stumplib.core.verdicts import Verdict, plural
+from stumplib.book.verdicts import Verdict
+from stumplib.book.typeset import plural
 
 __all__ = ["first_crossing", "theory_curves", "accurate_curves", "crossing_estimate", "branch_end",
            "stability_verdict", "replay_verdict", "read_published", "published_curves",
@@ -158,7 +159,7 @@ def stability_verdict(derivative: Any, outcome: Any, *, direction: str = "m") ->
 
     Returns
     -------
-    :func:`stumplib.core.verdicts.at_most` of the largest derivative against +1 (above +1 the point
+    :func:`stumplib.book.verdicts.at_most` of the largest derivative against +1 (above +1 the point
     repels along ``direction`` for every damping); undecided when no point carries one.
     """
     d = np.asarray(derivative, dtype=np.float64)
@@ -202,7 +203,7 @@ def gd_decision_verdict(decision: Mapping[str, Any], alphas: Any, *, qualifier: 
 
     Each extrapolation of :func:`stumplib.phase.minimise.decide` (``forms``: a straight line in
     ``1/d``, one with a ``1/d^2`` term, one without the smallest ``d``) is judged by
-    :func:`stumplib.core.verdicts.choose_theory` (the accurate theory the claimed one; within
+    :func:`stumplib.book.verdicts.choose_theory` (the accurate theory the claimed one; within
     ``follow`` standard errors at every alpha follows, ``separate`` or more tells apart). The
     verdict is their common status; where they differ it is *undecided*, with what each says. The
     sentence also says where the straight-line limit lies relative to both theories
@@ -219,13 +220,13 @@ def gd_decision_verdict(decision: Mapping[str, Any], alphas: Any, *, qualifier: 
     qualifier : str
         What the run is (``"stored run, d up to 4000"``), shown in brackets (``""``: nothing).
     follow, separate : float
-        The rule of :func:`stumplib.core.verdicts.choose_theory`, in standard errors: within
+        The rule of :func:`stumplib.book.verdicts.choose_theory`, in standard errors: within
         ``follow`` (default 2) of a theory at every alpha follows it; ``separate`` (default 4) or
         more from the other at one alpha tells them apart.
 
     Returns
     -------
-    A :class:`~stumplib.core.verdicts.Verdict`.
+    A :class:`~stumplib.book.verdicts.Verdict`.
     """
     parts = {}
     for name, f in decision["forms"].items():
@@ -303,7 +304,7 @@ def replay_verdict(pub: Mapping[str, Any], *, target: float = 1e-3) -> Verdict:
 
     Returns
     -------
-    :func:`stumplib.core.verdicts.combine` of one :func:`stumplib.core.verdicts.at_most` per branch.
+    :func:`stumplib.book.verdicts.combine` of one :func:`stumplib.book.verdicts.at_most` per branch.
     """
     parts, devs = [], []
     for b, name, ks in (("sem", "semantic", ("q", "V", "theta")), ("pos", "positional", ("q", "m", "V"))):
@@ -536,17 +537,17 @@ def published_curves(ref_dir: Path, *, alpha_min: float = 0.3, cache: bool = Fal
     alpha_min : float
         The smallest alpha kept.
     cache : bool
-        Keep the result with :func:`stumplib.core.cache.cached` (no log).
+        Keep the result with :func:`stumplib.book.cache.cached` (no log).
 
     Returns
     -------
     dict of np.ndarray
     """
     if cache:
-        from stumplib.core.cache import cached
+        from stumplib.core.memo import remember
 
-        return cached("ch6_published", dict(alpha_min=alpha_min, ref=str(ref_dir)),
-                           lambda: published_curves(ref_dir, alpha_min=alpha_min), verbose=False)
+        return remember("published_curves", dict(alpha_min=alpha_min, ref=str(ref_dir)),
+                        lambda: published_curves(ref_dir, alpha_min=alpha_min))
     from stumplib.phase.quadrature import stroud_secrest_4d
     from stumplib.phase.replica import se_update, solve_fixed_rule, test_error_from_overlaps
 
@@ -775,7 +776,7 @@ def branch_tail(th: Mapping[str, np.ndarray], alphas: Any, *, omega: float, rtol
     max_log2_points : int
         The solver's largest rule.
     cache : bool
-        Keep the result with :func:`stumplib.core.cache.cached`.
+        Keep the result with :func:`stumplib.book.cache.cached`.
     **solver
         Passed to the solver.
 
@@ -795,9 +796,9 @@ def branch_tail(th: Mapping[str, np.ndarray], alphas: Any, *, omega: float, rtol
                                branches=("semantic",), init=init, **solver)
 
     if cache:
-        from stumplib.core.cache import cached
+        from stumplib.core.memo import remember
 
-        t = cached("ch6_sem_end", cfg, compute, verbose=False)
+        t = remember("branch_tail", cfg, compute)
     else:
         t = compute()
     keys = ("alpha", "theta", "theta_err", "q", "outcome", "suppressed_derivative")
@@ -835,7 +836,7 @@ def window_profiles(alpha: float, thetas: Any, rules: Any, *, omega: float, sigm
     rules : ``(label, rule, size)`` per rule (:func:`.quadrature.quadrature_4d`'s ``rule`` and ``n_nodes``).
     omega, sigma, lam : the model.
     tol : inner tolerance of :func:`.replica.theta_profile` (``None``: its default).
-    cache : keep the result with :func:`stumplib.core.cache.cached` (no log).
+    cache : keep the result with :func:`stumplib.book.cache.cached` (no log).
 
     Returns
     -------
@@ -855,11 +856,11 @@ def window_profiles(alpha: float, thetas: Any, rules: Any, *, omega: float, sigm
 
     if not cache:
         return compute()
-    from stumplib.core.cache import cached
+    from stumplib.core.memo import remember
 
     cfg = dict(alpha=alpha, thetas=list(map(float, thetas)), rules=[list(r[1:]) for r in rules],
                omega=omega, sigma=sigma, lam=lam, **extra)
-    return cached("ch6_window", cfg, compute, verbose=False)
+    return remember("window_profiles", cfg, compute)
 
 
 def lowest_points(diag: Mapping[str, np.ndarray], tail: Mapping[str, np.ndarray] | None = None,

@@ -463,7 +463,7 @@ def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, 
     ``diverged`` (per corpus, diverged runs are left out of the others).
     """
     from stumplib.stump.frozen import sq_errors, train_staged
-    from stumplib.core.cache import cached
+    from stumplib.core.memo import remember
 
     ms = [check_int(f"ms[{i}]", m) for i, m in enumerate(ms)]
     grid = list(tau_lo + (tau_hi - tau_lo) * (np.arange(n_taus) + 0.5) / n_taus)
@@ -484,7 +484,7 @@ def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, 
     cfg = {"ms": ms, "n": n, "K": n_corpora, "beta": beta_T, "ctx": n_ctx, "seed": seed,
            "frac": frac, "prior": [tau_lo, tau_hi], "steps": steps, "cap": max_steps,
            "n_taus": n_taus}
-    return dict(zip(ms, cached("ch4_calibration", cfg, compute, verbose=False)))
+    return dict(zip(ms, remember("calibration_study", cfg, compute)))
 
 
 def failure_fractions(study: dict[int, dict[str, np.ndarray]], taus: Sequence[float] = FAIL_TAUS,
@@ -577,7 +577,7 @@ def own_scales(shapes: Sequence[tuple[int, int]], betas: Sequence[float], *, n_c
     -------
     ``{(m, n): (profile, Estimate, replicates)}``.
     """
-    from stumplib.core.cache import cached
+    from stumplib.core.memo import remember
 
     shp = [(check_int("m", m), check_int("n", n)) for m, n in shapes]
     b = [float(v) for v in betas]
@@ -587,7 +587,7 @@ def own_scales(shapes: Sequence[tuple[int, int]], betas: Sequence[float], *, n_c
                             tau_hi=tau_hi, device=device) for m, n in shp]
 
     cfg = {"shapes": shp, "grid": b, "C": n_corpora, "seed": seed, "prior": [tau_lo, tau_hi]}
-    profs = cached("ch3_own", cfg, compute, verbose=False)
+    profs = remember("own_scales", cfg, compute)
     out = {}
     for i, (sh, prof) in enumerate(zip(shp, profs)):
         out[sh] = (prof, *scale_with_bootstrap(prof, level, n_boot=n_boot, seed=seed + i))

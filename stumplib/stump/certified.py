@@ -9,7 +9,7 @@ draws ``n_corpora`` seeded corpora, evaluates every corpus's gradient along the 
   progress direction first comes back up to ``level`` (:func:`stumplib.stump.transfer.certified_interval`);
 - its bootstrap replicates, corpora resampled with replacement (:func:`stumplib.core.stats.resample`).
 
-The result is cached (:func:`stumplib.core.cache.cached`, under a file lock so that two chapters executed
+The result is cached (:func:`stumplib.core.memo.remember`, under a file lock so that two chapters executed
 at once compute it once): the same shapes, corpora and seed give the same numbers in both chapters.
 
 **The scan.** The scales are scanned upwards one octave at a time from ``beta_min`` until the RMS
@@ -34,8 +34,6 @@ many.
 """
 from __future__ import annotations
 
-import contextlib
-import os
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -359,26 +357,6 @@ class CertifiedScales:
         return interval(self.boot[:, self.shapes.index(tuple(shape))], level)
 
 
-@contextlib.contextmanager
-def _lock(name: str):
-    """An exclusive lock on ``results/<name>.lock`` (POSIX; a no-op elsewhere)."""
-    from stumplib.core.cache import results_dir
-
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover
-        yield
-        return
-    d = results_dir()
-    d.mkdir(parents=True, exist_ok=True)
-    with open(d / f"{name}.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def _compute(shapes, n_corpora, seed, level, n_boot, tau_lo, tau_hi, device) -> CertifiedScales:
     profs, value, lo, boot = [], [], [], []
     for (m, n), C in zip(shapes, n_corpora):
@@ -409,7 +387,7 @@ def certified_scales(shapes: Sequence[tuple[int, int]], n_corpora: int | Sequenc
     n_boot : bootstrap resamples (>= 10).
     tau_lo, tau_hi : the threshold prior's ends.
     device : where the corpus gradients are computed.
-    cache : reuse a stored result of the same arguments (:func:`stumplib.core.cache.cached`, silent).
+    cache : reuse a stored result of the same arguments (:func:`stumplib.core.memo.remember`, silent).
 
     Returns
     -------
@@ -428,12 +406,11 @@ def certified_scales(shapes: Sequence[tuple[int, int]], n_corpora: int | Sequenc
     dev = resolve_device(device)
     args = (shp, Cs, seed, level, n_boot, tau_lo, tau_hi, dev)
     if cache:
-        from stumplib.core.cache import cached
+        from stumplib.core.memo import remember
 
         config = {"shapes": shp, "n_corpora": Cs, "seed": seed, "level": level, "n_boot": n_boot,
                   "prior": [tau_lo, tau_hi]}
-        with _lock("certified_scales"):
-            return cached("certified_scales", config, lambda: _compute(*args), verbose=False)
+        return remember("certified_scales", config, lambda: _compute(*args), exclusive=True)
     return _compute(*args)
 
 

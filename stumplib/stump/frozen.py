@@ -35,6 +35,7 @@ from stumplib.stump.certified import worst_per_value
 from stumplib.stump.tasks import labels
 from stumplib.stump.trainer import RunConfig, train_gd
 from stumplib.stump.transfer import population_path, step_size_limit
+from stumplib.core.memo import remember
 from stumplib.core.validation import check_grid, check_int, check_prior, check_real
 
 __all__ = ["FIXED_TAUS", "fresh_contexts", "sq_errors", "fit_two_term", "bootstrap_two_term",
@@ -603,13 +604,6 @@ def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_sto
 
 
 # ------------------------------------------------------------------------------- chapter 4 runs
-def _cached(name: str, config: dict, compute) -> Any:
-    """:func:`stumplib.core.cache.cached`, silent (no log on the page)."""
-    from stumplib.core.cache import cached
-
-    return cached(name, config, compute, verbose=False)
-
-
 def head_law_grid(betas: Sequence[float], Ns: Sequence[int], *, n_ctx: int, seed: int = 0,
                   taus: Sequence[float] = FIXED_TAUS, tau_lo: float = 0.2, tau_hi: float = 0.8,
                   device: Any = "cpu") -> np.ndarray:
@@ -648,7 +642,7 @@ def head_law_grid(betas: Sequence[float], Ns: Sequence[int], *, n_ctx: int, seed
 
     cfg = {"betas": hb.tolist(), "Ns": hN, "taus": list(taus), "n_ctx": n_ctx, "seed": seed,
            "prior": [tau_lo, tau_hi]}
-    return _cached("ch4_head_law", cfg, compute)["sq"]
+    return remember("head_law_grid", cfg, compute)["sq"]
 
 
 def train_to_certified_stop(shapes: Sequence[tuple[int, int]], beta_star: Sequence[float],
@@ -686,7 +680,7 @@ def train_to_certified_stop(shapes: Sequence[tuple[int, int]], beta_star: Sequen
 
         cfg = {"m": m, "n": n, "seeds": seeds, "beta_star": bs, "beta_end": end, "frac": frac,
                "prior": [tau_lo, tau_hi], "steps": steps, "cap": max_steps}
-        out.append(_cached(f"ch4_run_{m}x{n}", cfg, compute))
+        out.append(remember(f"staged_runs_{m}x{n}", cfg, compute))
     return out
 
 
@@ -723,7 +717,7 @@ def stop_errors(runs: Sequence[StagedRuns], Ns: Sequence[int], *, n_ctx: int, se
 
     cfg = {"stops": [r.at_stop()[0].tolist() for r in runs], "Ns": [int(N) for N in Ns],
            "n_ctx": n_ctx, "seed": seed, "taus": T}
-    d = _cached("ch4_stop_errors", cfg, compute)
+    d = remember("stop_errors", cfg, compute)
     return d["sq"], d["extra"]
 
 
@@ -765,4 +759,4 @@ def end_errors(runs: Sequence[StagedRuns], N: int, *, n_ctx: int, n_ctx_path: in
 
     cfg = {"ends": [r.at_end()[0].tolist() for r in runs], "N": int(N), "n_ctx": n_ctx,
            "path": n_ctx_path, "seed": seed, "taus": list(taus), "per_context": True}
-    return _cached("ch4_continued", cfg, compute)
+    return remember("end_errors", cfg, compute)

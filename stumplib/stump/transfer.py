@@ -553,7 +553,7 @@ def transfer_profiles(shapes: Sequence[tuple[int, int]], *, n_corpora: int = 32,
     Returns
     -------
     list of TransferProfile
-        One per shape (:func:`stumplib.core.cache.cached` stores them as they are).
+        One per shape (:func:`stumplib.core.memo.remember` stores them as they are).
     """
     shp = check_shapes(shapes)
     n_corpora = check_int("n_corpora", n_corpora, minimum=2)
@@ -647,7 +647,7 @@ def gd_against_flow(shapes: Sequence[tuple[int, int]], n_seeds: int, *, lr: floa
     ``flow_t, flow_beta, flow_c``: the flow, run 4 times longer so that it covers every scale the
     runs reach.
     """
-    from stumplib.core.cache import cached
+    from stumplib.core.memo import remember
     from stumplib.stump.dynamics import integrate_flow
     from stumplib.stump.trainer import RunConfig, train_gd
 
@@ -658,16 +658,15 @@ def gd_against_flow(shapes: Sequence[tuple[int, int]], n_seeds: int, *, lr: floa
         r = train_gd(cfg, steps, device=device, n_records=40, progress=False)
         return {"steps": r.steps, "beta": r.beta, "b": r.b}
 
-    traj = cached("ch3_traj", {"configs": [vars(c) for c in cfg], "steps": steps}, run,
-                       verbose=False)
+    traj = remember("gd_trajectories", {"configs": [vars(c) for c in cfg], "steps": steps}, run)
     t = lr * traj["steps"].astype(float)
 
     def flow():
         return integrate_flow(beta0, b0, 4 * float(t[-1]), tau_lo=tau_lo, tau_hi=tau_hi,
                               n_records=40, t_first=float(t[1]), rtol=rtol)
 
-    fl = cached("ch3_flow", {"start": [beta0, b0], "t": 4 * float(t[-1]), "rtol": rtol,
-                                  "prior": [tau_lo, tau_hi]}, flow, verbose=False)
+    fl = remember("population_flow", {"start": [beta0, b0], "t": 4 * float(t[-1]), "rtol": rtol,
+                                  "prior": [tau_lo, tau_hi]}, flow)
     return {"t": t, "beta": traj["beta"], "c": traj["b"] / traj["beta"],
             "labels": [rf"GD, $m\times n$ = {c.m}x{c.n}" for c in cfg],
             "flow_t": fl.t, "flow_beta": fl.beta[0], "flow_c": fl.b[0] / fl.beta[0]}

@@ -664,11 +664,11 @@ def two_head_verdict(bayes_ratio: Estimate, interior_gain: Estimate, *, gain_nee
 
     Returns
     -------
-    stumplib.core.verdicts.Verdict: ``holds`` when the gain's whole interval is at least
+    stumplib.book.verdicts.Verdict: ``holds`` when the gain's whole interval is at least
     ``gain_needed`` and the ratio's whole interval at most ``bayes_factor``; ``fails`` when both are
     wholly on the wrong side; ``undecided`` when both straddle; ``partly`` otherwise.
     """
-    from stumplib.core.verdicts import at_least, at_most, combine
+    from stumplib.book.verdicts import at_least, at_most, combine
 
     gain_needed = check_real("gain_needed", gain_needed, low=1.0)
     bayes_factor = check_real("bayes_factor", bayes_factor, low=1.0)

@@ -58,7 +58,7 @@ def test_phase_diagram_at_omega_03_brackets_the_known_crossings():
 
 
 def test_diagram_verdict_quotes_alpha_c_at_both_ends_and_judges_every_omega():
-    from stumplib.core.verdicts import short_reason
+    from stumplib.book.verdicts import short_reason
 
     def diag(alpha_l):
         a = lambda v: np.asarray(v, dtype=float)  # noqa: E731

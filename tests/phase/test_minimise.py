@@ -167,7 +167,7 @@ def _stored_names(results):
 
 
 def test_study_cache_is_structured_and_reloads_what_it_computed(tmp_path, monkeypatch):
-    from stumplib.core import book
+    from stumplib import book
     from stumplib.phase.minimise import study
 
     monkeypatch.setenv(book.RESULTS_ENV, str(tmp_path))
@@ -175,7 +175,7 @@ def test_study_cache_is_structured_and_reloads_what_it_computed(tmp_path, monkey
     kw = dict(gd_steps=20, gd_seeds=1, gd_max_d=10, max_iter=200)
     direct = study([1.0, 1.5], [8, 12], 2, cache=False, **kw)
     first, again = study([1.0, 1.5], [8, 12], 2, **kw), study([1.0, 1.5], [8, 12], 2, **kw)
-    assert len(list(tmp_path.glob("ch6_minimisers-*.npz"))) == 1  # the second call reloaded
+    assert len(list(tmp_path.glob("minimiser_study-*.npz"))) == 1  # the second call reloaded
     for got in (first, again):
         assert sorted(got) == [8, 12]
         for d in (8, 12):
@@ -187,7 +187,7 @@ def test_study_cache_is_structured_and_reloads_what_it_computed(tmp_path, monkey
 
 
 def test_stability_by_dynamics_cache_is_structured_and_reloads_the_same_rows(tmp_path, monkeypatch):
-    from stumplib.core import book
+    from stumplib import book
     from stumplib.phase.minimise import stability_by_dynamics
     from stumplib.phase.replica import solve_fixed_rule
 
@@ -200,7 +200,7 @@ def test_stability_by_dynamics_cache_is_structured_and_reloads_the_same_rows(tmp
     assert direct[0] != direct[1]  # two points, two different rows: the index is not lost
     assert stability_by_dynamics(pts, [20, 30], 2) == direct
     assert stability_by_dynamics(pts, [20, 30], 2) == direct  # reloaded
-    assert len(list(tmp_path.glob("ch6_stability-*.npz"))) == 1
+    assert len(list(tmp_path.glob("stability_by_dynamics-*.npz"))) == 1
     assert not [n for n in _stored_names(tmp_path) if n.startswith("p0_") or n.startswith("p1_")]
 
 

@@ -171,7 +171,7 @@ def test_stroud_fixed_points_is_far_from_the_accurate_rule_at_alpha_1(stroud_fix
 
 
 def test_window_profiles_one_structured_entry_per_rule_reloaded_unchanged(tmp_path, monkeypatch):
-    from stumplib.core import book
+    from stumplib import book
     from stumplib.phase.replica import theta_profile
     from stumplib.phase.transition import window_profiles
 
@@ -181,7 +181,7 @@ def test_window_profiles_one_structured_entry_per_rule_reloaded_unchanged(tmp_pa
     rules = [("GH 4", "gauss-hermite", 4), ("GH 6", "gauss-hermite", 6)]
     got = window_profiles(2.0, thetas, rules, omega=0.3, sigma=0.5, lam=0.01)
     again = window_profiles(2.0, thetas, rules, omega=0.3, sigma=0.5, lam=0.01)  # reloaded
-    assert len(got) == len(again) == 2 and len(list(tmp_path.glob("ch6_window-*.npz"))) == 1
+    assert len(got) == len(again) == 2 and len(list(tmp_path.glob("window_profiles-*.npz"))) == 1
     for k, (_, rule, nn) in enumerate(rules):
         ref = theta_profile(2.0, thetas, omega=0.3, sigma=0.5, lam=0.01, rule=rule, n_nodes=nn)
         for out in (got[k], again[k]):

@@ -114,7 +114,7 @@ def test_worst_per_value_picks_the_extreme_column_per_value_in_every_row():
 
 
 def test_worst_case_growth_holds_where_the_all_shape_fit_is_shallow():
-    from stumplib.core import verdicts as V
+    from stumplib.book import verdicts as V
 
     cs = _grid(1.0)
     fit, worst = ce.worst_slope(cs)
@@ -129,7 +129,7 @@ def test_worst_case_growth_holds_where_the_all_shape_fit_is_shallow():
 
 
 def test_worst_case_growth_fails_where_the_worst_shape_grows_too_slowly():
-    from stumplib.core import verdicts as V
+    from stumplib.book import verdicts as V
 
     fit, _ = ce.worst_slope(_grid(0.5))
     # slope 0.5 with a 5% scatter (interval half-width ~0.03) lies below 1 - 2/ln(362) = 0.66

@@ -127,7 +127,7 @@ def test_staged_runs_come_back_from_the_cache_as_they_were(tmp_path, monkeypatch
     kw = dict(continue_to=[8.0], seed=3)
     a = train_to_certified_stop([(16, 16)], [4.0], [2], **kw)[0]
     b = train_to_certified_stop([(16, 16)], [4.0], [2], **kw)[0]  # reloaded
-    assert isinstance(b, StagedRuns) and len(list(tmp_path.glob("ch4_run_16x16-*.npz"))) == 1
+    assert isinstance(b, StagedRuns) and len(list(tmp_path.glob("staged_runs_16x16-*.npz"))) == 1
     for f in ("mark_step", "mark_beta", "log_beta", "final_beta", "diverged"):
         np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
     assert (a.stop_index, a.final_step) == (b.stop_index, b.final_step)
@@ -218,7 +218,7 @@ def _grid_stop_data(diag_slope: float, seed: int = 0):
 
 
 def test_worst_case_bound_holds_where_the_all_shape_fit_is_shallow():
-    from stumplib.core import verdicts as V
+    from stumplib.book import verdicts as V
     from stumplib.stump.frozen import bootstrap_stop_law
 
     mn, Ns, sq, bs, boot, head = _grid_stop_data(1.0)
@@ -234,7 +234,7 @@ def test_worst_case_bound_holds_where_the_all_shape_fit_is_shallow():
 
 
 def test_worst_case_bound_fails_where_the_worst_shape_decays_too_slowly():
-    from stumplib.core import verdicts as V
+    from stumplib.book import verdicts as V
     from stumplib.stump.frozen import bootstrap_stop_law
 
     mn, Ns, sq, bs, boot, head = _grid_stop_data(0.5)

@@ -1,6 +1,6 @@
 """The batched GD trainer: exact gradients, the fast kernel against the model and against the
 trainer it replaced, batching, determinism, stop scales, divergence. (Its results are cached by
-:func:`stumplib.core.book.cached`, tested in ``tests/test_book.py``.)"""
+:func:`stumplib.book.cached`, tested in ``tests/test_book.py``.)"""
 from __future__ import annotations
 
 import importlib.util

@@ -116,7 +116,7 @@ def test_transfer_profiles_round_trip_and_bootstrap(tmp_path, monkeypatch):
     monkeypatch.setenv("STUMPBOOK_RESULTS", str(tmp_path))
     shapes = [(24, 24), (48, 48)]
     a = transfer_profiles(shapes, n_corpora=4, device="cpu", progress=False, top_factor=0.5)
-    from stumplib.core import book
+    from stumplib import book
     b = book.cached("rt_profiles", {"shapes": shapes}, lambda: a, verbose=False)
     b = book.cached("rt_profiles", {"shapes": shapes}, lambda: a, verbose=False)[1]  # reloaded
     np.testing.assert_array_equal(a[1].g_corpus, b.g_corpus)

@@ -5,7 +5,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from stumplib.stump import dynamics as D
-from stumplib.core import style
+from stumplib.book import style
 
 
 def _cycle():

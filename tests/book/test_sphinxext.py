@@ -1,12 +1,12 @@
-"""The build extension's stamp (``stumplib.core.sphinxext``) without a build: what it depends on and the
+"""The build extension's stamp (``stumplib.book.sphinxext``) without a build: what it depends on and the
 file it writes. (The extension inside real builds, pre-execution included: ``test_build_cache.py``.)"""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from stumplib.core import book
-from stumplib.core.sphinxext import build_stamp, write_stamp
+from stumplib import book
+from stumplib.book.sphinxext import build_stamp, write_stamp
 
 
 def test_stamp_follows_the_code_profile_and_cache_setting(monkeypatch):
@@ -34,10 +34,11 @@ def test_write_stamp_stores_this_process_stamp_next_to_the_cache(tmp_path):
 # ------------------------------------------------------------------ claims as data
 import csv  # noqa: E402
 
-from stumplib.core import sphinxext  # noqa: E402
+from stumplib.book import compare, sphinxext  # noqa: E402
+from stumplib.book.__main__ import main as book_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-from stumplib.core.claims import Claim  # noqa: E402
+from stumplib.book.registry import Claim  # noqa: E402
 
 
 def _glue_output(name: str, value) -> dict:
@@ -94,16 +95,16 @@ def test_compare_reports_a_changed_status_and_an_estimate_beyond_its_interval(tm
     b = [row("same", "holds", 1.05, 0.95, 1.15), row("moved", "holds", 1.3, 1.25, 1.35),
          row("flipped", "fails", 1.0, 0.9, 1.1), row("empty", "undecided", "", "", ""),
          row("new", "holds", 1.0, 0.9, 1.1)]
-    got = book.compare_claims(a, b)
+    got = compare.compare_claims(a, b)
     assert [g.split(" ")[0] for g in got] == ["moved", "flipped", "new:"]
     assert "status holds -> fails" in got[1] and "estimate 1 [0.9, 1.1] -> 1.3" in got[0]
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "claims.json").write_text(json.dumps(a))
     (tmp_path / "b.json").write_text(json.dumps(b))
-    assert book.main(["compare", str(tmp_path / "a"), str(tmp_path / "b.json")]) == 0
+    assert book_main(["compare", str(tmp_path / "a"), str(tmp_path / "b.json")]) == 0
     out = capsys.readouterr().out
     assert "flipped (c): status holds -> fails" in out and "3 of 5 claims changed" in out
-    assert book.compare_claims(a, a) == []
+    assert compare.compare_claims(a, a) == []
 
 
 def test_glued_values_prefer_the_build_glue_store(tmp_path):
@@ -154,7 +155,7 @@ def test_a_returns_description_is_one_line_and_not_bold():
 
 def test_library_calls_reads_module_and_direct_calls_from_the_code(tmp_path):
     cells = [
-        "from stumplib.core import book, claims\nfrom stumplib.stump import frozen as F\n"
+        "from stumplib import book\nfrom stumplib.book import claims\nfrom stumplib.stump import frozen as F\n"
         "from stumplib.core.stats import Estimate, fit_power_law\nimport numpy as np",
         "x = F.end_errors(runs, 4)\ne = Estimate(1, 0, 2)\nbook.glue_value('a', F._private(x))\n"
         "cs.kept()  # a method on an object: not resolved\nnp.log(2)",
@@ -166,8 +167,8 @@ def test_library_calls_reads_module_and_direct_calls_from_the_code(tmp_path):
           "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (tmp_path / "c.ipynb").write_text(json.dumps(nb))
     got = sphinxext.library_calls(tmp_path / "c.ipynb")
-    assert got == {"stumplib.stump.frozen": ["end_errors"], "stumplib.core.book": ["glue_value"],
-                   "stumplib.core.claims": ["decide"], "stumplib.core.stats": ["Estimate"]}
+    assert got == {"stumplib.stump.frozen": ["end_errors"], "stumplib.book.glue": ["glue_value"],
+                   "stumplib.book.claims": ["decide"], "stumplib.core.stats.estimate": ["Estimate"]}
     assert sphinxext.library_calls(tmp_path / "missing.ipynb") == {}
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from stumplib.core import style
+from stumplib.book import style
 from stumplib.stump.model import attention_weights, estimate
 
 

@@ -9,11 +9,13 @@ and by the library's code version, so that a change to either recomputes.
   :class:`CacheWarning` when it happens), logged to ``results/cache_warnings.log`` for the build
   record.
 
-Computational modules of the paper packages call :func:`cached` directly (it knows nothing of the
-notebook layer); chapters reach it through :mod:`stumplib.core.book`.
+The science packages never import this module: they name what is worth keeping with
+:func:`stumplib.core.memo.remember`, and :func:`install` (run when :mod:`stumplib.book` is
+imported) makes this cache keep it (:func:`store`: silent, under a file lock when asked).
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import os
@@ -30,7 +32,8 @@ from stumplib.core.results_io import (config_key, flatten, is_flat, load_structu
                                      save_structured, unflatten)
 
 __all__ = ["CACHE_ENV", "RESULTS_ENV", "PACKAGE", "WARNINGS_LOG", "CacheWarning", "code_version",
-           "results_dir", "cache_enabled", "cached", "prune_results", "cache_warnings"]
+           "results_dir", "cache_enabled", "cached", "prune_results", "cache_warnings", "lock",
+           "store", "install"]
 
 CACHE_ENV = "STUMPBOOK_CACHE"
 RESULTS_ENV = "STUMPBOOK_RESULTS"
@@ -200,3 +203,61 @@ def prune_results(*, dry_run: bool = False) -> list[Path]:
         for p in stale:
             p.unlink(missing_ok=True)
     return stale
+
+
+@contextlib.contextmanager
+def lock(name: str):
+    """An exclusive lock on ``results/<name>.lock`` (POSIX; a no-op elsewhere): the second of two
+    processes computing the same result waits for the first, then reloads its result.
+
+    Parameters
+    ----------
+    name : str
+        The lock's name (the result's).
+
+    Yields
+    ------
+    None
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    d = results_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / f"{name}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def store(name: str, config: Mapping[str, Any], compute: Callable[[], Any], *,
+          exclusive: bool = False) -> Any:
+    """The store :func:`install` hands to :func:`stumplib.core.memo.install`: :func:`cached`,
+    silent (no log on the page), under :func:`lock` when ``exclusive``.
+
+    Parameters
+    ----------
+    name, config, compute : as for :func:`cached`.
+    exclusive : bool
+        Compute under a file lock named ``name``.
+
+    Returns
+    -------
+    Any
+        The result, as :func:`cached` returns it.
+    """
+    if not exclusive:
+        return cached(name, config, compute, verbose=False)
+    with lock(name):
+        return cached(name, config, compute, verbose=False)
+
+
+def install() -> None:
+    """Make :func:`stumplib.core.memo.remember` keep results in this cache (:func:`store`)."""
+    from stumplib.core import memo
+
+    memo.install(store)

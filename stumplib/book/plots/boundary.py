@@ -4,7 +4,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from stumplib.core import style
+from stumplib.book import style
 from stumplib.stump.boundary import exact_mse, side_empty_probability
 
 CURVES = ("one-head", "reflected", "symmetrized", "boundary-aware", "Bayes")

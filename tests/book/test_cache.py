@@ -1,4 +1,4 @@
-"""The results cache (``stumplib.core.cache``): flat and structured results, reuse, configuration
+"""The results cache (``stumplib.book.cache``): flat and structured results, reuse, configuration
 and code keys, ``STUMPBOOK_CACHE=0``, pruning and its command line. (The cache across a library
 change and the book build: ``test_build_cache.py``.)"""
 from __future__ import annotations
@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stumplib.core import book, cache
+from stumplib.book import cache
+from stumplib.book.__main__ import main as book_main
 from stumplib.core.results_io import save_results
 from stumplib.stump.trainer import RunConfig, TrainResult, train_gd
 
@@ -103,9 +104,9 @@ def test_prune_deletes_only_what_cannot_be_reloaded(results):
 
 def test_prune_command_line(results, capsys):
     save_results(results / "old-0123456789abcdef.npz", {"x": np.ones(1)}, {"code": "0"})
-    assert book.main(["prune", "--dry-run"]) == 0
+    assert book_main(["prune", "--dry-run"]) == 0
     assert "would delete 1 files" in capsys.readouterr().out
-    assert book.main(["prune"]) == 0 and not list(results.iterdir())
+    assert book_main(["prune"]) == 0 and not list(results.iterdir())
 
 
 def test_an_unreadable_stored_result_is_recomputed_with_a_warning_and_logged(results):

@@ -1,14 +1,16 @@
-"""stumplib.core.claims: the registry covers the landing page, names real rules, and decides."""
+"""stumplib.book.claims: the registry covers the landing page, names real rules, and decides."""
 from __future__ import annotations
 
-import inspect
 import re
 from pathlib import Path
 
 import pytest
 
-from stumplib.core import claims as K
-from stumplib.core import verdicts as V
+from stumplib.book import audit as A
+from stumplib.book import claims as K
+from stumplib.book import registry as R
+from stumplib.book import runs
+from stumplib.book import verdicts as V
 from stumplib.core.stats import Estimate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,36 +24,6 @@ def landing_rows() -> list[tuple[str, str]]:
     """``(chapter, key)`` of every ``<key>_status`` glued into intro.md's tables."""
     text = (ROOT / "intro.md").read_text()
     return re.findall(r"\{glue:text\}`(chapters/[^`:]+)\.ipynb::(\w+)_status(?::s)?`", text)
-
-
-def test_the_registry_covers_every_landing_row():
-    rows = landing_rows()
-    assert len(rows) >= 20  # both dashboards
-    for chapter, key in rows:
-        c = K.claim(key)  # KeyError names the missing key
-        assert c.chapter == chapter, f"{key}: registry says {c.chapter}, landing row {chapter}"
-    assert len({k for _, k in rows}) == len(rows), "a claim appears twice on the landing page"
-
-
-def test_every_claim_names_an_existing_verdict_function_and_states_its_rule():
-    keys = [c.key for c in K.REGISTRY]
-    assert len(keys) == len(set(keys))
-    for c in K.REGISTRY:
-        assert c.rule in V.__all__ and inspect.isfunction(getattr(V, c.rule)), c.key
-        assert c.paper in ("stump", "phase") and (ROOT / f"{c.chapter}.ipynb").is_file(), c.key
-        for field in (c.claim, c.statistic, c.target, c.tolerance):
-            assert field.strip(), f"{c.key} leaves a field empty"
-        # the registry's arguments are arguments of the named rule
-        params = inspect.signature(getattr(V, c.rule)).parameters
-        for name in K.rule_arguments(c.key):
-            assert name in params or name in ("bound", "target"), (c.key, name)
-
-
-def test_the_chapter_decision_and_two_head_rows_have_entries():
-    assert K.claim("gd_theory").rule == "choose_theory"
-    assert K.claim("two_head").chapter == "chapters/05_boundary_symmetrization"
-    with pytest.raises(KeyError, match="no claim 'nope'"):
-        K.claim("nope")
 
 
 @pytest.mark.parametrize("key, e, status", [
@@ -69,7 +41,7 @@ def test_judge_applies_the_registry_target_and_tolerance(key, e, status):
 
 
 def test_judge_runs_every_one_estimate_rule_and_refuses_a_chapter_tolerance():
-    for c in K.REGISTRY:
+    for c in R.REGISTRY:
         if c.rule not in ("at_least", "at_most", "against_target", "rate_up_to_logs",
                           "growth_up_to_logs"):
             with pytest.raises(ValueError, match="more than one estimate"):
@@ -83,29 +55,9 @@ def test_judge_runs_every_one_estimate_rule_and_refuses_a_chapter_tolerance():
         K.judge("sym_interior", 4.0, symbol="r")
 
 
-def test_the_worst_case_bound_rules_are_the_log_rate_rules():
-    # a slope of -0.90 [-1.00, -0.83] at m∧n ~ 362 holds; -0.50 [-0.55, -0.45] fails
-    assert K.judge("bound_mn", est(-0.9, -1.0, -0.83), x_mid=362.0,
-                   variable="m∧n").status == "holds"
-    assert K.judge("bound_mn", est(-0.5, -0.55, -0.45), x_mid=362.0,
-                   variable="m∧n").status == "fails"
-    assert K.judge("certified_scale", est(0.9, 0.8, 1.0), x_mid=362.0,
-                   variable="m∧n").status == "holds"
-    assert K.judge("certified_scale", est(0.5, 0.45, 0.55), x_mid=362.0,
-                   variable="m∧n").status == "fails"
-
-
 def _audit(statuses, profile="quick"):
     return {"profile": profile, "commit": "abc123", "seeds": list(range(len(statuses))),
             "claims": {"sym_interior": {"status": statuses}}}
-
-
-def test_seed_agreement_counts_the_most_common_status():
-    a = K.seed_agreement("sym_interior", _audit(["holds"] * 5))
-    assert a["text"] == "5/5" and a["agree"] and a["status"] == "holds"
-    a = K.seed_agreement("sym_interior", _audit(["holds", "fails", "holds", "holds", None]))
-    assert a["text"] == "3/4" and not a["agree"] and a["counts"] == {"holds": 3, "fails": 1}
-    assert K.seed_agreement("sym_bayes", _audit(["holds"] * 5))["text"] == "not audited"
 
 
 def test_a_claim_whose_seeds_disagree_is_undecided_with_the_counts():
@@ -131,56 +83,25 @@ def test_decide_parts_combines_the_parts_of_one_claim():
 
 
 def test_page_tables_have_one_row_per_claim():
-    rows = K.registry_rows()
-    assert len(rows) == len(K.REGISTRY) and all(len(r) == len(K.RULE_HEADER) for r in rows)
+    rows = R.registry_rows()
+    assert len(rows) == len(R.REGISTRY) and all(len(r) == len(R.RULE_HEADER) for r in rows)
     audit = _audit(["holds", "fails", "holds"])
     audit["claims"]["sym_interior"].update(mean=4.1, sd=0.05, half_width=0.1,
                                            coverage_ratio=1.02)
-    rows = {r[0]: r for r in K.audit_rows(audit)}
-    row = rows[K.claim("sym_interior").claim]
+    rows = {r[0]: r for r in A.audit_rows(audit)}
+    row = rows[R.claim("sym_interior").claim]
     assert row[1] == "holds, fails, holds" and row[2] == "2/3" and row[6] == "1.02"
-    assert rows[K.claim("sym_bayes").claim][1] == "not audited"
+    assert rows[R.claim("sym_bayes").claim][1] == "not audited"
     same = _audit(["holds"] * 5)
-    assert {r[0]: r for r in K.audit_rows(same)}[K.claim("sym_interior").claim][1] == \
+    assert {r[0]: r for r in A.audit_rows(same)}[R.claim("sym_interior").claim][1] == \
         "holds at all 5"
     # with five seeds' values the ratio is judged against what nominal intervals give (0.60-2.87)
     audit["claims"]["sym_interior"].update(value=[4.0, 4.1, 4.2, 4.1, 4.0])
     for ratio, shown in ((0.3, "0.30 under-covers"), (1.5, "1.50"), (4.0, "4.00 wide")):
         audit["claims"]["sym_interior"]["coverage_ratio"] = ratio
-        row = {r[0]: r for r in K.audit_rows(audit)}[K.claim("sym_interior").claim]
+        row = {r[0]: r for r in A.audit_rows(audit)}[R.claim("sym_interior").claim]
         assert row[6] == shown
-    assert K.read_audit(ROOT / "no_such_file.json") == {}
-
-
-def test_seed_audit_summary_measures_agreement_and_coverage(tmp_path):
-    import importlib.util
-    import json
-
-    spec = importlib.util.spec_from_file_location("seed_audit", ROOT / "scripts" / "seed_audit.py")
-    S = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(S)
-    # five seeds: values 1..5 (SD 1.58), intervals +-0.31: coverage 0.31 / (1.96 x 1.58) = 0.1
-    per = [{"status": st, "value": v, "lo": v - 0.31, "hi": v + 0.31, "number": "x_estimate"}
-           for st, v in zip(["holds", "holds", "fails", "holds", "holds"], [1, 2, 3, 4, 5.0])]
-    a = S.summarise(per)
-    assert a["agreement"] == "4/5" and a["summary"] == "holds at 4 of 5 seeds"
-    assert a["sd"] == pytest.approx(1.5811, abs=1e-4)
-    assert a["coverage_ratio"] == pytest.approx(0.31 / (1.96 * 1.5811), rel=1e-3)
-    assert a["intervals_holding_mean"] == 1  # only the seed at 3 holds the mean 3
-    # a rerun of one chapter replaces that chapter's claims and is recorded
-    base = {"profile": "quick", "seeds": [0, 1], "claims": {"sym_interior": {"status": ["x"]},
-            "pop_scale": {"status": ["holds"]}}, "chapters_done": ["chapters/02_population_dynamics",
-            "chapters/05_boundary_symmetrization"], "chapter_seconds": {}, "command": "c",
-            "commit": "a", "machine": "m", "started": "s", "duration_s": 1.0}
-    rerun = dict(base, claims={"sym_interior": {"status": ["holds", "holds"]}},
-                 chapters_done=["chapters/05_boundary_symmetrization"], commit="b",
-                 chapter_seconds={"chapters/05_boundary_symmetrization": 2.0})
-    (tmp_path / "a.json").write_text(json.dumps(base))
-    (tmp_path / "b.json").write_text(json.dumps(rerun))
-    out = S.merge(tmp_path / "a.json", tmp_path / "b.json")
-    assert out["claims"]["sym_interior"]["status"] == ["holds", "holds"]
-    assert out["claims"]["pop_scale"]["status"] == ["holds"] and out["reruns"][0]["commit"] == "b"
-    assert "rerun of chapters/05" in (tmp_path / "a.md").read_text()
+    assert runs.read_audit(ROOT / "no_such_file.json") == {}
 
 
 def test_check_seed_checks_a_verdict_from_a_library_function():
@@ -203,7 +124,7 @@ def test_each_landing_row_shows_its_claims_key_number_and_seed_agreement():
         m = re.search(r"::(\w+)_status(?::s)?`", line)
         if m:
             rows[m.group(1)] = line
-    for c in K.REGISTRY:
+    for c in R.REGISTRY:
         chapter = c.chapter.removeprefix("chapters/")
         assert c.key_number in glued[chapter], f"{c.key}: {c.key_number} is not glued"
         shown = re.search(rf"::{c.key_number}(_text|_lo|_hi)?:", rows[c.key])  # _text: typeset

@@ -6,7 +6,7 @@ from typing import Any, Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from stumplib.core import style
+from stumplib.book import style
 
 __all__ = ["diagram_figure", "theory_figure", "minimiser_figure", "transition_figure", "window_figure", "flat_landscape_figure", "flat_overlaps_figure"]
 

@@ -1,10 +1,10 @@
-"""The verdict language (stumplib.core.verdicts): every branch of every kind, on synthetic estimates."""
+"""The verdict language (stumplib.book.verdicts): every branch of every kind, on synthetic estimates."""
 import math
 
 import numpy as np
 import pytest
 
-from stumplib.core import verdicts as V
+from stumplib.book import verdicts as V
 from stumplib.core.stats import Estimate, fit_replicates, resample_indices
 
 
@@ -137,7 +137,7 @@ def test_combine_gives_common_status_or_partly():
 
 def test_located_branches():
     from stumplib.core.stats import Estimate
-    from stumplib.core.verdicts import located
+    from stumplib.book.verdicts import located
 
     v = located(Estimate(1.25, 1.24, 1.26, "quadrature"), symbol="alpha_c")
     assert v.status == "holds" and "1.25 [1.24, 1.26]" in v.sentence
@@ -149,26 +149,7 @@ def test_located_branches():
     assert located(Estimate.lower_bound(0.9), symbol="alpha_c").status == "undecided"
 
 
-# ------------------------------------------------------------------ typesetting
-from stumplib.core.verdicts import number, plural, typeset  # noqa: E402
-
-
-@pytest.mark.parametrize("ascii_, book", [
-    ("alpha_l >= alpha_c", "αₗ ≥ αc"),
-    ("d -> infinity", "d → ∞"),
-    ("a m∧n^-1 rate", "a (m∧n)⁻¹ rate"),  # the exponent binds to the meet, not to n
-    ("(m∧n)^-1", "(m∧n)⁻¹"),
-    ("MSE x N^2", "MSE × N²"),
-    ("m x n = 128x512", "m × n = 128×512"),
-    ("beta* = 1e+04", "β* = 10⁴"),
-    ("1.281e+06 and 2.5e-03", "1.281 × 10⁶ and 2.5 × 10⁻³"),
-    ("target 1e-03.", "target 10⁻³."),  # a number that ends the sentence
-    ("dF_m/dm, dF_theta/dtheta, tau_hi", "dFₘ/dm, dFθ/dθ, τₕᵢ"),
-    ("alphabet, betas, x_i", "alphabet, betas, xᵢ"),  # words that merely start like a symbol
-])
-def test_typeset_writes_the_books_symbols(ascii_, book):
-    assert typeset(ascii_) == book
-    assert typeset(book) == book  # idempotent
+from stumplib.book.typeset import number, plural  # noqa: E402
 
 
 def test_verdict_sentences_are_typeset_and_numbers_plain():
@@ -186,7 +167,7 @@ def test_verdict_sentences_are_typeset_and_numbers_plain():
 def test_short_reason_fits_the_landing_page_and_keeps_why():
     """Trailing qualifiers go first, a seed disagreement stays (it is the reason), and a long
     sentence is cut after a whole clause with an ellipsis; a short one is unchanged."""
-    from stumplib.core.verdicts import MAX_REASON_WORDS, short_reason
+    from stumplib.book.verdicts import MAX_REASON_WORDS, short_reason
 
     assert short_reason("slope 0.9 [0.8, 1.0] (worst shapes).") == "slope 0.9 [0.8, 1.0] (worst shapes)."
     long_q = "a " * 18 + "= 1.0 (six starts; main start t 205) (median over shapes)."

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stumplib.core import style
+from stumplib.book import style
 
 C = style.COLORS
 

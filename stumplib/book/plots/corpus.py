@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stumplib.core import style
+from stumplib.book import style
 
 C = style.COLORS
 _BASE = [C["attention"], C["midpoint"], C["gd"], C["boundary-aware"], C["reflected"], C["min positive"], C["Bayes"],
@@ -175,7 +175,7 @@ def certified_growth(shapes, beta, lo, hi, fit, own=None, own_censored=None, fit
     Returns
     -------
     matplotlib.figure.Figure
-        :data:`stumplib.core.style.COLUMN_WIDTH` wide.
+        :data:`stumplib.book.style.COLUMN_WIDTH` wide.
     """
     fig, ax = style.figure(width=style.COLUMN_WIDTH, height=3.9)
     mn = np.array([min(s) for s in shapes], float)
