@@ -1,0 +1,1 @@
+"""stumplib: models, exact population quantities and trainers for the softmax-attention book."""

@@ -1,0 +1,34 @@
+"""The book's machinery: everything a chapter needs besides the science.
+
+The science (models, exact quantities, trainers, solvers, minimisers and their statistics) lives in
+:mod:`stumplib.stump` and :mod:`stumplib.phase`, on the services of :mod:`stumplib.core`; neither
+imports anything from here. This package turns their results into pages:
+
+- :mod:`.page`: profiles and settings, :func:`start`, :func:`table`, :func:`show_settings`,
+  :func:`shared_dir`;
+- :mod:`.glue`: :func:`glue_value`, :func:`glue_estimate`, :func:`glue_verdict`;
+- :mod:`.cache`: the results cache (installed as :func:`stumplib.core.memo.remember`'s store when
+  this package is imported), :func:`cached`, :func:`prune_results`;
+- :mod:`.registry`, :mod:`.claims`, :mod:`.audit`, :mod:`.verdicts`, :mod:`.typeset`: the claims,
+  their stated rules, the verdicts computed from the data, the seed audit, the book's symbols;
+- :mod:`.runs`: the committed heavy runs the chapters read (``$STUMPBOOK_RUNS``);
+- :mod:`.sections`: the table rows and verdict sentences of chapter sections;
+- :mod:`.style`, :mod:`.figcheck`, :mod:`.plots`: figures;
+- :mod:`.sphinxext`: the Sphinx extension of the build; :mod:`.compare` and ``python -m
+  stumplib.book``: maintenance.
+
+A chapter imports ``from stumplib import book`` and calls the names re-exported here.
+"""
+from stumplib.book import cache as _cache
+from stumplib.book.cache import (CACHE_ENV, RESULTS_ENV, cache_enabled, cached,  # noqa: F401
+                                 code_version, prune_results, results_dir)
+from stumplib.book.glue import glue_estimate, glue_value, glue_verdict, typeset_reason  # noqa: F401
+from stumplib.book.page import (ENV_VAR, PROFILES, SHARED_ENV, Chapter, resolve_profile,  # noqa: F401
+                                settings, shared_dir, show_settings, start, table)
+
+__all__ = ["start", "settings", "show_settings", "table", "shared_dir", "resolve_profile", "Chapter",
+           "PROFILES", "ENV_VAR", "SHARED_ENV", "glue_value", "glue_estimate", "glue_verdict",
+           "typeset_reason", "cached", "code_version", "prune_results", "results_dir",
+           "cache_enabled", "CACHE_ENV", "RESULTS_ENV"]
+
+_cache.install()

@@ -1,0 +1,97 @@
+"""The seed audit read back: how the audited seeds agree on each claim's status, as table rows.
+
+``scripts/seed_audit.py`` reruns the chapters at several seeds and records, per claim, the status
+at each seed and the key number's spread (:func:`stumplib.book.runs.read_audit` reads it).
+:func:`seed_agreement` says how the seeds agree; :func:`audit_rows` are the rows of the page
+"How each claim is judged".
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Mapping
+
+from stumplib.book.registry import REGISTRY, claim
+from stumplib.book.runs import read_audit
+from stumplib.core.stats import coverage_ratio_range
+
+__all__ = ["seed_agreement", "AUDIT_HEADER", "audit_rows"]
+
+
+def seed_agreement(key: str, audit: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """How the audited seeds agree on ``key``'s status.
+
+    Parameters
+    ----------
+    key : str
+        A registry key; ``KeyError`` when it is not in the registry.
+    audit : Mapping[str, Any] or None
+        The seed audit as :func:`read_audit` returns it; ``None`` reads the committed one.
+
+    Returns
+    -------
+    ``{"text", "status", "agree", "seeds", "counts"}``: ``text`` is ``"5/5"`` (seeds with the
+    most common status over seeds audited) or ``"not audited"``; ``status`` that most common
+    status (``None`` when not audited); ``agree`` whether every audited seed gave it; ``counts``
+    a ``{status: seeds}`` mapping.
+    """
+    claim(key)
+    audit = read_audit() if audit is None else audit
+    st = [s for s in audit.get("claims", {}).get(key, {}).get("status", []) if s]
+    if not st:
+        return {"text": "not audited", "status": None, "agree": True, "seeds": 0, "counts": {}}
+    counts = Counter(st)
+    top, n = counts.most_common(1)[0]
+    return {"text": f"{n}/{len(st)}", "status": top, "agree": n == len(st), "seeds": len(st),
+            "counts": dict(counts)}
+
+
+AUDIT_HEADER = ("claim", "status per seed", "seeds agree", "key number (mean)",
+                "seed-to-seed SD", "mean half-width", "coverage ratio")
+
+
+def audit_rows(audit: Mapping[str, Any] | None = None) -> list[list[str]]:
+    """One row per registry claim from the seed audit (``"not audited"`` where it has none).
+
+    The coverage ratio is the mean nominal half-width of the key number's 95% interval over
+    ``1.96`` times its standard deviation between seeds: about 1 when the intervals are as wide as
+    the seed-to-seed spread says. With ``k`` seeds the ratio is itself uncertain; it is marked
+    "under-covers" below the range nominal intervals give 95% of the time
+    (:func:`stumplib.core.stats.coverage_ratio_range`) and "wide" above it; inside, the number
+    stands alone (consistent with nominal coverage).
+
+    Parameters
+    ----------
+    audit : Mapping[str, Any] or None
+        The seed audit (``None``: the committed :data:`AUDIT_FILE`).
+
+    Returns
+    -------
+    list of list of str
+        One row per registry claim, the columns of :data:`AUDIT_HEADER`.
+    """
+    from stumplib.book.typeset import number, typeset
+
+    audit = read_audit() if audit is None else audit
+    rows = []
+    for c in REGISTRY:
+        a = audit.get("claims", {}).get(c.key)
+        if not a or not [s for s in a.get("status", []) if s]:
+            rows.append([typeset(c.claim), "not audited", "", "", "", "", ""])
+            continue
+        agree = seed_agreement(c.key, audit)
+
+        def num(k: str, fmt: str = ".3g") -> str:
+            v = a.get(k)
+            return "" if v is None or not isinstance(v, (int, float)) or v != v else number(v, fmt)
+        cover = "no spread" if a.get("sd") == 0 else num("coverage_ratio", ".2f")
+        k = sum(v is not None for v in a.get("value", []))
+        ratio = a.get("coverage_ratio")
+        if cover and isinstance(ratio, (int, float)) and k >= 2:
+            lo, hi = coverage_ratio_range(k)
+            cover += " under-covers" if ratio < lo else " wide" if ratio > hi else ""
+        st = [s or "-" for s in a["status"]]
+        per_seed = f"{st[0]} at all {len(st)}" if len(set(st)) == 1 else ", ".join(st)
+        rows.append([typeset(c.claim), per_seed, agree["text"],
+                     num("mean"), num("sd"), num("half_width"), cover])
+    return rows
+

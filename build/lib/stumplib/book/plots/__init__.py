@@ -1,0 +1,1 @@
+"""Chapter figures too long for a notebook cell (one function per figure)."""

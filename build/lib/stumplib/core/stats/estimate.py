@@ -1,0 +1,220 @@
+"""The book's one estimate-with-interval type (:class:`Estimate`) and the Student-t interval over
+independent replicates (:func:`mean_interval`)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+__all__ = ["KINDS", "Estimate", "mean_interval", "quantile_interval"]
+
+
+KINDS = ("plain", "seeds", "bootstrap", "windows", "censored", "quadrature")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value with an interval.
+
+    Attributes
+    ----------
+    value : the point estimate.
+    lo, hi : the interval's ends (``lo <= value <= hi`` for every kind but ``"plain"``, where the
+        caller vouches for it).
+    kind : one of ``"plain", "seeds", "bootstrap", "windows", "censored", "quadrature"``.
+    level : the interval's nominal coverage (``nan`` where it has none, e.g. a quadrature error bar).
+    censored : ``None``, ``"lower"`` (``value`` is a lower bound: the truth lies in ``[value, inf]``) or
+        ``"upper"`` (an upper bound).
+    n : the number of replicates, points or resamples behind it, where meaningful.
+    n_dropped : how many replicates (resamples, seeds, shapes) were left out of the interval
+        (0: none); ``n`` counts the ones used.
+    dropped : why they were left out (empty when ``n_dropped == 0``).
+    """
+
+    value: float
+    lo: float
+    hi: float
+    kind: str = "plain"
+    level: float = 0.95
+    censored: str | None = None
+    n: int | None = None
+    n_dropped: int = 0
+    dropped: str = ""
+
+    @classmethod
+    def lower_bound(cls, value: float, n: int | None = None) -> "Estimate":
+        """A censored estimate: the quantity is at least ``value``.
+
+        Parameters
+        ----------
+        value : float
+            The lower bound.
+        n : int, optional
+            Replicates or points behind it.
+
+        Returns
+        -------
+        Estimate
+            Of kind ``"censored"``, ``censored="lower"``, interval ``[value, inf]``.
+        """
+        return cls(float(value), float(value), math.inf, "censored", float("nan"), "lower", n)
+
+    @classmethod
+    def nan(cls, kind: str = "plain", n: int | None = None) -> "Estimate":
+        """An estimate that could not be made (value and interval ``nan``).
+
+        Parameters
+        ----------
+        kind : str
+            The kind it would have had.
+        n : int, optional
+            Replicates or points behind it.
+
+        Returns
+        -------
+        Estimate
+        """
+        nan = float("nan")
+        return cls(nan, nan, nan, kind, nan, None, n)
+
+    @classmethod
+    def with_error(cls, value: float, err: float, kind: str = "quadrature", n: int | None = None) -> "Estimate":
+        """``value +- err`` (e.g. a quadrature error estimate).
+
+        Parameters
+        ----------
+        value : float
+            The point estimate.
+        err : float
+            The error bar (its absolute value is used).
+        kind : str
+            The interval's kind.
+        n : int, optional
+            Points behind it.
+
+        Returns
+        -------
+        Estimate
+            With ``level`` NaN (an error bar has no coverage).
+        """
+        return cls(float(value), float(value - abs(err)), float(value + abs(err)), kind, float("nan"), None, n)
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        """``(lo, hi)``."""
+        return (self.lo, self.hi)
+
+    @property
+    def width(self) -> float:
+        """``hi - lo``."""
+        return float(self.hi - self.lo)
+
+    @property
+    def half_width(self) -> float:
+        """Half of :attr:`width`."""
+        return 0.5 * self.width
+
+    def contains(self, v: float, tol: float = 0.0) -> bool:
+        """Whether ``v`` lies in ``[lo - tol, hi + tol]``.
+
+        Parameters
+        ----------
+        v : float
+            The value.
+        tol : float
+            Slack on both ends.
+
+        Returns
+        -------
+        bool
+        """
+        return bool(self.lo - tol <= v <= self.hi + tol)
+
+    def scaled(self, factor: float) -> "Estimate":
+        """The estimate of ``factor * quantity`` (the interval flips for a negative factor).
+
+        Parameters
+        ----------
+        factor : float
+            The multiplier.
+
+        Returns
+        -------
+        Estimate
+            Every other field kept (a censored bound changes side for a negative factor).
+        """
+        lo, hi = sorted((self.lo * factor, self.hi * factor))
+        cens = self.censored
+        if factor < 0 and cens is not None:
+            cens = "upper" if cens == "lower" else "lower"
+        return replace(self, value=self.value * factor, lo=lo, hi=hi, censored=cens)
+
+    def __format__(self, spec: str) -> str:
+        spec = spec or ".3g"
+        if self.censored == "lower":
+            return f">= {self.value:{spec}}"
+        if self.censored == "upper":
+            return f"<= {self.value:{spec}}"
+        return f"{self.value:{spec}} [{self.lo:{spec}}, {self.hi:{spec}}]"
+
+    def __str__(self) -> str:
+        return format(self, ".3g")
+
+
+def quantile_interval(samples: np.ndarray, level: float) -> tuple[float, float]:
+    """The central ``level`` interval of resampled values (NaN ends with fewer than 10 finite).
+
+    Parameters
+    ----------
+    samples : np.ndarray
+        Resampled values (non-finite ones ignored).
+    level : float
+        The interval's level, in (0, 1).
+
+    Returns
+    -------
+    tuple of float
+        ``(lo, hi)``.
+    """
+    a = (1 - level) / 2
+    s = samples[np.isfinite(samples)]
+    if s.size < 10:
+        return float("nan"), float("nan")
+    lo, hi = np.quantile(s, [a, 1 - a])
+    return float(lo), float(hi)
+
+
+def mean_interval(values: Any, *, axis: int = 0, level: float = 0.95) -> Estimate | tuple[np.ndarray, ...]:
+    """Mean over independent replicates with a Student-t interval.
+
+    Parameters
+    ----------
+    values : array_like
+        Replicates along ``axis`` (at least 2), finite.
+    axis : int
+        The replicates' axis.
+    level : float
+        The interval's coverage.
+
+    Returns
+    -------
+    Estimate or tuple of np.ndarray
+        An :class:`Estimate` (kind ``"seeds"``) for 1-D input; for higher dimensions the arrays
+        ``(mean, lo, hi)`` of the shape of ``values`` without ``axis``.
+    """
+    from scipy import stats as st
+
+    v = np.asarray(values, dtype=float)
+    if v.ndim == 0 or v.shape[axis] < 2:
+        raise ValueError("values must hold at least 2 replicates along axis")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("values must be finite")
+    S = v.shape[axis]
+    mean = v.mean(axis)
+    half = st.t.ppf(0.5 + level / 2, S - 1) * v.std(axis, ddof=1) / math.sqrt(S)
+    if v.ndim == 1:
+        return Estimate(float(mean), float(mean - half), float(mean + half), "seeds", level, None, S)
+    return mean, mean - half, mean + half
+

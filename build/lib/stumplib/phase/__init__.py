@@ -1,0 +1,29 @@
+"""The solvable dot-product attention model of Cui et al. (arXiv:2402.03902): positional versus
+semantic learning.
+
+- :mod:`.setting`: the model's parameters (``omega, sigma, lambda, A``, the branch), their checks, the
+  teacher's attention rows, and :class:`StateEvolutionError`.
+- :mod:`.data`: positional encodings, teacher (the one teacher formula,
+  :func:`.data.teacher_of_scores`), samples.
+- :mod:`.objective`: the student's regularised empirical risk and its analytic gradient (the one
+  objective kernel) and the names of the starting points.
+- :mod:`.attention`: the student's Monte Carlo test error and the paper's plain full-batch gradient
+  descent over many runs at once.
+- :mod:`.minimise`: converged minimisers (L-BFGS with a Newton-CG finish, relative gradient 1e-8),
+  their exact test error (a four-dimensional Gauss-Hermite integral), and the decision between two
+  theories from minimisers extrapolated in ``1/d``.
+- :mod:`.quadrature`: four-dimensional Gaussian quadrature rules (Gauss-Hermite, scrambled Sobol,
+  the authors' 144-node Stroud-Secrest product rule); :mod:`.parallel`: the thread pool.
+- :mod:`.proximal`: the two-dimensional proximal step behind the conjugate updates.
+- :mod:`.replica`: the replica-symmetric fixed-point (state-evolution) equations: one update, the
+  test error from overlaps, a fixed-rule damped solver (:func:`.replica.solve_fixed_rule`, also used
+  to replay the authors' procedure) and the one-dimensional view along theta.
+- :mod:`.solver`: :func:`state_evolution`, the accuracy-controlled solver (randomised QMC with an
+  error estimate, named outcomes, stability of the imposed symmetry).
+- :mod:`.positional_baseline`: the linear positional baseline's exact test error.
+- :mod:`.transition`: crossings with intervals, the published curves and their replay, the
+  chapter's verdicts.
+- :mod:`.diagram`: the phase diagram, alpha_c(omega) and alpha_l(omega) located by bracketing.
+"""
+from stumplib.phase.setting import StateEvolutionError  # noqa: F401
+from stumplib.phase.solver import AccuracyNotReached, Outcome, state_evolution  # noqa: F401
