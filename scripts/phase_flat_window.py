@@ -29,7 +29,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from stumplib.phase.flat_window import held_theory, landscape  # noqa: E402
+from stumplib.phase.held_theory import held_theory  # noqa: E402
+from stumplib.phase.held_theta import landscape  # noqa: E402
 
 A = ((0.6, 0.4), (0.4, 0.6))
 

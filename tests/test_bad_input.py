@@ -7,8 +7,8 @@ samplers (``tasks``), the estimator (``model``), the population loss (``populati
 gradient and the certified scales (``transfer``, ``certified``), the frozen-estimator evaluations and
 staged training (``frozen``), the boundary profiles (``boundary``), the two-head model
 (``two_head``) and the phase model (``phase.data``, ``phase.setting``, ``phase.proximal``,
-``phase.replica``, ``phase.solver``, ``phase.transition``, ``phase.attention``, ``phase.minimise``,
-``phase.flat_window``).
+``phase.replica``, ``phase.solver``, ``phase.transition``, ``phase.attention``, ``phase.problem``,
+``phase.minimise``, ``phase.exact_error``, ``phase.held_theta``, ``phase.scaling_forms``).
 ``TABLE`` replaces one argument of a valid call; ``COMBOS`` holds arguments that are valid alone but
 not together. Internal helpers and the validators themselves (``tests/test_validation.py``) are not
 checked here; chapter parameters are checked through papermill in ``tests/test_notebooks.py``.
@@ -423,12 +423,12 @@ def _first_crossing(**kw):
 
 
 def _problem():
-    from stumplib.phase.minimise import make_problem
+    from stumplib.phase.problem import make_problem
     return make_problem(20, [0, 1], 5)
 
 
 def _initial_points(**kw):
-    from stumplib.phase.minimise import initial_points
+    from stumplib.phase.problem import initial_points
     return initial_points(**{"pb": _problem(), "init": "semantic", **kw})
 
 
@@ -439,24 +439,24 @@ def _minimise(**kw):
 
 
 def _exact_test_error(**kw):
-    from stumplib.phase.minimise import exact_test_error
+    from stumplib.phase.exact_error import exact_test_error
     q = _problem().q_star[0]
     return exact_test_error(**{"Q": q, "q_star": q, "omega": 0.3, **kw})
 
 
 def _hold_theta(**kw):
-    from stumplib.phase.flat_window import hold_theta
+    from stumplib.phase.held_theta import hold_theta
     return hold_theta(**{"pb": _problem(), "theta": 0.1, **kw})
 
 
 def _choose_form(**kw):
-    from stumplib.phase.flat_window import choose_form
+    from stumplib.phase.scaling_forms import choose_form
     d = np.array([250.0, 500, 1000, 2000])
     return choose_form(**{"d": d, "y": 0.1 + 1 / d, "se": np.full(4, 1e-3), **kw})
 
 
 def _landscape(**kw):
-    from stumplib.phase.flat_window import landscape
+    from stumplib.phase.held_theta import landscape
     return landscape(**{"alpha": 1.0, "d": 20, "seeds": [0], "thetas": [0.05, 0.07], **kw})
 
 
@@ -644,15 +644,15 @@ TABLE = [
         "alphas": [([], "alphas"), ([0.001], "alphas")], "d": [(0, "d")], "lr": [(-1.0, "lr")],
         "inits": [(["bogus"], "inits")], "steps": [(0, "steps")], "omega": [(NAN, "omega")],
         "checkpoints": [([11], "checkpoints")]}),  # past the last step
-    ("phase.minimise.initial_points", _initial_points, {
+    ("phase.problem.initial_points", _initial_points, {
         "init": [("bogus", "init"), ("random", "generator")]}),  # "random" needs a generator
     ("phase.minimise.minimise", _minimise, {"gtol": [(0.5, "gtol")]}),
-    ("phase.minimise.exact_test_error", _exact_test_error, {"n_nodes": [(2, "n_nodes")]}),
-    ("phase.flat_window.hold_theta", _hold_theta, {"theta": [(-0.1, "theta"), (0.3, "theta")]}),
-    ("phase.flat_window.choose_form", _choose_form, {
+    ("phase.exact_error.exact_test_error", _exact_test_error, {"n_nodes": [(2, "n_nodes")]}),
+    ("phase.held_theta.hold_theta", _hold_theta, {"theta": [(-0.1, "theta"), (0.3, "theta")]}),
+    ("phase.scaling_forms.choose_form", _choose_form, {
         "se": [(np.array([1e-3, 1e-3, 1e-3, -1.0]), "se")], "d": [(np.array([250.0, 500, 1000]), "d")],
         "forms": [(["1/d^3"], "forms")]}),
-    ("phase.flat_window.landscape", _landscape, {
+    ("phase.held_theta.landscape", _landscape, {
         "thetas": [([0.07, 0.05], "increasing"), ([0.05, 0.3], "thetas")], "alpha": [(-1.0, "alpha")]}),
 ]
 

@@ -4,8 +4,10 @@
 the ``<!-- map:start -->`` and ``<!-- map:end -->`` markers) differs, and prints the table to paste.
 A chapter's modules are the ``stumplib`` modules its code cells import, less the chapter services
 (:data:`SERVICES`, listed once in the last row); a module's tests are ``tests/test_<name>.py`` or
-``tests/<package>/test_<name>.py`` (else the package's ``tests/test_<package>.py``); figure modules
-(``book/plots/*``) are tested through the chapter (``test_notebooks.py``, ``test_site.py``).
+``tests/<package>/test_<name>.py`` (a module of a subpackage, ``book/sections/<name>``: also
+``tests/book/test_sections_<name>.py``; else the package's ``tests/test_<package>.py``); figure
+modules (``book/plots/*``) are tested through the chapter (``test_notebooks.py``,
+``test_site.py``).
 """
 from __future__ import annotations
 
@@ -62,6 +64,8 @@ def module_tests(module: str) -> list[str]:
     if parts[:2] == ["book", "plots"]:
         return []
     cands = ["/".join(parts[:-1] + [f"test_{parts[-1]}.py"]), f"test_{parts[-1]}.py", f"test_{parts[0]}.py"]
+    if len(parts) > 2:  # book/sections/<name>: tests/book/test_sections_<name>.py
+        cands.insert(1, "/".join(parts[:-2] + [f"test_{parts[-2]}_{parts[-1]}.py"]))
     for c in cands:
         if (ROOT / "tests" / c).is_file():
             return [c]
