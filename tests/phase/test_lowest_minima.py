@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from stumplib.phase import lowest_minima as lm
-from stumplib.phase.minimise import make_problem, minimise
+from stumplib.phase.minimise import minimise
+from stumplib.phase.problem import make_problem
 
 SIGMA = 0.5
 

@@ -1,4 +1,4 @@
-"""The committed runs the book reads: where they are, and the seed audit.
+"""The committed runs the book reads: where they are, and their readers.
 
 The heavy runs (chapter 6's minimisers and flat window, the seed audit) are executed outside the
 book by the scripts in ``scripts/`` and committed with their commands, commits and parameters.
@@ -6,21 +6,45 @@ The book reads them from :func:`runs_dir`: ``$STUMPBOOK_RUNS`` when set, else ``
 the ``stumplib`` package (a source checkout). An installed ``stumplib`` (``pip install .``) has no
 such folder: set ``STUMPBOOK_RUNS`` to a checkout's ``scripts/`` (or pass a path), and a reader
 returns its "no run" value where the file is absent.
+
+- the seed audit: :func:`read_audit`;
+- chapter 6's deciding run of converged minimisers (``scripts/phase_minimisers.py``):
+  :func:`deciding_run` (checked against the page's model), :func:`read_minimisers` (the complete
+  file with the largest ``d``), and their parts :func:`read_runs`, :func:`run_parameters`,
+  :func:`parameter_mismatches`;
+- chapter 6's flat-window run (``scripts/phase_flat_window.py``): :func:`read_flat_window`.
+
+A reader never fills a parameter the file did not record with the page's value: it says that
+the parameter is missing (and :func:`deciding_run` refuses such a file when asked to check it).
 """
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Any
+import re
+from typing import Any, Mapping, Sequence
+
+import numpy as np
 
 from stumplib.core.version import PACKAGE
 
-__all__ = ["RUNS_ENV", "AUDIT_NAME", "runs_dir", "run_file", "read_audit"]
+__all__ = ["RUNS_ENV", "AUDIT_NAME", "DECIDING_RUN_NAME", "MINIMISER_NAMES", "FLAT_WINDOW_NAME",
+           "RUN_PARAMETERS", "runs_dir", "run_file", "read_audit", "read_runs", "run_parameters",
+           "parameter_mismatches", "deciding_run", "read_minimisers", "read_flat_window"]
 
 RUNS_ENV = "STUMPBOOK_RUNS"
 #: the seed audit's file name (``scripts/seed_audit.py`` writes it)
 AUDIT_NAME = "SEED_AUDIT.json"
+#: chapter 6's deciding run (``scripts/phase_minimisers.py``'s output, with its command, commit,
+#: machine, duration and parameters; ``scripts/PHASE_MINIMISERS.md`` describes it)
+DECIDING_RUN_NAME = "PHASE_MINIMISERS_4000.npz"
+#: the recorded minimiser runs, in order of preference (the extended deciding run first)
+MINIMISER_NAMES = (DECIDING_RUN_NAME, "PHASE_MINIMISERS.npz")
+#: the flat window's recorded run (``scripts/phase_flat_window.py``)
+FLAT_WINDOW_NAME = "PHASE_FLAT_WINDOW.npz"
+#: the model parameters a stored run must share with the page that reads it
+RUN_PARAMETERS = ("omega", "sigma", "lam", "A")
 
 
 def runs_dir() -> Path:
@@ -69,3 +93,229 @@ def read_audit(path: str | os.PathLike | None = None) -> dict[str, Any]:
     if not p.is_file():
         return {}
     return json.loads(p.read_text())
+
+
+def read_runs(flat: Mapping[str, Any]) -> dict[int, dict[str, np.ndarray]]:
+    """``{d: {key: array}}`` (as :func:`stumplib.phase.minimise.study` returns them) from the flat
+    layout ``d<d>_<key>`` of ``scripts/phase_minimisers.py``'s output file.
+
+    Parameters
+    ----------
+    flat : Mapping[str, Any]
+        The file's arrays (``np.load``): ``ds`` and ``d<d>_<key>`` for every ``d`` of ``ds``.
+
+    Returns
+    -------
+    dict
+        ``{d: {key: array}}``.
+    """
+    ds = [int(d) for d in np.atleast_1d(flat["ds"])]
+    return {d: {k[len(f"d{d}_"):]: np.asarray(flat[k]) for k in flat if k.startswith(f"d{d}_")}
+            for d in ds}
+
+
+def run_parameters(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """The model and run parameters a stored run recorded (``{}`` for a file that recorded none,
+    as the first deciding run did); a parameter the file lacks is absent, never filled in.
+
+    Parameters
+    ----------
+    flat : Mapping[str, Any]
+        The file's arrays (``np.load``).
+
+    Returns
+    -------
+    dict
+        ``omega``, ``sigma``, ``lam`` (floats), ``A`` (2, 2), ``seed``, ``gtol``, ``n_alpha``,
+        ``code_version``, ``init``, ``alphas``, where recorded.
+    """
+    out: dict[str, Any] = {}
+    for k in ("omega", "sigma", "lam", "seed", "gtol", "n_alpha"):
+        if k in flat:
+            out[k] = float(flat[k])
+    if "A" in flat:
+        out["A"] = np.asarray(flat["A"], dtype=float).reshape(2, 2)
+    for k in ("code_version", "init"):
+        if k in flat:
+            out[k] = str(flat[k])
+    if "alphas" in flat:
+        out["alphas"] = np.asarray(flat["alphas"], dtype=float)
+    return out
+
+
+def parameter_mismatches(recorded: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
+    """The model parameters (:data:`RUN_PARAMETERS`) on which a stored run differs from the page.
+
+    Parameters
+    ----------
+    recorded : Mapping[str, Any]
+        :func:`run_parameters` of the stored file.
+    expected : Mapping[str, Any]
+        The page's ``omega``, ``sigma``, ``lam``, ``A`` (those given are compared, with relative
+        tolerance 1e-9; ``A`` as an array, a shape difference counts as a mismatch).
+
+    Returns
+    -------
+    list of str
+        One phrase per difference (``"lam = 0.02 (this page: 0.01)"``, ``"A not recorded"``), or
+        ``["parameters not recorded"]``; empty when the run matches.
+    """
+    if not any(k in recorded for k in RUN_PARAMETERS):
+        return ["parameters not recorded"]
+    out = []
+    for k in RUN_PARAMETERS:
+        if k not in expected:
+            continue
+        want = np.asarray(expected[k], dtype=float)
+        if k not in recorded:
+            out.append(f"{k} not recorded")
+            continue
+        got = np.asarray(recorded[k], dtype=float)
+        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-9, atol=0.0):
+            fmt = ((lambda v: str(np.round(v, 6).tolist())) if k == "A"
+                   else (lambda v: f"{float(v):g}"))
+            out.append(f"{k} = {fmt(got)} (this page: {fmt(want)})")
+    return out
+
+
+def deciding_run(path: str | os.PathLike | None = None, *, expect: Mapping[str, Any] | None = None,
+                 strict: bool = True) -> tuple[dict[int, dict], dict[str, Any]] | None:
+    """Chapter 6's committed deciding run (:data:`DECIDING_RUN_NAME` under :func:`runs_dir`, or
+    ``path``), read and checked against the page's model.
+
+    Parameters
+    ----------
+    path : str, os.PathLike or None
+        The file written by ``scripts/phase_minimisers.py`` (``None``: :data:`DECIDING_RUN_NAME`
+        under :func:`runs_dir`).
+    expect : Mapping[str, Any] or None
+        The page's ``omega``, ``sigma``, ``lam``, ``A``; ``None``: no check.
+    strict : bool
+        Refuse (``ValueError``) a file whose parameters differ from ``expect`` or were not
+        recorded; ``False``: return it with the differences listed in ``meta["mismatch"]``.
+
+    Returns
+    -------
+    tuple or None
+        ``(runs, meta)``: ``runs`` as :func:`stumplib.phase.minimise.study` returns them
+        (:func:`read_runs`), and ``meta`` the run's ``command``, ``commit``, ``machine``
+        (strings: the last process's), ``seconds`` (float; for a merged run the compute time of
+        all its processes together), ``params`` (:func:`run_parameters`), ``sources`` (one line
+        per process that contributed runs) and ``mismatch`` (:func:`parameter_mismatches`, empty
+        without ``expect``); ``None`` when the file does not exist (an installed package without
+        ``$STUMPBOOK_RUNS``).
+
+    Raises
+    ------
+    ValueError
+        With ``strict``, a file whose model differs from ``expect`` or was not recorded.
+    """
+    p = Path(path) if path is not None else run_file(DECIDING_RUN_NAME)
+    if not p.is_file():
+        return None
+    with np.load(p) as flat:
+        meta: dict[str, Any] = {k: str(flat[k]) for k in ("command", "commit", "machine")}
+        meta["seconds"] = float(flat["seconds"])
+        if "sources" in flat:  # several processes: their compute time at every d, together
+            meta["seconds"] = float(sum(float(flat[f"d{int(d)}_seconds"])
+                                        for d in np.atleast_1d(flat["ds"])))
+        meta["params"] = run_parameters(flat)
+        meta["sources"] = ([str(x) for x in np.atleast_1d(flat["sources"])] if "sources" in flat
+                           else [meta["command"]])
+        runs = read_runs(flat)
+    meta["mismatch"] = parameter_mismatches(meta["params"], expect) if expect is not None else []
+    if strict and meta["mismatch"]:
+        raise ValueError(f"{p.name} does not match this page's model: "
+                         f"{'; '.join(meta['mismatch'])}. Run scripts/phase_minimisers.py at "
+                         "these parameters, or use the page's own run")
+    return runs, meta
+
+
+def _requested_ds(command: str) -> list[int]:
+    """The ``--d`` values of a recorded command line (empty if none)."""
+    m = re.search(r"--d((?:\s+\d+)+)", command)
+    return [int(v) for v in m.group(1).split()] if m else []
+
+
+def read_minimisers(paths: Sequence[str | os.PathLike] | None = None
+                    ) -> tuple[dict[int, dict], dict[str, Any]] | None:
+    """The recorded minimiser run to use: among ``paths`` (default :data:`MINIMISER_NAMES` under
+    :func:`runs_dir`), the complete files (every ``--d`` of the recorded command finished), the
+    one with the largest ``d`` (ties: the first listed).
+
+    Parameters
+    ----------
+    paths : sequence of str or os.PathLike, or None
+        Candidate files written by ``scripts/phase_minimisers.py``.
+
+    Returns
+    -------
+    tuple or None
+        ``(runs, meta)``, or ``None`` when no complete file exists (none at all in an installed
+        package without ``$STUMPBOOK_RUNS``): ``runs`` as :func:`read_runs` gives them, ``meta``
+        the file's ``path``, ``command``, ``commit``, ``machine``, ``seconds``, its model
+        parameters ``sigma``, ``lam``, ``omega`` (NaN where the file does not record one, as the
+        first deciding run did not: such a run matches no page) and ``missing`` (the names of
+        those not recorded).
+    """
+    names = [run_file(n) for n in MINIMISER_NAMES] if paths is None else paths
+    best = None
+    for p in [Path(x) for x in names]:
+        if not p.is_file():
+            continue
+        with np.load(p) as flat:
+            ds = [int(d) for d in np.atleast_1d(flat["ds"])]
+            command = str(flat["command"])
+            want = _requested_ds(command)
+            if not ds or (want and not set(want) <= set(ds)):
+                continue
+            model = ("sigma", "lam", "omega")
+            meta = dict(path=str(p), command=command, commit=str(flat["commit"]),
+                        machine=str(flat["machine"]), seconds=float(flat["seconds"]),
+                        **{k: float(flat[k]) if k in flat else float("nan") for k in model},
+                        missing=[k for k in model if k not in flat])
+            if best is None or max(ds) > max(best[0]):
+                best = (read_runs(flat), meta)
+    return best
+
+
+def read_flat_window(path: str | os.PathLike | None = None) -> dict[str, Any] | None:
+    """Chapter 6's recorded flat-window run (:data:`FLAT_WINDOW_NAME` under :func:`runs_dir`, or
+    ``path``), or ``None``.
+
+    Parameters
+    ----------
+    path : str, os.PathLike or None
+        The ``.npz`` file written by ``scripts/phase_flat_window.py`` (default
+        :data:`FLAT_WINDOW_NAME` under :func:`runs_dir`); ``None`` is returned when it is not a
+        file.
+
+    Returns
+    -------
+    dict or None
+        ``{"landscape": {d: landscape output}, "theory": held_theory output, "meta": {command,
+        commit, machine, seconds and the model: alpha, omega, sigma, lam, seed, gtol, thetas,
+        where recorded; missing: the names of those not recorded}}`` (``theory`` ``None`` if the
+        run did not reach it), and ``root``: the theory on the narrow window of the ``root``
+        stage (``None`` without it), and ``control``: ``{"theory": held_theory output,
+        "landscape": landscape output}`` at the control point outside the window (``None``
+        without it); the outputs are those of :func:`stumplib.phase.held_theta.landscape` and
+        :func:`stumplib.phase.held_theory.held_theory`.
+    """
+    p = Path(path) if path is not None else run_file(FLAT_WINDOW_NAME)
+    if not p.is_file():
+        return None
+    with np.load(p) as f:
+        flat = {k: np.asarray(f[k]) for k in f.files}
+    ds = [int(d) for d in np.atleast_1d(flat.get("ds", []))]
+    land = {d: {k[len(f"d{d}_"):]: v for k, v in flat.items() if k.startswith(f"d{d}_")}
+            for d in ds}
+    th, root, c_th, c_land = ({k[len(p):]: v for k, v in flat.items() if k.startswith(p)} or None
+                              for p in ("theory_", "root_", "control_theory_", "control_land_"))
+    keys = ("command", "commit", "machine", "seconds", "alpha", "omega", "sigma", "lam", "seed",
+            "gtol", "thetas")
+    meta: dict[str, Any] = {k: (str(flat[k]) if k in ("command", "commit", "machine") else flat[k])
+                            for k in keys if k in flat}
+    meta["missing"] = [k for k in keys if k not in flat]
+    return dict(landscape=land, theory=th, root=root, meta=meta,
+                control=dict(theory=c_th, landscape=c_land) if c_th and c_land else None)

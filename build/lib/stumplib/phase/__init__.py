@@ -9,9 +9,17 @@ semantic learning.
   objective kernel) and the names of the starting points.
 - :mod:`.attention`: the student's Monte Carlo test error and the paper's plain full-batch gradient
   descent over many runs at once.
-- :mod:`.minimise`: converged minimisers (L-BFGS with a Newton-CG finish, relative gradient 1e-8),
-  their exact test error (a four-dimensional Gauss-Hermite integral), and the decision between two
-  theories from minimisers extrapolated in ``1/d``.
+- :mod:`.problem`: the minimisation problem of many seeds (data, Gram matrices), its starts and
+  the overlaps of a student; :mod:`.minimise`: converged minimisers (L-BFGS with a Newton-CG
+  finish, relative gradient 1e-8) and plain GD; :mod:`.exact_error`: their exact test error (a
+  four-dimensional Gauss-Hermite integral); :mod:`.decision`: the decision between two theories
+  from minimisers extrapolated in ``1/d``; :mod:`.dynamics_check`: the stability flag along ``m``
+  checked by minimisation.
+- The flat window near ``alpha = 1``: :mod:`.overlaps` (the minimisers' overlaps per ``(alpha,
+  d)`` and the theory's), :mod:`.held_theta` (the minimiser with theta held: the landscape at
+  finite ``d``), :mod:`.held_theory` (the state evolution with theta held), :mod:`.landscape_fit`
+  (minimum and curvature of a loss curve), :mod:`.scaling_forms` (the approach in ``d``, chosen
+  by AICc), :mod:`.replicon` (the replica-symmetric point's stability).
 - :mod:`.quadrature`: four-dimensional Gaussian quadrature rules (Gauss-Hermite, scrambled Sobol,
   the authors' 144-node Stroud-Secrest product rule); :mod:`.parallel`: the thread pool.
 - :mod:`.proximal`: the two-dimensional proximal step behind the conjugate updates.

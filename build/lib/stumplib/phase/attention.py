@@ -11,8 +11,8 @@ the run at ``alpha`` uses the first ``round(alpha d)`` samples of its seed) x sa
 x initialisations, as columns of one matrix ``Q`` of shape (seeds, d, runs), so each step is two
 batched matrix products. The loss and its analytic gradient (no autograd in the loop) are written
 entrywise in the rows of the 2x2 softmax with the precomputed Gram matrices ``X X^T``, ``X Z^T``,
-``Z Z^T`` (:func:`objective_and_grad`). The data and the GD loop are those of
-:mod:`.minimise`, which also finds converged minimisers.
+``Z Z^T`` (:func:`objective_and_grad`). The data are those of :mod:`.problem`, the GD loop that
+of :mod:`.minimise`, which also finds converged minimisers.
 
 Initialisations: ``"semantic"`` (``Q = Q*``), ``"positional"`` (``Q = p_1``, the authors'
 ``(1, ..., 1) / sqrt(d)``), ``"random"`` (``Q ~ N(0, I_d / d)``, small).
@@ -33,7 +33,8 @@ from stumplib.core.errors import TrainingDiverged
 from stumplib.core.validation import check_choice, check_grid, check_int, check_real
 from stumplib.phase.positional_baseline import baseline_test_error_of
 from stumplib.phase.data import positional_encodings, softmax_rows, teacher_of_scores
-from stumplib.phase.minimise import Problem, gradient_descent, initial_points, make_problem
+from stumplib.phase.minimise import gradient_descent
+from stumplib.phase.problem import Problem, initial_points, make_problem
 from stumplib.phase.objective import INITS, objective_and_grad  # noqa: F401 (re-exported)
 from stumplib.phase.setting import check_A
 

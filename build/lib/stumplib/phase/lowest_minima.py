@@ -33,8 +33,10 @@ import numpy as np
 import torch
 
 from stumplib.core.validation import check_int, check_real
-from stumplib.phase.flat_window import constrained_minimise
-from stumplib.phase.minimise import Problem, exact_test_error, make_problem, minimise, summaries
+from stumplib.phase.exact_error import exact_test_error
+from stumplib.phase.held_theta import constrained_minimise
+from stumplib.phase.minimise import minimise
+from stumplib.phase.problem import Problem, make_problem, summaries
 
 __all__ = ["START_KINDS", "distinct_minima", "running_lowest", "saturated", "rotation_start",
            "line_scan", "search_problem", "search", "objective_seconds"]
@@ -196,7 +198,7 @@ def search_problem(pb: Problem, n: int, thetas: Sequence[float], *, rng: np.rand
                    perturb_scales: Sequence[float] = (0.05, 0.1, 0.2, 0.4), gtol: float = 1e-8,
                    same_tol: float = 1e-3, omega: float = 0.3, sigma: float = 0.5,
                    A: Any = ((0.6, 0.4), (0.4, 0.6)), test_error: bool = True) -> dict[str, Any]:
-    """:func:`search` on a given one-seed problem (any :class:`.minimise.Problem`, a planted
+    """:func:`search` on a given one-seed problem (any :class:`.problem.Problem`, a planted
     landscape in the tests).
 
     Parameters
@@ -336,7 +338,7 @@ def search(alpha: float, d: int, s: int, thetas: Sequence[float], *, seed: int =
     d : int
         Dimension (``>= 4``).
     s : int
-        Seed offset (:func:`.minimise.make_problem`'s scheme: generator ``seed * 1000 + s``).
+        Seed offset (:func:`.problem.make_problem`'s scheme: generator ``seed * 1000 + s``).
     thetas : sequence of float, shape ``(T,)``
         The line of held overlaps, increasing, in ``(0, sigma^2]``.
     seed : int

@@ -219,7 +219,7 @@ def minimiser_figure(decision: Mapping[str, Any], alphas, accurate, accurate_err
     Parameters
     ----------
     decision : Mapping[str, Any]
-        :func:`stumplib.phase.minimise.decide`'s output: ``ds`` (shape ``(D,)``), ``mean`` and
+        :func:`stumplib.phase.decision.decide`'s output: ``ds`` (shape ``(D,)``), ``mean`` and
         ``se`` (shape ``(D, A)``), and ``forms`` (``{name: {"limit": A Estimates}}``; without it the
         single ``limit`` is drawn as a straight line).
     alphas : Sequence[float], shape (A,)
@@ -296,18 +296,19 @@ def flat_overlaps_figure(table: Mapping[str, Any], theory: Mapping[str, Any],
     Parameters
     ----------
     table : Mapping[str, Any]
-        :func:`stumplib.phase.flat_window.overlap_table`'s output.
+        :func:`stumplib.phase.overlaps.overlap_table`'s output.
     theory : Mapping[str, Any]
-        :func:`stumplib.phase.flat_window.theory_points` at the same alphas.
+        :func:`stumplib.phase.overlaps.theory_points` at the same alphas.
     fits : Mapping[str, Mapping[str, Any]] or None
-        Quantity to :func:`stumplib.phase.flat_window.choose_form`'s output at the first alpha
+        Quantity to :func:`stumplib.phase.scaling_forms.choose_form`'s output at the first alpha
         (``None``: no scaling form drawn).
 
     Returns
     -------
     matplotlib Figure
     """
-    from stumplib.phase.flat_window import FORMS, QUANTITIES
+    from stumplib.phase.overlaps import QUANTITIES
+    from stumplib.phase.scaling_forms import FORMS
 
     fig, axes = style.panels(6, width=WIDTH, height=2.6)
     ds = np.asarray(table["ds"], dtype=float)
@@ -374,9 +375,9 @@ def flat_landscape_figure(land: Mapping[int, Mapping[str, Any]], held: Mapping[s
     Parameters
     ----------
     land : Mapping[int, Mapping[str, Any]]
-        ``{d: landscape output}`` (:func:`stumplib.phase.flat_window.landscape`).
+        ``{d: landscape output}`` (:func:`stumplib.phase.held_theta.landscape`).
     held : Mapping[str, Any]
-        :func:`stumplib.phase.flat_window.held_theory`'s output.
+        :func:`stumplib.phase.held_theory.held_theory`'s output.
     minima : Mapping[str, Any]
         ``ds`` and Estimates per d: ``free``, ``best``, ``mean_curve_min``, ``curvature_left``,
         ``curvature_right`` (lists over ``ds``), ``theory_left``, ``theory_right`` (Estimates).
