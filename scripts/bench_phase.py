@@ -40,7 +40,7 @@ import numpy as np
 from stumplib.phase import state_evolution
 from stumplib.phase.parallel import num_threads
 from stumplib.phase.replica import solve_fixed_rule
-from stumplib.phase.solver import _evaluate, _pooled_nodes
+from stumplib.phase.solver_qmc import pooled_nodes, pooled_update
 from stumplib.core.validation import check_choice, check_int, check_real
 
 
@@ -48,15 +48,15 @@ def pass_cost(alpha: float, z: np.ndarray, p: int, K: int, omega: float) -> tupl
     """Seconds of one multi-start update and of one update followed from its minimisers (median of 3)
     at the pooled rule of K 2^p points, at the overlaps ``z``."""
     kw = dict(omega=omega, sigma=0.5, lam=0.01, A=np.array([[0.6, 0.4], [0.4, 0.6]]))
-    nodes = _pooled_nodes(p, K, 0)
+    nodes = pooled_nodes(p, K, 0)
     t0 = time.perf_counter()
-    ev = _evaluate(alpha, z[None], nodes, K, kw, None, None, restart=True)
+    ev = pooled_update(alpha, z[None], nodes, K, kw, None, None, restart=True)
     t_multi = time.perf_counter() - t0
     zz = z * (1 + 1e-3)
     ts = []
     for _ in range(3):
         t0 = time.perf_counter()
-        _evaluate(alpha, zz[None], nodes, K, kw, ev["prox"][0], None, restart=False)
+        pooled_update(alpha, zz[None], nodes, K, kw, ev["prox"][0], None, restart=False)
         ts.append(time.perf_counter() - t0)
     return t_multi, statistics.median(ts)
 

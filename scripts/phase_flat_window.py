@@ -2,10 +2,10 @@
 
 At ``alpha = 1.0164`` (omega = 0.3), for each dimension ``d`` and seed, the regularised empirical
 risk is minimised with the semantic overlap ``theta = sigma^2 Q*.Q / d`` held at each value of a
-window (:func:`stumplib.phase.flat_window.landscape`: L-BFGS on the constraint plane, two sweeps,
+window (:func:`stumplib.phase.held_theta.landscape`: L-BFGS on the constraint plane, two sweeps,
 the lower kept), with the unconstrained minimiser from ``Q = Q*`` and the lowest minimiser found.
 The theory's constrained training loss along the same window
-(:func:`stumplib.phase.flat_window.held_theory`, one curve per scrambling of a Sobol rule) is
+(:func:`stumplib.phase.held_theory.held_theory`, one curve per scrambling of a Sobol rule) is
 computed first. Results go to ``--out`` (rewritten after each stage, so a stopped run keeps what it
 finished) with the command, the commit, the machine, the run time and every model parameter.
 Chapter 6 reads this file; its ``full`` profile recomputes it.

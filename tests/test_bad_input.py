@@ -7,8 +7,9 @@ samplers (``tasks``), the estimator (``model``), the population loss (``populati
 gradient and the certified scales (``transfer``, ``certified``), the frozen-estimator evaluations and
 staged training (``frozen``), the boundary profiles (``boundary``), the two-head model
 (``two_head``) and the phase model (``phase.data``, ``phase.setting``, ``phase.proximal``,
-``phase.replica``, ``phase.solver``, ``phase.transition``, ``phase.attention``, ``phase.problem``,
-``phase.minimise``, ``phase.exact_error``, ``phase.held_theta``, ``phase.scaling_forms``).
+``phase.replica``, ``phase.solver``, ``phase.crossings``, ``phase.published``, ``phase.attention``,
+``phase.problem``, ``phase.minimise``, ``phase.exact_error``, ``phase.held_theta``,
+``phase.scaling_forms``).
 ``TABLE`` replaces one argument of a valid call; ``COMBOS`` holds arguments that are valid alone but
 not together. Internal helpers and the validators themselves (``tests/test_validation.py``) are not
 checked here; chapter parameters are checked through papermill in ``tests/test_notebooks.py``.
@@ -407,7 +408,7 @@ def _state_evolution_call(**kw):
 
 
 def _replay_authors(**kw):
-    from stumplib.phase.transition import replay_authors
+    from stumplib.phase.published import replay_authors
     return replay_authors(**{"alphas": [1.0], "branch": "semantic", **kw})
 
 
@@ -418,7 +419,7 @@ def _train_attention_gd(**kw):
 
 
 def _first_crossing(**kw):
-    from stumplib.phase.transition import first_crossing
+    from stumplib.phase.crossings import first_crossing
     return first_crossing(**{"x": [0.0, 1.0, 2.0, 3.0], "above": [0, 0, 1, 2], "below": [1, 1, 0, 0], **kw})
 
 
@@ -610,7 +611,8 @@ TABLE = [
     ("boundary.interior_ratio", _interior_ratio, {
         "err_den": [(torch.zeros(5, 3, dtype=torch.float64), "err_num")],
         "interior": [((0.8, 0.2), "tau_lo")]}),
-    # the phase model: data, state evolution (se, solver, transition), attention GD, minimisers
+    # the phase model: data, state evolution (se, solver, crossings, published), attention GD,
+    # minimisers
     ("phase.data.teacher_matrix", _teacher_matrix, {"omega": [(1.5, "omega")]}),
     ("phase.data.sample_tokens", _sample_tokens, {"sigma": [(-1.0, "sigma")]}),
     ("phase.data.positional_encodings", _positional_encodings, {"d": [(1, "d must")]}),
@@ -639,7 +641,7 @@ TABLE = [
         "start": [({"q": 0.1}, "start"), ({"q": -1.0, "m": 0.0, "V": 1.0, "theta": 0.0}, "start"),
                   ({"q": 0.1, "m": NAN, "V": 1.0, "theta": 0.0}, "start")],
         "omega": [(NAN, "omega")]}),
-    ("phase.transition.first_crossing", _first_crossing, {"x": [([3.0, 2.0, 1.0, 0.0], "increasing")]}),
+    ("phase.crossings.first_crossing", _first_crossing, {"x": [([3.0, 2.0, 1.0, 0.0], "increasing")]}),
     ("phase.attention.train_attention_gd", _train_attention_gd, {
         "alphas": [([], "alphas"), ([0.001], "alphas")], "d": [(0, "d")], "lr": [(-1.0, "lr")],
         "inits": [(["bogus"], "inits")], "steps": [(0, "steps")], "omega": [(NAN, "omega")],

@@ -27,10 +27,16 @@ semantic learning.
   test error from overlaps, a fixed-rule damped solver (:func:`.replica.solve_fixed_rule`, also used
   to replay the authors' procedure) and the one-dimensional view along theta.
 - :mod:`.solver`: :func:`state_evolution`, the accuracy-controlled solver (randomised QMC with an
-  error estimate, named outcomes, stability of the imposed symmetry).
+  error estimate, named outcomes, stability of the imposed symmetry), built from
+  :mod:`.solver_qmc` (the scrambled Sobol rules, pooled, and the update on them),
+  :mod:`.solver_fixed_point` (the pooled rule's fixed point by a quasi-Newton method, the
+  continuation predictor) and :mod:`.solver_search` (one alpha's search over numbers of points:
+  the delta-method error and the outcome).
 - :mod:`.positional_baseline`: the linear positional baseline's exact test error.
-- :mod:`.transition`: crossings with intervals, the published curves and their replay, the
-  chapter's verdicts.
+- :mod:`.crossings`: crossings with intervals, where a branch ends.
+- :mod:`.curves`: the accurate and fixed-rule curves of both branches, the semantic branch's tail,
+  the view along theta.
+- :mod:`.published`: the published curves and the replay of the authors' procedure.
 - :mod:`.diagram`: the phase diagram, alpha_c(omega) and alpha_l(omega) located by bracketing.
 """
 from stumplib.phase.setting import StateEvolutionError  # noqa: F401

@@ -9,7 +9,7 @@ solver (:func:`stumplib.phase.state_evolution`) on a coarse grid of ``alpha``; e
 is bracketed on that grid and refined by regula falsi (Illinois) inside its bracket, each new
 ``alpha`` solved for both branches from the nearest solved point. The crossing's interval comes
 from the crossings of the curves shifted by three quadrature errors
-(:func:`.transition.crossing_estimate`). A crossing that does not exist in the grid's range is
+(:func:`.crossings.crossing_estimate`). A crossing that does not exist in the grid's range is
 reported as NaN with a named outcome (:data:`CROSSING_OUTCOMES`).
 """
 from __future__ import annotations
@@ -21,10 +21,10 @@ import numpy as np
 
 from stumplib.core.stats import Estimate
 from stumplib.core.validation import check_int, check_real
-from stumplib.phase.transition import crossing_estimate
+from stumplib.phase.crossings import crossing_estimate
 
-__all__ = ["CROSSING_OUTCOMES", "bracket_crossing", "BranchPoints", "phase_diagram", "diagram_key", "crossing",
-           "crossing_rows", "diagram_verdict", "omega_curves", "absent_reason"]
+__all__ = ["CROSSING_OUTCOMES", "bracket_crossing", "BranchPoints", "phase_diagram", "diagram_key",
+           "crossing", "omega_curves"]
 
 #: named outcomes of a crossing: found; the curve stays above 0 (the crossing lies above the grid);
 #: stays below 0 (below the grid or the branch's end); fewer than two points with both branches
@@ -67,7 +67,7 @@ def bracket_crossing(fn: Callable[[float], tuple[float, float]], grid: Sequence[
 
     Returns
     -------
-    (estimate, outcome, x, y, err): the crossing (:func:`.transition.crossing_estimate` on every
+    (estimate, outcome, x, y, err): the crossing (:func:`.crossings.crossing_estimate` on every
     available point; NaN unless ``outcome == "found"``), one of :data:`CROSSING_OUTCOMES`, and the
     points evaluated (sorted by ``x``).
     """
@@ -170,8 +170,9 @@ class BranchPoints:
         if alpha not in self.points[branch]:
             r = state_evolution(alpha, omega=self.omega, sigma=self.sigma, lam=self.lam, A=self.A,
                                 branch=branch, init=self._init(branch, alpha), **self.kw)
-            self.points[branch][alpha] = {k: (v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v)
-                                          for k, v in r.items()}
+            self.points[branch][alpha] = {
+                k: (v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v)
+                for k, v in r.items()}
         return self.points[branch][alpha]
 
     def loss_gap(self, alpha: float) -> tuple[float, float]:
@@ -189,7 +190,8 @@ class BranchPoints:
         s, p = self.get("semantic", alpha), self.get("positional", alpha)
         if s["outcome"] != "converged" or p["outcome"] != "converged":
             return float("nan"), float("nan")
-        return s["train_loss"] - p["train_loss"], float(np.hypot(s["train_loss_err"], p["train_loss_err"]))
+        return (s["train_loss"] - p["train_loss"],
+                float(np.hypot(s["train_loss_err"], p["train_loss_err"])))
 
     def test_gap(self, alpha: float) -> tuple[float, float]:
         """Semantic test error minus the linear baseline's, and its quadrature error.
@@ -225,16 +227,19 @@ class BranchPoints:
         """
         nan = {k: np.nan for k in (*POINT_KEYS, *(f"{k}_err" for k in POINT_KEYS),
                                    "suppressed_derivative", "seconds")}
-        P = [self.points[branch].get(a, dict(nan, unstable=False, outcome="not_solved")) for a in alphas]
+        P = [self.points[branch].get(a, dict(nan, unstable=False, outcome="not_solved"))
+             for a in alphas]
         out = {}
-        for k in (*POINT_KEYS, *(f"{k}_err" for k in POINT_KEYS), "suppressed_derivative", "seconds"):
+        for k in (*POINT_KEYS, *(f"{k}_err" for k in POINT_KEYS), "suppressed_derivative",
+                  "seconds"):
             out[k] = np.array([p[k] for p in P], dtype=float)
         out["unstable"] = np.array([bool(p["unstable"]) for p in P])
         out["outcome"] = np.array([str(p["outcome"]) for p in P])
         return out
 
 
-def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *, rtol: float | Mapping[float, float] = 5e-3,
+def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *,
+                  rtol: float | Mapping[float, float] = 5e-3,
                   extra: Mapping[float, Sequence[float]] | None = None,
                   max_log2_points: int | Mapping[float, int] = 14, xtol: float = 0.01,
                   max_refine: int = 4, sigma: float = 0.5, lam: float = 0.01,
@@ -277,15 +282,17 @@ def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *, rtol: float
     grid_ = [check_real(f"grid[{i}]", a, low=0.05, high=20.0) for i, a in enumerate(grid)]
     rt = {w: (rtol.get(w, 5e-3) if isinstance(rtol, Mapping) else rtol) for w in om}
     ex = {w: list((extra or {}).get(w, ())) for w in om}
-    ml = {w: (max_log2_points.get(w, 14) if isinstance(max_log2_points, Mapping) else max_log2_points)
+    ml = {w: (max_log2_points.get(w, 14) if isinstance(max_log2_points, Mapping)
+              else max_log2_points)
           for w in om}
     cfg = dict(omegas=om, grid=grid_, rtol=[rt[w] for w in om], extra=[ex[w] for w in om],
                max_log2=[ml[w] for w in om], xtol=xtol,
-               max_refine=max_refine, sigma=sigma, lam=lam, A=np.asarray(A).tolist(), seed=seed, **solver)
+               max_refine=max_refine, sigma=sigma, lam=lam, A=np.asarray(A).tolist(), seed=seed,
+               **solver)
 
     def compute() -> dict[str, np.ndarray]:
-        return _diagram(om, grid_, rt, ex, ml, xtol=xtol, max_refine=max_refine, sigma=sigma, lam=lam,
-                        A=A, seed=seed, **solver)
+        return _diagram(om, grid_, rt, ex, ml, xtol=xtol, max_refine=max_refine, sigma=sigma,
+                        lam=lam, A=A, seed=seed, **solver)
 
     if not cache:
         return compute()
@@ -294,12 +301,14 @@ def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *, rtol: float
     return remember("phase_diagram", cfg, compute)
 
 
-def _diagram(om, grid, rt, ex, ml, *, xtol, max_refine, sigma, lam, A, seed, **solver) -> dict[str, np.ndarray]:
+def _diagram(om, grid, rt, ex, ml, *, xtol, max_refine, sigma, lam, A, seed,
+             **solver) -> dict[str, np.ndarray]:
     rows: dict[str, list] = {}
     pts: dict[str, list] = {}
     for i, w in enumerate(om):
         t0 = time.time()
-        bp = BranchPoints(w, rtol=rt[w], sigma=sigma, lam=lam, A=A, seed=seed, max_log2_points=ml[w], **solver)
+        bp = BranchPoints(w, rtol=rt[w], sigma=sigma, lam=lam, A=A, seed=seed,
+                          max_log2_points=ml[w], **solver)
         for name, fn in (("alpha_c", bp.loss_gap), ("alpha_l", bp.test_gap)):
             est, outcome, *_ = bracket_crossing(fn, grid, xtol=xtol, max_refine=max_refine)
             for k, v in ((name, est.value), (f"{name}_lo", est.lo), (f"{name}_hi", est.hi),
@@ -337,105 +346,12 @@ def crossing(diag: Mapping[str, np.ndarray], name: str, i: int) -> Estimate:
     -------
     Estimate
     """
-    return Estimate(float(diag[name][i]), float(diag[f"{name}_lo"][i]), float(diag[f"{name}_hi"][i]),
-                    "quadrature", float("nan"))
-
-
-#: what a missing crossing means, per quantity and outcome
-_ABSENT = {("alpha_c", "above_range"): "the semantic training loss stays above the positional one",
-           ("alpha_c", "below_range"): "the semantic training loss is lower everywhere on the grid",
-           ("alpha_l", "above_range"): "the semantic test error stays above the linear baseline's",
-           ("alpha_l", "below_range"): "the semantic test error is below the baseline's everywhere",
-           ("alpha_c", "no_points"): "fewer than two points with both branches converged",
-           ("alpha_l", "no_points"): "fewer than two converged semantic points"}
-
-
-def absent_reason(diag: Mapping[str, np.ndarray], name: str, i: int) -> str | None:
-    """Why the crossing ``name`` at the ``i``-th omega is NaN when the search showed it absent from the
-    grid's range.
-
-    Parameters
-    ----------
-    diag : mapping
-        :func:`phase_diagram`'s result.
-    name : str
-        ``"alpha_c"`` or ``"alpha_l"``.
-    i : int
-        The omega's index.
-
-    Returns
-    -------
-    str or None
-        ``None`` when found or when no points were available.
-    """
-    out = str(diag[f"{name}_outcome"][i])
-    if out in ("found", "no_points"):
-        return None
-    return _ABSENT[(name, out)] + " on the grid"
-
-
-def crossing_rows(diag: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
-    """One table row per omega: both crossings with their intervals, or the reason they are NaN.
-
-    Parameters
-    ----------
-    diag : mapping
-        :func:`phase_diagram`'s result.
-
-    Returns
-    -------
-    list of dict
-    """
-    rows = []
-    for i, w in enumerate(diag["omega"]):
-        row: dict[str, Any] = {"omega": float(w)}
-        for name in ("alpha_c", "alpha_l"):
-            est, out = crossing(diag, name, i), str(diag[f"{name}_outcome"][i])
-            row[name] = f"{est:.3f}" if out == "found" else f"NaN: {_ABSENT[(name, out)]}"
-        row["points solved"] = int(np.sum(diag["pt_w"] == i))
-        rows.append(row)
-    return rows
-
-
-def diagram_verdict(diag: Mapping[str, np.ndarray]):
-    """``phase_diagram``: at every omega both crossings found and ``alpha_l >= alpha_c``; the
-    sentence quotes alpha_c at the smallest and the largest omega (the landing row's numbers).
-
-    Parameters
-    ----------
-    diag : mapping
-        :func:`phase_diagram`'s result.
-
-    Returns
-    -------
-    stumplib.book.verdicts.Verdict
-        :func:`stumplib.book.verdicts.combine` of one :func:`stumplib.book.verdicts.ordering` per
-        omega.
-    """
-    from stumplib.book import verdicts
-
-    parts, good = [], []
-    for i, w in enumerate(diag["omega"]):
-        v = verdicts.ordering(crossing(diag, "alpha_l", i), crossing(diag, "alpha_c", i),
-                              symbols=("alpha_l", "alpha_c"))
-        parts.append(v)
-        good += [f"{w:g}"] if v.status == "holds" else []
-    om = np.asarray(diag["omega"], dtype=float)
-    ends = [int(np.argmin(om)), int(np.argmax(om))]
-    a_c = [crossing(diag, "alpha_c", i) for i in ends]
-    span = (f"goes from {a_c[0].value:.2f} at omega = {om[ends[0]]:g} to {a_c[1].value:.2f} at "
-            f"omega = {om[ends[1]]:g}" if om.size > 1 else
-            f"= {a_c[0].value:.2f} at omega = {om[0]:g}")
-    intervals = "intervals " + ", ".join(f"{e:.2f} at omega = {om[i]:g}"
-                                         for e, i in zip(a_c, ends[:om.size]))
-    return verdicts.combine(parts, (
-        f"alpha_c {span}; alpha_l >= alpha_c at {len(good)} of "
-        f"{om.size} omega ({intervals}"
-        f"{'; omega = ' + ', '.join(f'{w:g}' for w in om) if om.size > 1 else ''})"))
+    return Estimate(float(diag[name][i]), float(diag[f"{name}_lo"][i]),
+                    float(diag[f"{name}_hi"][i]), "quadrature", float("nan"))
 
 
 def omega_curves(diag: Mapping[str, np.ndarray], omega: float) -> dict[str, np.ndarray]:
-    """The solved points at one omega in the layout of :func:`.transition.accurate_curves`.
+    """The solved points at one omega in the layout of :func:`.curves.accurate_curves`.
 
     Parameters
     ----------

@@ -37,7 +37,7 @@ def held_theory(alpha: float, thetas: Sequence[float], *, omega: float = 0.3, si
     """The state evolution with ``theta`` held (module docstring): the constrained minimum's
     training loss, overlaps and test error along ``theta``, once per scrambling of a Sobol rule.
 
-    Each scrambling is its own rule (:func:`.solver.scrambled_rules`); their spread is the
+    Each scrambling is its own rule (:func:`.solver_qmc.scrambled_rules`); their spread is the
     quadrature error. At each ``theta`` (``m = 0``, swap-symmetric ``A``) ``q`` and ``V`` are
     iterated with damping 0.5 to a relative change below ``tol``; the proximal problems are
     followed from their last minimisers and searched from every start every tenth update and at
@@ -79,7 +79,7 @@ def held_theory(alpha: float, thetas: Sequence[float], *, omega: float = 0.3, si
     """
     from stumplib.phase.replica import se_update
     from stumplib.phase.setting import StateEvolutionError
-    from stumplib.phase.solver import scrambled_rules
+    from stumplib.phase.solver_qmc import scrambled_rules
 
     rho = sigma * sigma
     th = np.asarray([check_real(f"thetas[{i}]", t, low=0.0, low_open=True, high=rho)

@@ -63,7 +63,7 @@ def replicon(alpha: float, q: float, V: float, theta: float, *, omega: float = 0
     from stumplib.phase.proximal import prox_objective_and_derivatives
     from stumplib.phase.replica import geometry, se_update
     from stumplib.phase.setting import check_A, teacher_rows
-    from stumplib.phase.solver import scrambled_rules
+    from stumplib.phase.solver_qmc import scrambled_rules
 
     nodes, w = scrambled_rules(log2_points, n_scramblings, seed)
     K = nodes.shape[0]

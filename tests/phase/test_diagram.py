@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from stumplib.phase.diagram import bracket_crossing, diagram_key, phase_diagram
-from stumplib.phase import diagram
 from stumplib.core.stats import crossing
 
 
@@ -55,23 +54,3 @@ def test_phase_diagram_at_omega_03_brackets_the_known_crossings():
     assert 1.15 < r["alpha_c"][0] < 1.35 and 1.4 < r["alpha_l"][0] < 1.6
     assert r["alpha_c_lo"][0] <= r["alpha_c"][0] <= r["alpha_c_hi"][0]
     assert np.array_equal(np.unique(r["pt_w"]), [0]) and r["sem_test_error"].size == r["pt_alpha"].size
-
-
-def test_diagram_verdict_quotes_alpha_c_at_both_ends_and_judges_every_omega():
-    from stumplib.book.verdicts import short_reason
-
-    def diag(alpha_l):
-        a = lambda v: np.asarray(v, dtype=float)  # noqa: E731
-        return {"omega": a([0.2, 0.3, 0.4]), "alpha_c": a([0.95, 1.25, 1.77]),
-                "alpha_c_lo": a([0.92, 1.24, 1.74]), "alpha_c_hi": a([0.97, 1.26, 1.79]),
-                "alpha_l": a(alpha_l), "alpha_l_lo": a(alpha_l) - 0.01,
-                "alpha_l_hi": a(alpha_l) + 0.01}
-    v = diagram.diagram_verdict(diag([1.12, 1.49, 2.28]))
-    assert v.status == "holds"
-    assert "goes from 0.95 at ω = 0.2 to 1.77 at ω = 0.4" in v.sentence  # typeset
-    assert "at 3 of 3 ω (" in v.sentence and "1.77 [1.74, 1.79] at ω = 0.4" in v.sentence
-    why = short_reason(v.sentence)  # the landing row keeps both key numbers
-    assert "0.95" in why and "1.77" in why and "…" not in why
-    # alpha_l below alpha_c at the last omega: that part fails, so the claim is partly
-    v = diagram.diagram_verdict(diag([1.12, 1.49, 1.5]))
-    assert v.status == "partly" and "2 of 3 ω" in v.sentence

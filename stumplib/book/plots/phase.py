@@ -127,7 +127,7 @@ def window_figure(prof: Sequence[Mapping[str, Any]], thetas, rules, alpha_window
 
     Parameters
     ----------
-    prof : :func:`stumplib.phase.transition.window_profiles`' output, one dict per rule.
+    prof : :func:`stumplib.phase.curves.window_profiles`' output, one dict per rule.
     thetas : array_like, shape (T,)
         The grid of the semantic overlap theta (held fixed), the x axis.
     rules : Sequence[tuple]
