@@ -655,7 +655,8 @@ TABLE = [
         "se": [(np.array([1e-3, 1e-3, 1e-3, -1.0]), "se")], "d": [(np.array([250.0, 500, 1000]), "d")],
         "forms": [(["1/d^3"], "forms")]}),
     ("phase.held_theta.landscape", _landscape, {
-        "thetas": [([0.07, 0.05], "increasing"), ([0.05, 0.3], "thetas")], "alpha": [(-1.0, "alpha")]}),
+        "thetas": [([0.07, 0.05], "increasing"), ([0.05, 0.3], "thetas")], "alpha": [(-1.0, "alpha")],
+        "seeds": [([], "seeds must")]}),
 ]
 
 # the two-head model (two_head): helpers and rows appended to the table
@@ -784,6 +785,75 @@ TABLE += [
         "den": [(-torch.ones(8, dtype=torch.float64), "den"), (torch.ones(7, dtype=torch.float64), "den")]}),
     ("two_head.two_head_verdict", _th_verdict, {
         "gain_needed": [(0.5, "gain_needed")], "bayes_factor": [(NAN, "bayes_factor")]}),
+]
+
+
+
+# the phase model's study entry points (the review's findings): helpers and rows
+def _minimiser_runs(**kw):
+    from stumplib.phase.minimise import minimiser_runs
+    return minimiser_runs(**{"alphas": [1.5], "d": 12, "seeds": 1, **kw})
+
+
+def _study(**kw):
+    from stumplib.phase.minimise import study
+    return study(**{"alphas": [1.5], "ds": [12, 16], "seeds": 1, "gd_steps": 0, "cache": False,
+                    **kw})
+
+
+def _runs_two_alphas():
+    return {12: {"test_error": np.array([[0.01, 0.02], [0.011, 0.021]]),
+                 "converged": np.ones((2, 2), bool), "alphas": np.array([1.0, 1.5])},
+            24: {"test_error": np.array([[0.009, 0.019], [0.010, 0.020]]),
+                 "converged": np.ones((2, 2), bool), "alphas": np.array([1.0, 1.5])}}
+
+
+def _decide(**kw):
+    from stumplib.phase.decision import decide
+    return decide(**{"runs": _runs_two_alphas(), "accurate": [0.008, 0.018],
+                     "accurate_err": [1e-4, 1e-4], "published": [0.007, 0.017], **kw})
+
+
+def _replicon(**kw):
+    from stumplib.phase.replicon import replicon
+    return replicon(**{"alpha": 1.5, "q": 0.12, "V": 0.5, "theta": 0.1, "log2_points": 6,
+                       "n_scramblings": 2, **kw})
+
+
+def _overlap_table(**kw):
+    from stumplib.phase.overlaps import overlap_table
+    r = {k: np.ones((2, 2)) for k in ("train_loss", "theta_emp", "q_emp", "m", "test_error")}
+    runs = {12: dict(r, converged=np.ones((2, 2), bool), alphas=np.array([1.0, 1.5]))}
+    return overlap_table(**{"runs": runs, "alphas": [1.0, 1.5], **kw})
+
+
+def _search(**kw):
+    from stumplib.phase.lowest_minima import search
+    return search(**{"alpha": 1.5, "d": 8, "s": 0, "thetas": [0.08, 0.1], "n_rotations": 0,
+                     "perturb_scales": (), **kw})
+
+
+TABLE += [
+    ("phase.minimise.minimiser_runs", _minimiser_runs, {
+        "seeds": [([], "seeds"), (0, "seeds"), ([-1], "seeds")], "d": [(0, "d must")],
+        "alphas": [([], "alphas"), ([-1.0], "alphas")]}),
+    ("phase.minimise.study", _study, {
+        "ds": [([16, 12], "ds must"), ([], "ds must"), ([2], "ds")],
+        "alphas": [([1.5, 1.5], "alphas"), ([], "alphas")]}),
+    ("phase.decision.decide", _decide, {
+        "accurate": [([0.008], "one value per alpha")], "published": [([0.1, 0.2, 0.3], "one value")],
+        "runs": [({}, "at least one d"),
+                 ({12: {"test_error": np.ones((2, 3)), "converged": np.ones((2, 3), bool)}},
+                  "one column per alpha")]}),
+    ("phase.replicon.replicon", _replicon, {
+        "V": [(-0.5, "V must"), (NAN, "V must")], "theta": [(NAN, "theta"), (0.3, "theta")],
+        "q": [(0.0, "q must"), (0.01, "theta\\^2 < q")], "alpha": [(-1.0, "alpha")]}),
+    ("phase.overlaps.overlap_table", _overlap_table, {
+        "alphas": [([1.0, 2.0], "in no run")], "runs": [({}, "at least one d")]}),
+    ("phase.lowest_minima.search", _search, {
+        "thetas": [([0.1], "thetas"), ([0.1, 0.08], "thetas"), ([0.08, 0.3], r"thetas\[1\]")],
+        "d": [(2, "d must")], "n_rotations": [(-1, "n_rotations")],
+        "perturb_scales": [((0.0,), r"perturb_scales\[0\]")], "alpha": [(0.0, "alpha")]}),
 ]
 
 

@@ -65,6 +65,17 @@ def decide(runs: Mapping[int, Mapping[str, np.ndarray]], accurate: Any, accurate
     ds = sorted(int(d) for d in runs)
     acc, acc_e, pub = (np.asarray(v, dtype=float).ravel()
                        for v in (accurate, accurate_err, published))
+    if not ds:
+        raise ValueError("runs must hold at least one d")
+    if not (acc.size == acc_e.size == pub.size >= 1):
+        raise ValueError(f"accurate, accurate_err and published must have one value per alpha; "
+                         f"got {acc.size}, {acc_e.size} and {pub.size}")
+    for d in ds:
+        got = np.shape(runs[d]["test_error"])
+        if len(got) != 2 or got[1] != acc.size or np.shape(runs[d]["converged"]) != got:
+            raise ValueError(f"runs[{d}]: test_error and converged must be (seeds, {acc.size}) "
+                             f"arrays, one column per alpha of accurate; got {got} and "
+                             f"{np.shape(runs[d]['converged'])}")
     mean, se, sd, n = (np.zeros((len(ds), acc.size)) for _ in range(4))
     for i, d in enumerate(ds):
         te, ok = np.asarray(runs[d]["test_error"]), np.asarray(runs[d]["converged"], dtype=bool)

@@ -168,6 +168,9 @@ def landscape(alpha: float, d: int, seeds: Sequence[int], thetas: Sequence[float
     """
     alpha = check_real("alpha", alpha, low=0.0, low_open=True, high=100.0)
     d = check_int("d", d, minimum=4)
+    seeds = [check_int(f"seeds[{i}]", s, minimum=0) for i, s in enumerate(seeds)]
+    if not seeds:
+        raise ValueError("seeds must hold at least one seed offset; got none")
     th = np.asarray([check_real(f"thetas[{i}]", t, low=0.0, low_open=True, high=sigma ** 2)
                      for i, t in enumerate(thetas)], dtype=float)
     if np.any(np.diff(th) <= 0):

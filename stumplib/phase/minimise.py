@@ -194,9 +194,15 @@ def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, 
         ``gd_steps``, ``gd_test_error``, ``gd_rel_grad``; and ``alphas``, ``d``, ``seeds``.
     """
     seeds = (list(range(check_int("seeds", seeds, minimum=1))) if isinstance(seeds, int)
-             else list(seeds))
+             else [check_int(f"seeds[{i}]", s, minimum=0) for i, s in enumerate(seeds)])
+    if not seeds:
+        raise ValueError("seeds must be a count >= 1 or a non-empty sequence of seed offsets; "
+                         "got an empty sequence")
+    d = check_int("d", d, minimum=4)
     alphas = [check_real(f"alphas[{i}]", a, low=0.0, low_open=True, high=100.0)
               for i, a in enumerate(alphas)]
+    if not alphas:
+        raise ValueError("alphas must hold at least one sample ratio; got none")
     gd_steps = check_int("gd_steps", gd_steps, minimum=0)
     ns = [int(round(a * d)) for a in alphas]
     if min(ns) < 1:
@@ -274,6 +280,15 @@ def study(alphas: Sequence[float], ds: Sequence[int], seeds: int, *, gd_steps: i
         :func:`minimiser_runs` output per d]}`` and :func:`stumplib.core.memo.remember` flattens
         it.
     """
+    ds = [check_int(f"ds[{i}]", d, minimum=4) for i, d in enumerate(ds)]
+    if not ds or any(b <= a for a, b in zip(ds, ds[1:])):
+        raise ValueError(f"ds must be a non-empty increasing sequence of dimensions; got {ds} "
+                         "(the result is keyed by d in this order)")
+    al = [check_real(f"alphas[{i}]", a, low=0.0, low_open=True, high=100.0)
+          for i, a in enumerate(alphas)]
+    if not al or len(set(al)) != len(al):
+        raise ValueError(f"alphas must be non-empty and distinct; got {list(alphas)}")
+
     def compute() -> dict[str, Any]:
         return {"ds": [int(d) for d in ds],
                 "runs": [minimiser_runs(alphas, d, seeds, gd_steps=gd_steps if d <= gd_max_d else 0,

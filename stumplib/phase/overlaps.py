@@ -42,6 +42,13 @@ def overlap_table(runs: Mapping[int, Mapping[str, np.ndarray]], alphas: Sequence
     """
     ds = sorted(int(d) for d in runs)
     al = np.asarray(alphas, dtype=float)
+    if not ds:
+        raise ValueError("runs must hold at least one d")
+    have = np.unique(np.concatenate([np.asarray(runs[d]["alphas"], dtype=float) for d in ds]))
+    absent = [float(a) for a in al if not np.isclose(have, a, atol=1e-6).any()]
+    if absent:
+        raise ValueError(f"alphas {absent} are in no run; the runs hold alpha = "
+                         f"{', '.join(f'{a:g}' for a in have)}")
     out: dict[str, np.ndarray] = {"ds": np.asarray(ds), "alphas": al,
                                   "n": np.zeros((al.size, len(ds)))}
     for k in QUANTITIES:

@@ -60,11 +60,20 @@ def replicon(alpha: float, q: float, V: float, theta: float, *, omega: float = 0
         size.
     """
     from stumplib.core.stats import mean_interval
+    from stumplib.core.validation import check_real
     from stumplib.phase.proximal import prox_objective_and_derivatives
     from stumplib.phase.replica import geometry, se_update
     from stumplib.phase.setting import check_A, teacher_rows
     from stumplib.phase.solver_qmc import scrambled_rules
 
+    alpha = check_real("alpha", alpha, low=0.0, low_open=True, high=100.0)
+    sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
+    q = check_real("q", q, low=0.0, low_open=True)
+    V = check_real("V", V, low=0.0, low_open=True)
+    theta = check_real("theta", theta, low=0.0, low_open=True, high=sigma ** 2)
+    if theta ** 2 >= q * sigma ** 2:
+        raise ValueError(f"theta and q must satisfy theta^2 < q sigma^2 (a teacher variance "
+                         f"V* > 0); got theta = {theta}, q = {q}, sigma = {sigma}")
     nodes, w = scrambled_rules(log2_points, n_scramblings, seed)
     K = nodes.shape[0]
     ones = np.ones(K)
