@@ -46,7 +46,7 @@ import numpy as np
 import torch
 
 from stumplib.core.stats import Estimate, crossing, interval, resample
-from stumplib.stump.trainer import corpus_grad
+from stumplib.stump.corpus_grad import corpus_grad
 from stumplib.stump.transfer import draw_corpus_batch, population_path
 from stumplib.core.validation import check_choice, check_int, check_prior, check_real
 
@@ -56,7 +56,8 @@ __all__ = ["own_label_score", "bisection_label_score", "OwnProfile", "own_profil
 
 def _grads(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: float, c: torch.Tensor,
            work: list) -> tuple[torch.Tensor, torch.Tensor]:
-    """``dL/dbeta, dL/db`` of every corpus at ``(beta, c * beta)``, shape ``(C,)`` (trainer kernel)."""
+    """``dL/dbeta, dL/db`` of every corpus at ``(beta, c * beta)``, shape ``(C,)``
+    (:func:`stumplib.stump.corpus_grad.corpus_grad`)."""
     bt = torch.full_like(c, beta)
     _, gb, gbb = corpus_grad(x, y, tau, bt, c * beta, None, work)
     return gb, gbb

@@ -42,7 +42,7 @@ from stumplib.core.device import DEFAULT_DTYPE, resolve_device
 from stumplib.core.stats import crossing, resample
 from stumplib.stump.population import population_hessian, population_loss_and_grad
 from stumplib.stump.tasks import sample_tasks
-from stumplib.stump.trainer import corpus_grad
+from stumplib.stump.corpus_grad import corpus_grad
 from stumplib.core.validation import check_choice, check_grid, check_int, check_prior, check_real, check_shapes
 
 __all__ = [

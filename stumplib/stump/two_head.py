@@ -352,10 +352,11 @@ def train_two_head(configs: Sequence[Any], steps: int, *, start: str | Sequence[
     ------
     TrainingDiverged
         naming the run, the step and the reason (non-finite values, a parameter beyond
-        :data:`stumplib.stump.trainer.MAX_PARAM`, a head's scale turned negative, or the loss above
+        :data:`stumplib.stump.train_loop.MAX_PARAM`, a head's scale turned negative, or the loss above
         ``max_loss_ratio`` times its initial value).
     """
-    from stumplib.stump.trainer import MAX_PARAM, RunConfig, make_corpora, record_steps
+    from stumplib.stump.train_loop import MAX_PARAM
+    from stumplib.stump.trainer import RunConfig, make_corpora, record_steps
 
     if not isinstance(configs, (list, tuple)) or not configs or not all(isinstance(c, RunConfig) for c in configs):
         raise ValueError("configs must be a non-empty list of RunConfig")

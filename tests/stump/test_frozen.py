@@ -9,7 +9,7 @@ from stumplib.stump.frozen import (bootstrap_two_term, bound, bound_form_spread,
                              sq_errors, stage_marks, train_staged)
 from stumplib.stump.model import estimate
 from stumplib.stump.tasks import sample_tasks
-from stumplib.stump.trainer import corpus_grad
+from stumplib.stump.corpus_grad import corpus_grad
 from stumplib.stump.transfer import population_path, step_size_limit
 
 
