@@ -648,7 +648,7 @@ def gd_against_flow(shapes: Sequence[tuple[int, int]], n_seeds: int, *, lr: floa
     runs reach.
     """
     from stumplib.core.memo import remember
-    from stumplib.stump.dynamics import integrate_flow
+    from stumplib.stump.flow import integrate_flow
     from stumplib.stump.trainer import RunConfig, train_gd
 
     cfg = [RunConfig(m, n, seed=seed + s, lr=lr, beta0=beta0, b0=b0, tau_lo=tau_lo, tau_hi=tau_hi)
