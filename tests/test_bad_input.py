@@ -6,8 +6,8 @@ samplers (``tasks``), the estimator (``model``), the population loss (``populati
 (``baselines``), the flows and population GD with their exponents and landscape (``flow``,
 ``exponents``, ``landscape``), the trainer (``trainer``), the corpus gradient and the certified
 scales (``transfer``, ``certified``), the frozen-estimator evaluations and staged training
-(``frozen``), the boundary profiles (``boundary``), the two-head model (``two_head``) and the phase
-model (``phase.data``, ``phase.setting``, ``phase.proximal``,
+(``frozen``, ``staged``), the boundary profiles (``boundary``), the two-head model (``two_head``)
+and the phase model (``phase.data``, ``phase.setting``, ``phase.proximal``,
 ``phase.replica``, ``phase.solver``, ``phase.transition``, ``phase.attention``, ``phase.minimise``,
 ``phase.flat_window``).
 ``TABLE`` replaces one argument of a valid call; ``COMBOS`` holds arguments that are valid alone but
@@ -271,7 +271,7 @@ def _sq_errors(**kw):
 
 
 def _train_staged(**kw):
-    from stumplib.stump.frozen import train_staged
+    from stumplib.stump.staged import train_staged
     return train_staged(**{"m": 8, "n": 8, "seeds": [0], "beta0": 2.0, "beta_stop": 4.0,
                            "beta_end": 4.0, "steps": 5, **kw})
 
@@ -290,7 +290,7 @@ def _fit_two_term(**kw):
 
 
 def _stage_marks(**kw):
-    from stumplib.stump.frozen import stage_marks
+    from stumplib.stump.staged import stage_marks
     return stage_marks(**{"beta0": 4.0, "beta_stop": 10.0, "beta_end": 45.0, **kw})
 
 
@@ -312,7 +312,7 @@ def _bootstrap_stop_law(**kw):
 
 
 def _gain_past_stop(**kw):
-    from stumplib.stump.frozen import gain_past_stop
+    from stumplib.stump.staged import gain_past_stop
     return gain_past_stop(**{"stop_err": [2 * np.ones(2)], "end_err": [np.ones(2)], "n_boot": 10, **kw})
 
 
@@ -582,18 +582,18 @@ TABLE = [
         "shapes": [([], "shapes"), ([(8,)], r"shapes\[0\]"), ([(8, 0)], r"shapes\[0\]\[1\] \(n\)")],
         "n_corpora": [(1, "n_corpora"), ([4, 4], "n_corpora")], "n_boot": [(5, "n_boot")]}),
     ("certified.slope", _certified_slope, {"x": [("k", "x must")]}),
-    # the frozen estimator and staged training (frozen)
+    # the frozen estimator and staged training (frozen, staged)
     ("frozen.sq_errors", _sq_errors, {
         "N": [(0, "N"), (2.5, "N")], "n_ctx": [(0, "n_ctx")], "seed": [(-1, "seed")],
         "beta": [([NAN], "beta")], "taus": [([1.5], "taus")], "device": DEVICE[:1]}),
-    ("frozen.train_staged", _train_staged, {
+    ("staged.train_staged", _train_staged, {
         "m": [(0, "m")], "seeds": [([], "seeds"), ([-1], r"seeds\[0\]")],
         "frac": [(0.0, "frac"), (1.5, "frac")], "beta_stop": [(1.0, "beta_stop")]}),
     ("frozen.fit_two_term", _fit_two_term, {"y2": [(-_two_term_data()[2], "positive")]}),
-    ("frozen.stage_marks", _stage_marks, {"beta_stop": [(2.0, "beta_stop")]}),
+    ("staged.stage_marks", _stage_marks, {"beta_stop": [(2.0, "beta_stop")]}),
     ("frozen.bootstrap_stop_law", _bootstrap_stop_law, {
         "sq_runs": [(_stop_law_data()["sq_runs"][:2], "one entry")]}),
-    ("frozen.gain_past_stop", _gain_past_stop, {"end_err": [([np.ones(3)], "paired")]}),
+    ("staged.gain_past_stop", _gain_past_stop, {"end_err": [([np.ones(3)], "paired")]}),
     # the boundary profiles (boundary)
     ("boundary.profile_errors", _profile_errors, {
         "beta": [(0.0, "beta"), (NAN, "beta")],
