@@ -7,7 +7,8 @@ samplers (``tasks``), the estimator (``model``), the population loss (``populati
 ``exponents``, ``landscape``), the trainer (``trainer``), the corpus gradient and the certified
 scales (``transfer``, ``certified``), the frozen-estimator evaluations and staged training
 (``frozen``, ``staged``), the boundary profiles (``boundary``), the two-head model (``two_head``)
-and the phase model (``phase.data``, ``phase.setting``, ``phase.proximal``,
+and its verdict (``sections.two_head``) and the phase model (``phase.data``, ``phase.setting``,
+``phase.proximal``,
 ``phase.replica``, ``phase.solver``, ``phase.transition``, ``phase.attention``, ``phase.minimise``,
 ``phase.flat_window``).
 ``TABLE`` replaces one argument of a valid call; ``COMBOS`` holds arguments that are valid alone but
@@ -746,7 +747,7 @@ def _th_paired_ratio(**kw):
 
 def _th_verdict(**kw):
     from stumplib.core.stats import Estimate
-    from stumplib.stump.two_head import two_head_verdict
+    from stumplib.book.sections.two_head import two_head_verdict
     e = Estimate(3.0, 2.0, 4.0, "bootstrap")
     return two_head_verdict(**{"bayes_ratio": e, "interior_gain": e, **kw})
 
@@ -782,7 +783,7 @@ TABLE += [
     ("two_head.paired_ratio", _th_paired_ratio, {
         "n_boot": [(5, "n_boot")], "level": [(1.5, "level")],
         "den": [(-torch.ones(8, dtype=torch.float64), "den"), (torch.ones(7, dtype=torch.float64), "den")]}),
-    ("two_head.two_head_verdict", _th_verdict, {
+    ("sections.two_head.two_head_verdict", _th_verdict, {
         "gain_needed": [(0.5, "gain_needed")], "bayes_factor": [(NAN, "bayes_factor")]}),
 ]
 
