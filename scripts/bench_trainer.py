@@ -52,8 +52,10 @@ sys.path.insert(0, str(ROOT))
 from stumplib.core.device import resolve_device# noqa: E402
 from stumplib.stump.model import estimate# noqa: E402
 from stumplib.stump.tasks import sample_tasks# noqa: E402
-import stumplib.stump.trainer as trainer_module  # noqa: E402
-from stumplib.stump.trainer import RunConfig, _dense_corpora, train_gd# noqa: E402
+import stumplib.stump.fast_kernel as fast_kernel  # noqa: E402
+from stumplib.stump.corpus_grad import corpus_moments  # noqa: E402
+from stumplib.stump.fast_kernel import dense_layout  # noqa: E402
+from stumplib.stump.trainer import RunConfig, train_gd  # noqa: E402
 
 #: bytes moved per element-step by the fast kernel: read dx, write the scores (16); exp in place
 #: (16); the batched product reads the weights and six float64 features (56)
@@ -69,7 +71,7 @@ def _sync(dev: torch.device) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # the trainer before issue 12 (stumplib/trainer.py at commit 82fc7c9), kept as the reference: its
-# fused kernel lives on as stumplib.stump.trainer.corpus_moments
+# fused kernel lives on as stumplib.stump.corpus_grad.corpus_moments
 # ---------------------------------------------------------------------------------------------
 def replaced_corpora(configs: list[RunConfig], dev: torch.device) -> tuple[torch.Tensor, ...]:
     out = [sample_tasks(c.m, c.n, c.tau_lo, c.tau_hi, seed=c.seed, device=dev) for c in configs]
@@ -83,10 +85,11 @@ def replaced_train(configs: list[RunConfig], steps: int, dev: torch.device, *, w
     step as it did; no records or checks); returns the final ``(beta, b)`` of every run, shape
     ``(R, 2)``, and with ``with_loss`` also the loss at those parameters, shape ``(R,)``.
 
-    Its kernel is :func:`stumplib.stump.trainer.corpus_moments` (max-shifted softmax, two-pass centred moments,
-    two buffers), which the library keeps for :func:`stumplib.stump.trainer.corpus_grad`; the trainer
-    itself now uses the sorted fast kernel. ``tests/test_trainer.py`` imports this function as the
-    reference the fast trainer must match.
+    Its kernel is :func:`stumplib.stump.corpus_grad.corpus_moments` (max-shifted softmax, two-pass
+    centred moments, two buffers), which the library keeps for
+    :func:`stumplib.stump.corpus_grad.corpus_grad`; the trainer itself now uses the sorted fast kernel
+    (:mod:`stumplib.stump.fast_kernel`). ``tests/stump/test_trainer.py`` imports this function as
+    the reference the fast trainer must match.
     """
     tau, x, y, ny = replaced_corpora(configs, dev)
     beta = torch.tensor([c.beta0 for c in configs], dtype=torch.float64, device=dev)
@@ -94,7 +97,7 @@ def replaced_train(configs: list[RunConfig], steps: int, dev: torch.device, *, w
     lr = torch.tensor([c.lr for c in configs], dtype=torch.float64, device=dev)
     m, work = tau.shape[-1], []
     for t in range(steps + 1):
-        f, dfb, dfbb = trainer_module.corpus_moments(x, y, beta[:, None], b[:, None], ny, work)
+        f, dfb, dfbb = corpus_moments(x, y, beta[:, None], b[:, None], ny, work)
         e = f - tau
         loss = (e * e).sum(-1) / m
         if t == steps:
@@ -130,12 +133,13 @@ def trainer(configs: list[RunConfig], steps: int, dev: torch.device) -> torch.Te
 def direct_trainer(configs: list[RunConfig], steps: int, dev: torch.device) -> torch.Tensor:
     """The trainer with every step's sums computed directly (one ``exp`` pass and one product per
     step, no expansion about anchors): the kernel the expansion replaces on most steps."""
-    series = trainer_module._series_sums
-    trainer_module._series_sums = lambda lay, beta: trainer_module._direct_sums(lay["dx_k"], lay["feat_k"], beta)
+    series = fast_kernel._series_sums
+    fast_kernel._series_sums = lambda lay, beta: fast_kernel._direct_sums(lay["dx_k"], lay["feat_k"],
+                                                                          beta)
     try:
         return trainer(configs, steps, dev)
     finally:
-        trainer_module._series_sums = series
+        fast_kernel._series_sums = series
 
 
 def timed(fn) -> float:
@@ -181,7 +185,7 @@ def bench_case(R: int, m: int, n: int, start: float | None, lr: float | None, a,
     for rep in range(a.repeats + 1):  # the first round warms up
         # as many exps as trainer steps, in one timing: both equally exposed to a busy machine
         t = {"exp": sync_timed(lambda: [torch.exp(x, out=out) for _ in range(a.steps)]) / a.steps,
-             "setup": sync_timed(lambda: _dense_corpora(configs, dev, torch.float64)),
+             "setup": sync_timed(lambda: dense_layout(configs, dev, torch.float64)),
              "trainer": sync_timed(lambda: trainer(configs, a.steps, dev)),
              "direct": sync_timed(lambda: direct_trainer(configs, a.steps, dev)),
              "rsetup": sync_timed(lambda: replaced_corpora(configs, dev)),
@@ -252,7 +256,7 @@ READING = """
 **Reading.** The trainer's step (*trainer*) mostly needs no `exp` at all. Within a task only six
 sums matter (each label group's `sum dx^k e^(-beta dx)`, `k = 0, 1, 2`), and they are smooth in
 `beta`: each run keeps moments `sum dx^j e^(-beta_a dx)`, `j <= 23`, at an anchor `beta_a` and
-expands about it (`stumplib.stump.trainer._series_sums`; truncation below 1e-16 relative, parameters equal
+expands about it (`stumplib.stump.fast_kernel._series_sums`; truncation below 1e-16 relative, parameters equal
 to the direct kernel's to about 1e-15 after 5000 steps). A step is then one small batched product
 per task plus about forty small operations per task; an anchor costs about eight passes of the
 direct kernel and lasts while `|beta - beta_a| max(dx) <= 1` (placed ahead of `beta`, in the

@@ -3,13 +3,15 @@
 The ONE bad-input table of the project (every module's rows, whoever owns the module), in the order
 of the library: the chapter services (``book``, ``device``, ``stats``, ``verdicts``), the task
 samplers (``tasks``), the estimator (``model``), the population loss (``population``), the baselines
-(``baselines``), the flows and population GD (``dynamics``), the trainer (``trainer``), the corpus
-gradient and the certified scales (``transfer``, ``certified``), the frozen-estimator evaluations and
-staged training (``frozen``), the boundary profiles (``boundary``), the two-head model
-(``two_head``) and the phase model (``phase.data``, ``phase.setting``, ``phase.proximal``,
-``phase.replica``, ``phase.solver``, ``phase.crossings``, ``phase.published``, ``phase.attention``,
-``phase.problem``, ``phase.minimise``, ``phase.exact_error``, ``phase.held_theta``,
-``phase.scaling_forms``).
+(``baselines``), the flows and population GD with their exponents and landscape (``flow``,
+``exponents``, ``landscape``), the trainer (``trainer``), the corpus gradient and the certified
+scales (``transfer``, ``certified``), the frozen-estimator evaluations and staged training
+(``frozen``, ``staged``), the boundary profiles (``boundary``), the two-head model (``two_head``)
+and its verdict (``sections.two_head``) and the phase model (``phase.data``, ``phase.setting``,
+``phase.proximal``, ``phase.replica``, ``phase.solver``, ``phase.crossings``, ``phase.published``,
+``phase.attention``, ``phase.problem``, ``phase.minimise``, ``phase.decision``,
+``phase.exact_error``, ``phase.held_theta``, ``phase.scaling_forms``, ``phase.replicon``,
+``phase.overlaps``, ``phase.lowest_minima``).
 ``TABLE`` replaces one argument of a valid call; ``COMBOS`` holds arguments that are valid alone but
 not together. Internal helpers and the validators themselves (``tests/test_validation.py``) are not
 checked here; chapter parameters are checked through papermill in ``tests/test_notebooks.py``.
@@ -153,18 +155,18 @@ def _bayes(**kw):
 
 
 def _integrate_flow(**kw):
-    from stumplib.stump.dynamics import integrate_flow
+    from stumplib.stump.flow import integrate_flow
     return integrate_flow(**{"beta0": 5.0, "b0": 0.0, "t_max": 10.0, "n_records": 20, **kw})
 
 
 def _population_gd(**kw):
-    from stumplib.stump.dynamics import population_gd
+    from stumplib.stump.flow import population_gd
     return population_gd(**{"beta0": 5.0, "b0": 0.0, "lr": 1.0, "steps": 5, "n_records": 3,
                             "device": "cpu", **kw})
 
 
 def _gradient_field(**kw):
-    from stumplib.stump.dynamics import gradient_field
+    from stumplib.stump.landscape import gradient_field
     return gradient_field(**{"c_grid": [0.5, 0.9], "log10_beta_grid": [0.0, 1.0], **kw})
 
 
@@ -175,26 +177,26 @@ def _power_law_path():
 
 
 def _fit_exponent(**kw):
-    from stumplib.stump.dynamics import fit_exponent
+    from stumplib.stump.exponents import fit_exponent
     p = _power_law_path()
     return fit_exponent(**{"t": p["t"], "y": p["beta"], "t_lo": 1e4, "t_hi": 1e7, "n_windows": 20, **kw})
 
 
 def _extrapolate_exponent(**kw):
-    from stumplib.stump.dynamics import extrapolate_exponent
+    from stumplib.stump.exponents import extrapolate_exponent
     p = _power_law_path()
     return extrapolate_exponent(**{"beta": p["beta"], "local": p["local"], "beta_min": 10.0,
                                    "n_windows": 20, **kw})
 
 
 def _scale_constant(**kw):
-    from stumplib.stump.dynamics import scale_constant
+    from stumplib.stump.landscape import scale_constant
     return scale_constant(**{"tau_hi": 0.8, **kw})
 
 
 def _flow():
     """A synthetic two-run flow result on the path ``_power_law_path`` (no integration needed)."""
-    from stumplib.stump.dynamics import FlowResult
+    from stumplib.stump.flow import FlowResult
     p = _power_law_path()
     t, beta = np.concatenate([[0.0], p["t"]]), np.concatenate([[2.0], p["beta"]])[None].repeat(2, 0)
     return FlowResult(t=t, beta=beta, b=0.9 * beta, loss=beta ** -2.0, dbeta_dt=0 * beta, db_dt=0 * beta,
@@ -202,12 +204,12 @@ def _flow():
 
 
 def _interpolate_flow(**kw):
-    from stumplib.stump.dynamics import interpolate_flow
+    from stumplib.stump.flow import interpolate_flow
     return interpolate_flow(**{"result": _flow(), "t": [1.0], "run": 0, **kw})
 
 
 def _growth_share(**kw):
-    from stumplib.stump.dynamics import growth_share_at_calibration
+    from stumplib.stump.exponents import growth_share_at_calibration
     return growth_share_at_calibration(**{"result": _flow(), "t_cal": [0.0, 1e4], **kw})
 
 
@@ -271,7 +273,7 @@ def _sq_errors(**kw):
 
 
 def _train_staged(**kw):
-    from stumplib.stump.frozen import train_staged
+    from stumplib.stump.staged import train_staged
     return train_staged(**{"m": 8, "n": 8, "seeds": [0], "beta0": 2.0, "beta_stop": 4.0,
                            "beta_end": 4.0, "steps": 5, **kw})
 
@@ -290,7 +292,7 @@ def _fit_two_term(**kw):
 
 
 def _stage_marks(**kw):
-    from stumplib.stump.frozen import stage_marks
+    from stumplib.stump.staged import stage_marks
     return stage_marks(**{"beta0": 4.0, "beta_stop": 10.0, "beta_end": 45.0, **kw})
 
 
@@ -312,7 +314,7 @@ def _bootstrap_stop_law(**kw):
 
 
 def _gain_past_stop(**kw):
-    from stumplib.stump.frozen import gain_past_stop
+    from stumplib.stump.staged import gain_past_stop
     return gain_past_stop(**{"stop_err": [2 * np.ones(2)], "end_err": [np.ones(2)], "n_boot": 10, **kw})
 
 
@@ -526,8 +528,9 @@ TABLE = [
         "beta": [(NAN, "beta")], "tau_lo": [(0.8, "tau_lo")]}),  # tau_lo = tau_hi
     ("population.population_estimate", _population_estimate, {"tau": [(1.5, "tau")]}),
     ("baselines.bayes_posterior_mean", _bayes, {"tau_lo": [(0.9, "tau_lo")]}),
-    # the population flow and population GD (dynamics)
-    ("dynamics.integrate_flow", _integrate_flow, {
+    # the population flow and population GD, the exponents, the landscape (flow, exponents,
+    # landscape)
+    ("flow.integrate_flow", _integrate_flow, {
         "beta0": [(-1.0, "beta0"), (NAN, "beta0"), ([], "beta0")],
         "b0": [(INF, "b0"), ([[0.0, 1.0]], "b0"), ([], "b0"), ("x", "b0")],
         "t_max": [(0.0, "t_max"), (INF, "t_max")],
@@ -536,7 +539,7 @@ TABLE = [
         "rtol": [(0.5, "rtol")],
         "method": [("RK4", "method"), ("RK45", "method")],
         "tau_lo": [(0.9, "tau_lo")]}),
-    ("dynamics.population_gd", _population_gd, {
+    ("flow.population_gd", _population_gd, {
         "lr": [(0.0, "lr"), (NAN, "lr"), (-1.0, "lr")],
         "steps": [(0, "steps"), (2.5, "steps")],
         "n_records": [(1, "n_records")],
@@ -544,14 +547,14 @@ TABLE = [
         "max_loss_ratio": [(0.5, "max_loss_ratio")],
         "dtype": [(torch.int64, "dtype")],
         "device": DEVICE[:1]}),
-    ("dynamics.gradient_field", _gradient_field, {
+    ("landscape.gradient_field", _gradient_field, {
         "c_grid": [([], "c_grid")], "log10_beta_grid": [([1.0, 0.5], "log10_beta_grid")]}),
-    ("dynamics.fit_exponent", _fit_exponent, {
+    ("exponents.fit_exponent", _fit_exponent, {
         "t_hi": [(1.1e4, "window"), (1e3, "t_hi")]}),  # a window too short; t_hi < t_lo
-    ("dynamics.extrapolate_exponent", _extrapolate_exponent, {"beta_min": [(1e9, "beta_min")]}),
-    ("dynamics.scale_constant", _scale_constant, {"tau_hi": [(0.0, "tau_hi")]}),
-    ("dynamics.interpolate_flow", _interpolate_flow, {"run": [(5, "run")], "t": [([2e12], "t must")]}),
-    ("dynamics.growth_share_at_calibration", _growth_share, {"t_cal": [([1.0], "t_cal")]}),
+    ("exponents.extrapolate_exponent", _extrapolate_exponent, {"beta_min": [(1e9, "beta_min")]}),
+    ("landscape.scale_constant", _scale_constant, {"tau_hi": [(0.0, "tau_hi")]}),
+    ("flow.interpolate_flow", _interpolate_flow, {"run": [(5, "run")], "t": [([2e12], "t must")]}),
+    ("exponents.growth_share_at_calibration", _growth_share, {"t_cal": [([1.0], "t_cal")]}),
     # the batched GD trainer
     ("trainer.RunConfig", _run_config, {
         "m": [(0, "m")], "n": [(2.5, "n"), (2.0, "n")], "lr": [(-1.0, "lr")], "seed": [(-1, "seed")],
@@ -581,18 +584,18 @@ TABLE = [
         "shapes": [([], "shapes"), ([(8,)], r"shapes\[0\]"), ([(8, 0)], r"shapes\[0\]\[1\] \(n\)")],
         "n_corpora": [(1, "n_corpora"), ([4, 4], "n_corpora")], "n_boot": [(5, "n_boot")]}),
     ("certified.slope", _certified_slope, {"x": [("k", "x must")]}),
-    # the frozen estimator and staged training (frozen)
+    # the frozen estimator and staged training (frozen, staged)
     ("frozen.sq_errors", _sq_errors, {
         "N": [(0, "N"), (2.5, "N")], "n_ctx": [(0, "n_ctx")], "seed": [(-1, "seed")],
         "beta": [([NAN], "beta")], "taus": [([1.5], "taus")], "device": DEVICE[:1]}),
-    ("frozen.train_staged", _train_staged, {
+    ("staged.train_staged", _train_staged, {
         "m": [(0, "m")], "seeds": [([], "seeds"), ([-1], r"seeds\[0\]")],
         "frac": [(0.0, "frac"), (1.5, "frac")], "beta_stop": [(1.0, "beta_stop")]}),
     ("frozen.fit_two_term", _fit_two_term, {"y2": [(-_two_term_data()[2], "positive")]}),
-    ("frozen.stage_marks", _stage_marks, {"beta_stop": [(2.0, "beta_stop")]}),
+    ("staged.stage_marks", _stage_marks, {"beta_stop": [(2.0, "beta_stop")]}),
     ("frozen.bootstrap_stop_law", _bootstrap_stop_law, {
         "sq_runs": [(_stop_law_data()["sq_runs"][:2], "one entry")]}),
-    ("frozen.gain_past_stop", _gain_past_stop, {"end_err": [([np.ones(3)], "paired")]}),
+    ("staged.gain_past_stop", _gain_past_stop, {"end_err": [([np.ones(3)], "paired")]}),
     # the boundary profiles (boundary)
     ("boundary.profile_errors", _profile_errors, {
         "beta": [(0.0, "beta"), (NAN, "beta")],
@@ -747,7 +750,7 @@ def _th_paired_ratio(**kw):
 
 def _th_verdict(**kw):
     from stumplib.core.stats import Estimate
-    from stumplib.stump.two_head import two_head_verdict
+    from stumplib.book.sections.two_head import two_head_verdict
     e = Estimate(3.0, 2.0, 4.0, "bootstrap")
     return two_head_verdict(**{"bayes_ratio": e, "interior_gain": e, **kw})
 
@@ -783,7 +786,7 @@ TABLE += [
     ("two_head.paired_ratio", _th_paired_ratio, {
         "n_boot": [(5, "n_boot")], "level": [(1.5, "level")],
         "den": [(-torch.ones(8, dtype=torch.float64), "den"), (torch.ones(7, dtype=torch.float64), "den")]}),
-    ("two_head.two_head_verdict", _th_verdict, {
+    ("sections.two_head.two_head_verdict", _th_verdict, {
         "gain_needed": [(0.5, "gain_needed")], "bayes_factor": [(NAN, "bayes_factor")]}),
 ]
 
@@ -859,10 +862,10 @@ TABLE += [
 
 #: bad combinations of valid values: (entry point, its call, {argument: value, ...}, word)
 COMBOS = [
-    ("dynamics.integrate_flow", _integrate_flow, {"beta0": [1.0, 2.0], "b0": [0.0, 1.0, 2.0]},
+    ("flow.integrate_flow", _integrate_flow, {"beta0": [1.0, 2.0], "b0": [0.0, 1.0, 2.0]},
      "beta0 and b0"),
-    ("dynamics.integrate_flow", _integrate_flow, {"tau_lo": 0.9, "tau_hi": 0.1}, "tau_lo"),
-    ("dynamics.population_gd", _population_gd, {"beta0": [5.0, 6.0, 7.0], "lr": [1.0, 2.0]}, "lr"),
+    ("flow.integrate_flow", _integrate_flow, {"tau_lo": 0.9, "tau_hi": 0.1}, "tau_lo"),
+    ("flow.population_gd", _population_gd, {"beta0": [5.0, 6.0, 7.0], "lr": [1.0, 2.0]}, "lr"),
     ("certified.certified_scales", _certified_scales, {"shapes": [(8, 8), (16, 16)], "n_corpora": [8]},
      "n_corpora"),
     ("phase.replica.theta_profile", _theta_profile, {"rule": "sobol", "n_nodes": 6}, "n_nodes"),

@@ -58,7 +58,7 @@ def _arrays(obj) -> list[np.ndarray]:
 
 
 def _flow():
-    from stumplib.stump.dynamics import integrate_flow
+    from stumplib.stump.flow import integrate_flow
     return integrate_flow(beta0=5.0, b0=0.0, t_max=1e3, n_records=20)
 
 

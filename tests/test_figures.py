@@ -130,30 +130,33 @@ def _ch1():
 
 def _ch2():
     from stumplib.book.plots import dynamics as ch2
-    from stumplib.stump import dynamics as D
+    from stumplib.stump import exponents as EX
+    from stumplib.stump import flow as FL
+    from stumplib.stump import landscape as LA
 
     lo, hi = 0.2, 0.8
     starts = [(20.0, 20.0), (1.0, 0.0), (5.0, 5.0), (100.0, 90.0), (50.0, 25.0)]
-    flow = D.integrate_flow([s[0] for s in starts], [s[1] for s in starts], 1e7, tau_lo=lo,
-                            tau_hi=hi, n_records=45, rtol=1e-4, atol=1e-6)
-    t_cal = D.calibration_time(flow)
+    flow = FL.integrate_flow([s[0] for s in starts], [s[1] for s in starts], 1e7, tau_lo=lo,
+                             tau_hi=hi, n_records=45, rtol=1e-4, atol=1e-6)
+    t_cal = EX.calibration_time(flow)
     lb_top = np.log10(flow.beta.max()) + 0.15
-    field = D.gradient_field(np.linspace(-0.1, 1.25, 24), np.linspace(-0.35, lb_top, 20), lo, hi)
+    field = LA.gradient_field(np.linspace(-0.1, 1.25, 24), np.linspace(-0.35, lb_top, 20), lo,
+                              hi)
     yield "fig_pop_trajectory", lambda: ch2.trajectory(flow, starts, t_cal, field, lo, hi, lb_top)
     win = flow.t >= 1e3
     window = dict(t_lo=1e3, t_hi=1e7, n_windows=20, seed=0)
-    fit_b = D.fit_exponent(flow.t, flow.beta[0], **window)
-    fit_r = D.fit_exponent(flow.t, flow.rmse[0], **window)
+    fit_b = EX.fit_exponent(flow.t, flow.beta[0], **window)
+    fit_r = EX.fit_exponent(flow.t, flow.rmse[0], **window)
     local_rmse = np.gradient(np.log(flow.rmse[0][1:]), np.log(flow.t[1:]))
     yield "fig_pop_laws", lambda: ch2.laws(flow, fit_b, fit_r, flow.dlogbeta_dlogt[0], local_rmse,
                                            win, t_cal[0], hi, p_inf=0.25004, q_inf=-0.25002)
-    lam = D.hessian_max_eig(flow.beta[0], flow.b[0], lo, hi)
+    lam = LA.hessian_max_eig(flow.beta[0], flow.b[0], lo, hi)
     fracs = [0.02, 0.2, 0.9]
-    gd = D.population_gd(20.0, 20.0, [f * 2 / lam.max() for f in fracs], 100, tau_lo=lo,
-                         tau_hi=hi, n_records=30)
+    gd = FL.population_gd(20.0, 20.0, [f * 2 / lam.max() for f in fracs], 100, tau_lo=lo,
+                          tau_hi=hi, n_records=30)
     yield "fig_pop_gd", lambda: ch2.gd(flow, gd, [f * 2 / lam.max() for f in fracs], fracs)
-    other = D.integrate_flow([5.0, 20.0], [0.0, 20.0], 1e7, tau_lo=0.4, tau_hi=0.8, n_records=45,
-                             rtol=1e-4, atol=1e-6)
+    other = FL.integrate_flow([5.0, 20.0], [0.0, 20.0], 1e7, tau_lo=0.4, tau_hi=0.8,
+                              n_records=45, rtol=1e-4, atol=1e-6)
     priors = {(lo, hi): (flow, starts), (0.4, 0.8): (other, [(5.0, 0.0), (20.0, 20.0)])}
     yield "fig_pop_constants", lambda: ch2.constants(priors)
 

@@ -595,8 +595,8 @@ def test_reference_page_lists_the_public_functions(facts):
         pytest.skip("no reference.html in the built site")
     entries = set(facts("reference.html")["apiEntries"])
     missing = []
-    for mod in ("stump.model", "stump.tasks", "stump.baselines", "stump.population", "stump.dynamics",
-                "stump.boundary", "core.stats", "core.verdicts", "core.book", "core.cache", "core.style",
+    for mod in ("stump.model", "stump.tasks", "stump.baselines", "stump.population", "stump.flow",
+                "stump.exponents", "stump.landscape", "stump.boundary", "core.stats", "core.verdicts", "core.book", "core.cache", "core.style",
                 "core.validation", "core.device", "core.results_io", "core.errors"):
         m = importlib.import_module(f"stumplib.{mod}")
         for name in getattr(m, "__all__", []):

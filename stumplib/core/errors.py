@@ -8,5 +8,5 @@ __all__ = ["TrainingDiverged"]
 class TrainingDiverged(RuntimeError):
     """A training run diverged: a non-finite loss or parameter, a parameter past its bound, or the
     loss far above its initial value. Raised by the stump trainers (:func:`stumplib.stump.trainer.train_gd`,
-    :func:`stumplib.stump.dynamics.population_gd`) and by the attention trainer
+    :func:`stumplib.stump.flow.population_gd`) and by the attention trainer
     (:func:`stumplib.phase.attention.train_attention_gd`); the message names the run and the step."""

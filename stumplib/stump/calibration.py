@@ -46,7 +46,7 @@ import numpy as np
 import torch
 
 from stumplib.core.stats import Estimate, crossing, interval, resample
-from stumplib.stump.trainer import corpus_grad
+from stumplib.stump.corpus_grad import corpus_grad
 from stumplib.stump.transfer import draw_corpus_batch, population_path
 from stumplib.core.validation import check_choice, check_int, check_prior, check_real
 
@@ -56,7 +56,8 @@ __all__ = ["own_label_score", "bisection_label_score", "OwnProfile", "own_profil
 
 def _grads(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: float, c: torch.Tensor,
            work: list) -> tuple[torch.Tensor, torch.Tensor]:
-    """``dL/dbeta, dL/db`` of every corpus at ``(beta, c * beta)``, shape ``(C,)`` (trainer kernel)."""
+    """``dL/dbeta, dL/db`` of every corpus at ``(beta, c * beta)``, shape ``(C,)``
+    (:func:`stumplib.stump.corpus_grad.corpus_grad`)."""
     bt = torch.full_like(c, beta)
     _, gb, gbb = corpus_grad(x, y, tau, bt, c * beta, None, work)
     return gb, gbb
@@ -433,7 +434,7 @@ def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, 
                       max_steps: int = 60_000, steps: int | None = None, n_taus: int = 24,
                       device: Any = "cpu") -> dict[int, dict[str, np.ndarray]]:
     """Train ``n_corpora`` corpora of ``m`` tasks x ``n`` examples for each ``m`` from ``beta_T/2``
-    to ``beta_T`` (:func:`stumplib.stump.frozen.train_staged`) and measure the trained heads at ``N = 1024``
+    to ``beta_T`` (:func:`stumplib.stump.staged.train_staged`) and measure the trained heads at ``N = 1024``
     over a midpoint grid of ``n_taus`` thresholds covering the prior (cached).
 
     Parameters
@@ -451,7 +452,7 @@ def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, 
     seed : int
         Seed of the corpora (``seed + 7000 + 100 m + k``) and of the contexts (``seed + 2``).
     frac, tau_lo, tau_hi, max_steps, steps, device
-        As for :func:`stumplib.stump.frozen.train_staged`.
+        As for :func:`stumplib.stump.staged.train_staged`.
     n_taus : int
         Thresholds of the midpoint grid over the prior.
 
@@ -462,7 +463,8 @@ def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, 
     ``(corpus, n_taus)``; ``reached`` (did the run reach ``beta_T`` before the cap) and
     ``diverged`` (per corpus, diverged runs are left out of the others).
     """
-    from stumplib.stump.frozen import sq_errors, train_staged
+    from stumplib.stump.frozen import sq_errors
+    from stumplib.stump.staged import train_staged
     from stumplib.core.memo import remember
 
     ms = [check_int(f"ms[{i}]", m) for i, m in enumerate(ms)]

@@ -42,7 +42,7 @@ import torch
 
 from stumplib.core.device import DEFAULT_DTYPE, resolve_device
 from stumplib.core.stats import PowerLawFit, fit_replicates, resample
-from stumplib.stump.trainer import corpus_moments
+from stumplib.stump.corpus_grad import corpus_moments
 from stumplib.stump.transfer import (DEFAULT_LEVEL, TransferProfile, certified_interval, draw_corpus_batch,
                        population_path)
 from stumplib.core.validation import check_int, check_prior, check_real, check_shapes
@@ -123,7 +123,8 @@ def _blocked_grads(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: fl
                    b: float) -> np.ndarray:
     """Corpus gradients ``(dL/dbeta, dL/db)`` of every corpus at one point, shape ``(C, 2)``.
 
-    Equal to :func:`stumplib.stump.trainer.corpus_grad` (the same moments), summed over blocks of tasks."""
+    Equal to :func:`stumplib.stump.corpus_grad.corpus_grad` (the same moments), summed over blocks
+    of tasks."""
     C, m, n = x.shape
     X, Y, T = x.reshape(-1, n), y.reshape(-1, n), tau.reshape(-1)
     block = _BLOCK_ELEMS if x.device.type == "cpu" else 2 ** 24  # big blocks on an accelerator

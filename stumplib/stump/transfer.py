@@ -42,7 +42,7 @@ from stumplib.core.device import DEFAULT_DTYPE, resolve_device
 from stumplib.core.stats import crossing, resample
 from stumplib.stump.population import population_hessian, population_loss_and_grad
 from stumplib.stump.tasks import sample_tasks
-from stumplib.stump.trainer import corpus_grad
+from stumplib.stump.corpus_grad import corpus_grad
 from stumplib.core.validation import check_choice, check_grid, check_int, check_prior, check_real, check_shapes
 
 __all__ = [
@@ -648,7 +648,7 @@ def gd_against_flow(shapes: Sequence[tuple[int, int]], n_seeds: int, *, lr: floa
     runs reach.
     """
     from stumplib.core.memo import remember
-    from stumplib.stump.dynamics import integrate_flow
+    from stumplib.stump.flow import integrate_flow
     from stumplib.stump.trainer import RunConfig, train_gd
 
     cfg = [RunConfig(m, n, seed=seed + s, lr=lr, beta0=beta0, b0=b0, tau_lo=tau_lo, tau_hi=tau_hi)

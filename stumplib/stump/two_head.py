@@ -38,8 +38,8 @@ either freeze the combination or throw the heads). With the combination frozen a
 loop is one-head gradient descent, the same path as :func:`stumplib.stump.trainer.train_gd`.
 
 The evaluation on chapter 5's axes (:func:`sq_errors`, :func:`rule_sq_errors`,
-:func:`profile_summary`, :func:`paired_ratio`: intervals over contexts and corpora) and the verdict
-(:func:`two_head_verdict`) complete the module.
+:func:`profile_summary`, :func:`paired_ratio`: intervals over contexts and corpora) completes the
+module.
 """
 from __future__ import annotations
 
@@ -58,8 +58,7 @@ from stumplib.stump.model import check_context, estimate_and_grad_unchecked
 
 __all__ = ["FEATURES", "TERMS", "RULES", "rule", "features", "estimate", "estimate_and_grad",
            "loss_and_grad", "combination_step", "TwoHeadResult", "train_two_head", "weights",
-           "profile_errors", "sq_errors", "rule_sq_errors", "profile_summary", "paired_ratio",
-           "two_head_verdict"]
+           "profile_errors", "sq_errors", "rule_sq_errors", "profile_summary", "paired_ratio"]
 
 #: the context features of the combination, in the order of ``A``'s columns
 FEATURES = ("1", "q = n1/N", "pos = 1{n1 > 0}", "neg = 1{n0 > 0}")
@@ -352,10 +351,11 @@ def train_two_head(configs: Sequence[Any], steps: int, *, start: str | Sequence[
     ------
     TrainingDiverged
         naming the run, the step and the reason (non-finite values, a parameter beyond
-        :data:`stumplib.stump.trainer.MAX_PARAM`, a head's scale turned negative, or the loss above
+        :data:`stumplib.stump.train_loop.MAX_PARAM`, a head's scale turned negative, or the loss above
         ``max_loss_ratio`` times its initial value).
     """
-    from stumplib.stump.trainer import MAX_PARAM, RunConfig, make_corpora, record_steps
+    from stumplib.stump.train_loop import MAX_PARAM
+    from stumplib.stump.trainer import RunConfig, make_corpora, record_steps
 
     if not isinstance(configs, (list, tuple)) or not configs or not all(isinstance(c, RunConfig) for c in configs):
         raise ValueError("configs must be a non-empty list of RunConfig")
@@ -649,31 +649,3 @@ def paired_ratio(num: Any, den: Any, *, n_boot: int = 2000, level: float = 0.95,
         reps = value + (reps - value) * float(t.ppf(q, R - 1) / norm.ppf(q) * np.sqrt(R / (R - 1)))
     lo, hi = interval(reps, level)
     return Estimate(value, lo, hi, "bootstrap", level, None, n_boot)
-
-
-def two_head_verdict(bayes_ratio: Estimate, interior_gain: Estimate, *, gain_needed: float = 4.0,
-                     bayes_factor: float = 2.0):
-    """Verdict on "gradient descent finds a good combination": the rule, fixed before the numbers.
-
-    Parameters
-    ----------
-    bayes_ratio : the trained two-head model's whole-prior MSE over the Bayes MSE.
-    interior_gain : the trained one head's interior MSE over the trained two-head model's.
-    gain_needed : the interior gain required (the sharp-limit four-fold gain by default).
-    bayes_factor : the largest whole-prior ratio to Bayes that counts as close to Bayes.
-
-    Returns
-    -------
-    stumplib.book.verdicts.Verdict: ``holds`` when the gain's whole interval is at least
-    ``gain_needed`` and the ratio's whole interval at most ``bayes_factor``; ``fails`` when both are
-    wholly on the wrong side; ``undecided`` when both straddle; ``partly`` otherwise.
-    """
-    from stumplib.book.verdicts import at_least, at_most, combine
-
-    gain_needed = check_real("gain_needed", gain_needed, low=1.0)
-    bayes_factor = check_real("bayes_factor", bayes_factor, low=1.0)
-    parts = [at_least(interior_gain, gain_needed, symbol="interior gain"),
-             at_most(bayes_ratio, bayes_factor, symbol="whole-prior MSE / Bayes")]
-    return combine(parts, f"trained two heads: interior gain over one head {interior_gain:.3g} "
-                          f"(at least {gain_needed:g} required), whole-prior MSE {bayes_ratio:.3g} "
-                          f"times Bayes (at most {bayes_factor:g} required)")

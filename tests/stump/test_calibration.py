@@ -7,7 +7,7 @@ import torch
 
 from stumplib.stump.calibration import (OwnProfile, bisection_label_score, failure_probability, own_label_score,
                                   predicted_label_scores, tracking_scale)
-from stumplib.stump.trainer import corpus_grad
+from stumplib.stump.corpus_grad import corpus_grad
 from stumplib.stump.transfer import draw_corpus_batch
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from stumplib.stump import certified as ce
-from stumplib.stump.trainer import corpus_grad
+from stumplib.stump.corpus_grad import corpus_grad
 from stumplib.stump.transfer import TransferProfile, certified_scale, draw_corpus_batch, population_path
 
 

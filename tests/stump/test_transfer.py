@@ -12,7 +12,7 @@ from stumplib.stump.transfer import (TransferProfile, bootstrap_certified, calib
                                certified_scale, crossing_scale,
                                draw_corpus_batch, population_hessian, population_path, step_size_limit,
                                transfer_profile, transfer_profiles)
-from stumplib.stump.trainer import corpus_grad
+from stumplib.stump.corpus_grad import corpus_grad
 
 
 def test_calibrated_label_score_minimises_population_loss_in_b():

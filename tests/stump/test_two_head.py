@@ -230,16 +230,6 @@ def test_paired_ratio_covers_at_three_corpora():
     assert 0.90 <= hits / 300 <= 0.995
 
 
-def test_verdict_rule():
-    good_gain, bad_gain = Estimate(6.0, 5.0, 7.0, "bootstrap"), Estimate(2.0, 1.5, 2.5, "bootstrap")
-    good_bayes, bad_bayes = Estimate(1.2, 1.1, 1.4, "bootstrap"), Estimate(5.0, 4.0, 6.0, "bootstrap")
-    assert TH.two_head_verdict(good_bayes, good_gain).status == "holds"
-    assert TH.two_head_verdict(bad_bayes, bad_gain).status == "fails"
-    assert TH.two_head_verdict(bad_bayes, good_gain).status == "partly"
-    wide = Estimate(2.0, 1.0, 3.0, "bootstrap")
-    assert TH.two_head_verdict(wide, Estimate(4.0, 3.0, 5.0, "bootstrap")).status == "undecided"
-
-
 def test_evaluation_helpers_against_direct_computation():
     """sq_errors, rule_sq_errors and profile_summary against the literal estimates, model by model
     (the same operations in another order: rounding only, 1e-15 on numbers <= 1)."""

@@ -4,7 +4,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from stumplib.stump import dynamics as D
+from stumplib.stump import exponents as EX
+from stumplib.stump import flow as FL
+from stumplib.stump import landscape as LA
 from stumplib.book import style
 
 
@@ -20,16 +22,16 @@ def trajectory(flow, starts, t_cal, field, tau_lo, tau_hi, lb_top):
 
     Parameters
     ----------
-    flow : stumplib.stump.dynamics.FlowResult
+    flow : stumplib.stump.flow.FlowResult
         Gradient-flow trajectories of ``R`` runs (``c``, ``beta`` of shape ``(R, K)``); run 0 is
         the main start, drawn on top.
     starts : sequence of (float, float)
         The ``R`` starting points ``(beta0, b0)``, named in the legend.
     t_cal : array_like, shape ``(R,)``
-        Calibration time of each run (:func:`stumplib.stump.dynamics.calibration_time`); NaN or
+        Calibration time of each run (:func:`stumplib.stump.exponents.calibration_time`); NaN or
         infinite where a run never calibrates (then drawn solid throughout, without a star).
     field : dict
-        The gradient field on a grid (:func:`stumplib.stump.dynamics.gradient_field`): arrays
+        The gradient field on a grid (:func:`stumplib.stump.landscape.gradient_field`): arrays
         ``"c"``, ``"beta"``, ``"dc_dt"``, ``"dlnbeta_dt"``, ``"speed"``, each of shape
         ``(n_beta, n_c)``.
     tau_lo, tau_hi : float
@@ -61,10 +63,10 @@ def trajectory(flow, starts, t_cal, field, tau_lo, tau_hi, lb_top):
                 + (" (main)" if r == 0 else ""))
         ax.plot(c_r[0], lb_r[0], "o", color=col, ms=5, zorder=z)
         if np.isfinite(t_cal[r]):
-            bc, Bc = D.interpolate_flow(flow, [t_cal[r]], run=r)
+            bc, Bc = FL.interpolate_flow(flow, [t_cal[r]], run=r)
             ax.plot(Bc / bc, np.log10(bc), "*", color=col, ms=11, mec="k", mew=0.6, zorder=z + 1)
     bv = np.geomspace(10 / tau_hi, 10 ** lb_top, 200)
-    ax.plot(D.valley_c(bv, tau_hi), np.log10(bv), color=style.COLORS["fit"], lw=1.2, ls=":",
+    ax.plot(LA.valley_c(bv, tau_hi), np.log10(bv), color=style.COLORS["fit"], lw=1.2, ls=":",
             label=r"valley $c^*(\beta) = \tau_{hi} + \log(\tau_{hi}\beta/2)/\beta$")
     ax.axvline(tau_hi, color="k", lw=0.8)
     ax.axvspan(tau_lo, tau_hi, color="0.85", alpha=0.35, lw=0, label=r"prior $[\tau_{lo}, \tau_{hi}]$")
@@ -86,11 +88,11 @@ def laws(flow, fit_beta, fit_rmse, local, local_rmse, win, t_cal, tau_hi, p_inf=
 
     Parameters
     ----------
-    flow : stumplib.stump.dynamics.FlowResult
+    flow : stumplib.stump.flow.FlowResult
         Gradient-flow trajectories recorded at ``K`` times; run 0 is drawn.
     fit_beta, fit_rmse : PowerLawFit
         Power-law fits of ``beta(t)`` and ``RMSE(t)`` of run 0
-        (:func:`stumplib.stump.dynamics.fit_exponent`): callables of ``t`` with a ``slope``.
+        (:func:`stumplib.stump.exponents.fit_exponent`): callables of ``t`` with a ``slope``.
     local : np.ndarray, shape ``(K,)``
         Local exponent ``d log beta / d log t`` of run 0 (its first, ``t = 0``, entry skipped).
     local_rmse : np.ndarray, shape ``(K - 1,)``
@@ -119,7 +121,7 @@ def laws(flow, fit_beta, fit_rmse, local, local_rmse, win, t_cal, tau_hi, p_inf=
               label=rf"flow $\beta(t)${ext}")
     ax.loglog(tw, fit_beta(tw), color=style.COLORS["fit"], ls="--",
               label=rf"late-window fit $\propto t^{{{fit_beta.slope:.3f}}}$")
-    ax.loglog(tt, (D.scale_constant(tau_hi) * tt) ** 0.25, color="0.5", ls=":", lw=1.2,
+    ax.loglog(tt, (LA.scale_constant(tau_hi) * tt) ** 0.25, color="0.5", ls=":", lw=1.2,
               label=r"$(8t/(1+\tau_{hi}^2))^{1/4}$")
     ax.set_ylim(flow.beta[0].min() / 1.5, flow.beta[0].max() * 1.5)
     ax.set_xlabel("flow time $t$"); ax.set_ylabel(r"attention scale $\beta$")
@@ -153,9 +155,9 @@ def gd(flow, gd_res, lrs, fracs):
 
     Parameters
     ----------
-    flow : stumplib.stump.dynamics.FlowResult
+    flow : stumplib.stump.flow.FlowResult
         Gradient-flow trajectories; run 0 (the main start) is drawn up to 1.2 times GD's last time.
-    gd_res : stumplib.stump.dynamics.GDResult
+    gd_res : stumplib.stump.flow.GDResult
         Population GD from the same start with one run per step size (``t``, ``beta``, ``c`` of
         shape ``(len(lrs), K)``; ``t`` is steps times the step size).
     lrs : sequence of float
@@ -199,7 +201,7 @@ def constants(prior_flows):
     ----------
     prior_flows : dict
         Maps a prior ``(tau_lo, tau_hi)`` to ``(flow, starts)``: its
-        :class:`stumplib.stump.dynamics.FlowResult` (run 0 is drawn) and the starts (unused here).
+        :class:`stumplib.stump.flow.FlowResult` (run 0 is drawn) and the starts (unused here).
         Panel (a) marks each prior's constant ``8 / (1 + tau_hi^2)``, panel (c) the valley margin.
 
     Returns
@@ -212,12 +214,12 @@ def constants(prior_flows):
     for j, ((lo, hi), (fl, _)) in enumerate(prior_flows.items()):
         col, lab, tt = colors[j % 8], rf"prior $[{lo:g}, {hi:g}]$", fl.t[1:]
         axes[0].semilogx(tt, fl.beta[0][1:] ** 4 / tt, color=col, label=lab)
-        axes[0].axhline(D.scale_constant(hi), color=col, ls=":", lw=1.2)
+        axes[0].axhline(LA.scale_constant(hi), color=col, ls=":", lw=1.2)
         axes[1].semilogx(tt, fl.beta[0][1:] * fl.rmse[0][1:], color=col, label=lab)
-        late = (fl.t >= max(D.calibration_time(fl)[0], 1e-2)) & (fl.beta[0] > 10 / hi)
+        late = (fl.t >= max(EX.calibration_time(fl)[0], 1e-2)) & (fl.beta[0] > 10 / hi)
         axes[2].loglog(fl.t[late], fl.c[0][late] - hi, color=col, lw=1.4, alpha=0.85, label=lab)
-        axes[2].loglog(fl.t[late], D.valley_c(fl.beta[0][late], hi) - hi, color="k", ls=":", lw=1.3,
-                       label=r"$\log(\tau_{hi}\beta(t)/2)/\beta(t)$" if j == 0 else None)
+        axes[2].loglog(fl.t[late], LA.valley_c(fl.beta[0][late], hi) - hi, color="k", ls=":",
+                       lw=1.3, label=r"$\log(\tau_{hi}\beta(t)/2)/\beta(t)$" if j == 0 else None)
     axes[0].set_ylim(0, 8.5); axes[0].axhline(8, color="k", lw=0.8, ls="--", label="naive 8")
     axes[0].set_ylabel(r"$\beta^4 / t$"); style.legend(axes[0])
     axes[1].axhline(1, color="k", lw=0.8); axes[1].set_ylim(0, 1.8)
