@@ -115,7 +115,8 @@ def make_problem(d: int, seeds: Sequence[int], n: int, *, seed: int = 0, omega: 
                  sigma: float = 0.5, lam: float = 0.01, A: Any = ((0.6, 0.4), (0.4, 0.6)),
                  device: Any = "cpu", dtype: torch.dtype = torch.float64) -> Problem:
     """Draw the teachers and ``n`` samples of each seed (seed ``s`` from generator
-    ``seed * 1000 + s``; a run at ``alpha`` uses the first ``round(alpha d)`` samples).
+    ``seed * 1000 + s``; a run at ``alpha`` uses the first ``round(alpha d)`` samples). The draws
+    are made on the CPU and then moved to ``device``, so every device sees the same data.
 
     Parameters
     ----------
@@ -138,9 +139,9 @@ def make_problem(d: int, seeds: Sequence[int], n: int, *, seed: int = 0, omega: 
     A_ = check_A(A)
     q_star, Z = [], []
     for s in seeds:
-        gen = make_generator(seed * 1000 + int(s), torch.device(device))
-        q_star.append(sample_teacher(d, generator=gen, device=device, dtype=dtype))
-        Z.append(sample_tokens(n, d, sigma=sigma, generator=gen, device=device, dtype=dtype))
+        gen = make_generator(seed * 1000 + int(s), torch.device("cpu"))  # on the CPU, then moved
+        q_star.append(sample_teacher(d, generator=gen, dtype=dtype).to(device))
+        Z.append(sample_tokens(n, d, sigma=sigma, generator=gen, dtype=dtype).to(device))
     qs, Zt = torch.stack(q_star), torch.stack(Z)
     T = teacher_matrix(Zt, qs, omega=omega, A=A_)
     X = Zt + positional_encodings(d, device=device, dtype=dtype)

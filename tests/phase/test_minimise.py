@@ -392,3 +392,18 @@ def test_phase_minimisers_script_records_parameters_and_counts_a_seed_once(tmp_p
     with pytest.raises(SystemExit, match="lam"):
         script.main(["--merge", str(second), "--lam", "0.02", "--job", "16:1.0164:1",
                      "--out", str(tmp_path / "c.npz")])
+
+
+def test_make_problem_draws_on_the_cpu_from_the_seed():
+    # seed s of chapter seed k: teacher then tokens from one CPU generator seeded k * 1000 + s
+    gen = torch.Generator(device="cpu").manual_seed(2 * 1000 + 3)
+    q = torch.randn(30, generator=gen, dtype=torch.float64)
+    z = 0.5 * torch.randn(40, 2, 30, generator=gen, dtype=torch.float64)
+    pb = make_problem(30, [0, 3], 40, seed=2)
+    assert torch.equal(pb.q_star[1], q) and torch.equal(pb.Gzz[1], z @ z.transpose(-1, -2))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_make_problem_gives_cuda_the_cpu_data():
+    cpu, gpu = make_problem(30, [0, 3], 40, seed=2), make_problem(30, [0, 3], 40, seed=2, device="cuda")
+    assert torch.equal(gpu.q_star.cpu(), cpu.q_star) and torch.equal(gpu.X.cpu(), cpu.X)
