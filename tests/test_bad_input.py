@@ -8,7 +8,7 @@ gradient and the certified scales (``transfer``, ``certified``), the frozen-esti
 staged training (``frozen``), the boundary profiles (``boundary``), the two-head model
 (``two_head``) and the phase model (``phase.data``, ``phase.setting``, ``phase.proximal``,
 ``phase.replica``, ``phase.solver``, ``phase.transition``, ``phase.attention``, ``phase.minimise``,
-``phase.flat_window``).
+``phase.flat_window``), and the sweeps (``sweep.cluster``, ``sweep.store``).
 ``TABLE`` replaces one argument of a valid call; ``COMBOS`` holds arguments that are valid alone but
 not together. Internal helpers and the validators themselves (``tests/test_validation.py``) are not
 checked here; chapter parameters are checked through papermill in ``tests/test_notebooks.py``.
@@ -782,6 +782,26 @@ TABLE += [
         "den": [(-torch.ones(8, dtype=torch.float64), "den"), (torch.ones(7, dtype=torch.float64), "den")]}),
     ("two_head.two_head_verdict", _th_verdict, {
         "gain_needed": [(0.5, "gain_needed")], "bayes_factor": [(NAN, "bayes_factor")]}),
+]
+
+
+# -------------------------------------------------------------------------------- sweeps
+
+def _check_workers(**kw):
+    from stumplib.sweep.cluster import check_workers
+    return check_workers(**{"workers": 2, "scheduler": None, **kw})
+
+
+def _sweep_store(**kw):
+    from stumplib.sweep.store import Store
+    return Store(**{"path": "never_opened.npz", "kind": "test", "params": {"gtol": 1e-8}, **kw})
+
+
+TABLE += [
+    ("sweep.check_workers", _check_workers, {
+        "workers": [(-1, "workers"), (2.5, "workers"), (True, "workers")],
+        "scheduler": [(" ", "scheduler")]}),
+    ("sweep.Store", _sweep_store, {"path": [("runs.csv", "out")]}),
 ]
 
 

@@ -364,36 +364,6 @@ def test_at_alphas_selects_columns_and_marks_a_missing_alpha_as_not_run():
     assert at_alphas(read_runs(flat), [2.0]) == {}
 
 
-def test_phase_minimisers_script_records_parameters_and_counts_a_seed_once(tmp_path):
-    """The script at d = 16 and 24: a second process that adds an alpha and more seeds merges the
-    first file, runs only the missing (seed, alpha) pairs, reproduces nothing twice, and records
-    the model, the run parameters, the objective's code version and each run's source; a file at
-    another lambda is not merged."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "scripts" / "phase_minimisers.py"
-    spec = importlib.util.spec_from_file_location("phase_minimisers", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    first, second = tmp_path / "a.npz", tmp_path / "b.npz"
-    script.main(["--d", "16", "--seeds", "2", "--gd-max-d", "0", "--out", str(first)])
-    script.main(["--merge", str(first), "--job", "16,24:1.0164,1.12:0-2", "--gd-max-d", "0",
-                 "--out", str(second)])
-    with np.load(first) as a, np.load(second) as b:
-        assert list(b["d16_alphas"]) == [1.0164, 1.12, 1.25] and list(b["d16_seeds"]) == [0, 1, 2]
-        ran = b["d16_ran"]
-        assert ran.sum() == 4 + 2 * 3 - 2 and not ran[2, 2]  # seed 2 never ran at 1.25
-        np.testing.assert_array_equal(b["d16_test_error"][:2][:, [0, 2]], a["d16_test_error"])
-        assert (b["d16_source"][:2][:, [0, 2]] == 0).all() and (b["d16_source"][:, 1] == 1).all()
-        assert list(b["ds"]) == [16, 24] and b["d24_ran"].sum() == 6
-        assert float(b["lam"]) == 0.01 and float(b["omega"]) == 0.3 and b["A"].shape == (2, 2)
-        assert float(b["gtol"]) == 1e-8 and len(str(b["code_version"])) == 16 and len(b["sources"]) == 2
-    with pytest.raises(SystemExit, match="lam"):
-        script.main(["--merge", str(second), "--lam", "0.02", "--job", "16:1.0164:1",
-                     "--out", str(tmp_path / "c.npz")])
-
-
 def test_make_problem_draws_on_the_cpu_from_the_seed():
     # seed s of chapter seed k: teacher then tokens from one CPU generator seeded k * 1000 + s
     gen = torch.Generator(device="cpu").manual_seed(2 * 1000 + 3)
