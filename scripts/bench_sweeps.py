@@ -42,7 +42,6 @@ from stumplib.sweep.cluster import pin_threads  # noqa: E402
 
 if __name__ == "__main__":  # not when a test imports the script
     pin_threads()  # before numpy and torch start their thread pools
-import numpy as np  # noqa: E402
 
 BENCH = ROOT / "scripts" / "BENCH_sweeps.md"
 
@@ -133,7 +132,7 @@ def bench_minimisers(a: argparse.Namespace) -> str:
               f"2 workers / two plain processes: {rate['w2'] / rate['two']:.2f} (1 is the limit).",
               f"- LocalCluster start-up (excluded above): {statistics.median(starts['w1']):.1f} s "
               f"(1 worker), {statistics.median(starts['w2']):.1f} s (2 workers).",
-              f"- Rounds (wall s): " + "; ".join(f"{k} {', '.join(f'{x:.2f}' for x in v)}"
+              "- Rounds (wall s): " + "; ".join(f"{k} {', '.join(f'{x:.2f}' for x in v)}"
                                                  for k, v in rows.items())]
     return "\n".join(lines)
 

@@ -206,11 +206,14 @@ def run_sweep(tasks: Sequence[Task], fn: Callable[..., Any], store: Store, *, cl
                trace: str = "") -> None:
         tries = len(errors[task.id]) + 1
         if exc is None:
-            store.put(task.id, out["result"], {"attempts": tries, "errors": errors[task.id],
-                                               "seconds": round(out["seconds"], 3),
-                                               "worker": out["worker"]})
-            summary.done += 1
-        else:
+            try:
+                store.put(task.id, out["result"], {"attempts": tries, "errors": errors[task.id],
+                                                   "seconds": round(out["seconds"], 3),
+                                                   "worker": out["worker"]})
+                summary.done += 1
+            except (TypeError, ValueError) as e:  # a result the store cannot hold: a failure
+                exc, trace = e, tb.format_exc()
+        if exc is not None:
             errors[task.id].append(_error_text(exc))
             store.fail(task.id, {"attempts": tries, "errors": errors[task.id],
                                  "error": errors[task.id][-1], "traceback": trace[-8000:]})
@@ -263,7 +266,7 @@ def _distributed(todo, fn, retries, errors, record, client, store) -> None:
     ids = {t.id for t in todo}
     waiting, finished = list(todo), set()
     running: dict[str, Task] = {}
-    done_futures = as_completed()
+    done_futures = as_completed(loop=client.loop)
 
     def submit(task: Task) -> None:
         key = f"{task.id}-try{len(errors[task.id])}-{uuid.uuid4().hex[:8]}"

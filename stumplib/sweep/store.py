@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from stumplib.sweep.files import DriverLock, StoreLocked, atomic_write  # noqa: F401 (re-exported)
+from stumplib.sweep.files import DriverLock, atomic_write
 from stumplib.sweep.params import check_resume, decode, encode
 from stumplib.sweep.provenance import now
 

@@ -145,3 +145,16 @@ def test_a_worker_killed_mid_sweep_loses_nothing(tmp_path, client):
     assert int(results["t3"]["pid"][0]) != killed  # t3 itself was rescheduled on a live worker
     assert all(manifest["tasks"][t]["status"] == "done" for t in results)
     assert set(kill["done_before"]) <= set(results)
+
+
+def test_a_result_the_store_cannot_hold_is_recorded_as_a_failure(tmp_path):
+    def bad(x: float) -> dict:
+        return {"y": np.array([x])} if x else {"y": np.array([object()])}
+    store = _store(tmp_path / "s.npz")
+    try:
+        s = run_sweep([Task("t0", (0.0,)), Task("t1", (1.0,))], bad, store, progress=False)
+    finally:
+        store.close()
+    manifest, results = read_store(tmp_path / "s.npz")
+    assert (s.done, s.failed) == (1, 1) and sorted(results) == ["t1"]
+    assert "entry 'y' (object) cannot be stored" in manifest["tasks"]["t0"]["error"]
