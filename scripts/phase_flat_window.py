@@ -1,45 +1,92 @@
-"""Chapter 6's flat window: the landscape along theta at finite d and in the theory.
+"""Chapter 6's flat window: the landscape along theta at finite d and in the theory, as a sweep.
 
-At ``alpha = 1.0164`` (omega = 0.3), for each dimension ``d`` and seed, the regularised empirical
-risk is minimised with the semantic overlap ``theta = sigma^2 Q*.Q / d`` held at each value of a
-window (:func:`stumplib.phase.held_theta.landscape`: L-BFGS on the constraint plane, two sweeps,
-the lower kept), with the unconstrained minimiser from ``Q = Q*`` and the lowest minimiser found.
-The theory's constrained training loss along the same window
-(:func:`stumplib.phase.held_theory.held_theory`, one curve per scrambling of a Sobol rule) is
-computed first. Results go to ``--out`` (rewritten after each stage, so a stopped run keeps what it
-finished) with the command, the commit, the machine, the run time and every model parameter.
-Chapter 6 reads this file; its ``full`` profile recomputes it.
+At ``alpha = 1.0164`` (omega = 0.3), for each dimension ``d`` and seed (one task each,
+``stumplib.sweep``), the regularised empirical risk is minimised with the semantic overlap
+``theta = sigma^2 Q*.Q / d`` held at each value of a window
+(:func:`stumplib.phase.held_theta.landscape`: L-BFGS on the constraint plane, two sweeps, the
+lower kept), with the unconstrained minimiser from ``Q = Q*`` and the lowest minimiser found. The
+theory's constrained training loss along the same window
+(:func:`stumplib.phase.held_theory.held_theory`, one curve per scrambling of a Sobol rule) is one
+task per stage: ``theory`` (the window), ``root`` (a narrow window, a finer rule), ``control_theory``
+(a point outside the window, whose landscape is one task per seed, ``control_seed<s>``).
 
-Usage (one CPU thread):
+The store (``--out``, a ``.npz``; :mod:`stumplib.sweep.store`) records every parameter (the model
+with ``A``, ``gtol``, the windows and rules, the seed scheme, the code version of
+``stumplib.core`` and ``stumplib.phase``, the device kind) and each driver run's command, commit and
+machine; it is rewritten atomically after each task. Rerunning resumes (more seeds or stages add
+tasks); a different parameter is refused, naming it, as is a second driver on the same ``--out``.
+:func:`stumplib.sweep.readers.landscape_from_store` reads it in the layout of
+:func:`stumplib.book.runs.read_flat_window`. The committed ``PHASE_FLAT_WINDOW.npz`` (old
+layout, read by chapter 6) was made by the earlier form of this script.
 
-    OMP_NUM_THREADS=1 python3 scripts/phase_flat_window.py --d 500 1000 2000 --seeds 24 12 8 \\
-        --out scripts/PHASE_FLAT_WINDOW.npz
+Usage:
+
+    python3 scripts/phase_flat_window.py --d 500 1000 2000 --seeds 24 12 8 \\
+        --stages theory landscape root control --workers 2 --out /tmp/flat.npz
 """
 from __future__ import annotations
 
 import argparse
-import platform
-import re
-import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
-import numpy as np
-import torch
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from stumplib.sweep.cluster import pin_threads  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from stumplib.phase.held_theory import held_theory  # noqa: E402
-from stumplib.phase.held_theta import landscape  # noqa: E402
+if __name__ == "__main__":  # not when a test imports the script
+    pin_threads()  # before numpy and torch start their thread pools: --workers 0 runs like a worker
+import numpy as np  # noqa: E402
 
-A = ((0.6, 0.4), (0.4, 0.6))
+from stumplib.sweep import cli  # noqa: E402
+from stumplib.sweep.driver import Task  # noqa: E402
+from stumplib.sweep.provenance import describe_run  # noqa: E402
+from stumplib.sweep.readers import seed_task  # noqa: E402
+from stumplib.sweep.store import Store  # noqa: E402
+
+KIND = "phase_flat_window"
+SEED_SCHEME = ("make_problem: teacher then round(alpha d) token pairs from one CPU torch generator "
+               "seeded seed * 1000 + s, moved to the device; theory: Sobol scramblings from seed")
+STAGES = ("theory", "landscape", "root", "control")
 
 
-def main(argv: list[str] | None = None) -> None:
+def _model(p: dict[str, Any]) -> dict[str, Any]:
+    return dict(omega=p["omega"], sigma=p["sigma"], lam=p["lam"], A=np.asarray(p["A"]), seed=p["seed"])
+
+
+def theory_task(stage: str, p: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The held theory of one stage (``theory``, ``root`` or ``control_theory``)."""
+    from stumplib.phase.held_theory import held_theory
+
+    alpha, thetas, log2, k = {
+        "theory": (p["alpha"], p["thetas"], p["theory_log2"], p["theory_scramblings"]),
+        "root": (p["alpha"], p["root_thetas"], p["root_log2"], p["root_scramblings"]),
+        "control_theory": (p["control_alpha"], p["control_thetas"], p["theory_log2"],
+                           p["theory_scramblings"])}[stage]
+    return held_theory(alpha, np.asarray(thetas), log2_points=log2, n_scramblings=k, **_model(p))
+
+
+def landscape_task(group: str, d: int, s: int, p: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The landscape of seed ``s`` at dimension ``d`` (group ``"window"`` or ``"control"``)."""
+    from stumplib.phase.held_theta import landscape
+
+    alpha, thetas = ((p["alpha"], p["thetas"]) if group == "window"
+                     else (p["control_alpha"], p["control_thetas"]))
+    return landscape(alpha, d, [s], np.asarray(thetas), gtol=p["gtol"], device=p["device_kind"],
+                     **_model(p))
+
+
+def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Any], list[Task], int]:
+    """The arguments, checked before any work: namespace, recorded parameters, tasks, GPUs."""
+    from stumplib.core.device import resolve_device
+    from stumplib.core.validation import check_int, check_real
+    from stumplib.core.version import code_version
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--d", type=int, nargs="+", default=[500, 1000, 2000])
     ap.add_argument("--seeds", type=int, nargs="+", default=[24, 12, 8],
-                    help="seeds per dimension (one value, or one per --d)")
+                    help="seeds 0..S-1 per dimension (one value, or one per --d)")
     ap.add_argument("--alpha", type=float, default=1.0164)
     ap.add_argument("--theta-range", type=float, nargs=3, default=[0.080, 0.116, 9],
                     help="first, last held theta and their number")
@@ -48,102 +95,96 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--omega", type=float, default=0.3)
     ap.add_argument("--sigma", type=float, default=0.5)
     ap.add_argument("--lam", type=float, default=0.01)
+    ap.add_argument("--A", type=float, nargs=4, default=[0.6, 0.4, 0.4, 0.6])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gtol", type=float, default=1e-8)
-    ap.add_argument("--stages", nargs="+", default=["theory", "landscape"],
-                    choices=["theory", "landscape", "root", "control"],
+    ap.add_argument("--stages", nargs="+", default=["theory", "landscape"], choices=STAGES,
                     help="root: the theory along a narrow window with a finer rule (the second "
-                    "route to the fixed point)")
+                    "route to the fixed point); control: theory and landscape outside the window")
     ap.add_argument("--root-window", type=float, nargs=3, default=[0.0955, 0.0985, 4])
     ap.add_argument("--root-log2", type=int, default=14)
     ap.add_argument("--root-scramblings", type=int, default=4)
     ap.add_argument("--control", type=float, nargs=6, default=[2.0, 500, 8, 0.146, 0.170, 5],
                     help="control stage: alpha, d, seeds, first and last theta, their number "
                     "(a point outside the window: landscape and theory should agree there)")
-    ap.add_argument("--seed-offset", type=int, default=0,
-                    help="first seed (with --resume, new seeds join a d already in --out)")
-    ap.add_argument("--resume", action="store_true",
-                    help="keep what --out holds and add the stages run now")
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--out", default="scripts/PHASE_FLAT_WINDOW.npz")
+    ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:K (the landscape tasks)")
+    ap.add_argument("--out", default=str(ROOT / "scripts" / "PHASE_FLAT_WINDOW_SWEEP.npz"))
+    cli.add_arguments(ap)
     a = ap.parse_args(argv)
-    seeds = a.seeds * len(a.d) if len(a.seeds) == 1 else a.seeds
-    if len(seeds) != len(a.d):
-        raise SystemExit("--seeds: one value or one per --d")
-    thetas = np.linspace(a.theta_range[0], a.theta_range[1], int(a.theta_range[2]))
-    torch.set_num_threads(1)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent).stdout.strip()
-    meta = dict(command=" ".join(["python3", "scripts/phase_flat_window.py"] + sys.argv[1:]),
-                commit=commit, machine=f"{platform.node()}: {platform.processor() or platform.machine()}, "
-                f"{a.device}, torch {torch.__version__}, 1 thread")
-    model = dict(alpha=a.alpha, omega=a.omega, sigma=a.sigma, lam=a.lam, A=np.asarray(A), seed=a.seed,
-                 gtol=a.gtol, thetas=thetas)
-    out: dict[str, np.ndarray] = {}
-    t_all, t_before = time.time(), 0.0
-    if a.resume and Path(a.out).is_file():
-        with np.load(a.out) as f:
-            out = {k: np.asarray(f[k]) for k in f.files}
-        t_before = float(out.pop("seconds"))
-        old = {k: str(out.pop(k)) for k in ("command", "commit", "machine")}
-        for k in list(model):
-            v = out.pop(k)
-            if k in ("alpha", "omega", "sigma", "lam", "seed") and not np.allclose(v, model[k]):
-                raise SystemExit(f"--resume: {a.out} holds {k} = {v}, this run {model[k]}")
-            if k == "thetas":
-                model[k] = v  # the landscape's window stays the file's
-        out.update({f"{a.stages[0]}_{k}": np.asarray(v) for k, v in meta.items()})
-        meta = old
-    hk = dict(omega=a.omega, sigma=a.sigma, lam=a.lam, A=A, seed=a.seed)
+    cli.check_arguments(ap, a)
+    try:
+        sigma = check_real("sigma", a.sigma, low=0.0, low_open=True, high=100.0)
 
-    def save() -> None:
-        out["ds"] = np.asarray(sorted(int(k[1:-len("_seconds")]) for k in out
-                                      if re.fullmatch(r"d\d+_seconds", k)))
-        np.savez(a.out, **out, **{k: np.asarray(v) for k, v in meta.items()},
-                 **{k: np.asarray(v) for k, v in model.items()},
-                 seconds=np.asarray(t_before + time.time() - t_all))
+        def window(name: str, w: list[float]) -> list[float]:
+            n = check_int(f"{name} number", int(w[2]) if float(w[2]).is_integer() else w[2],
+                          minimum=2, maximum=1000)
+            lo = check_real(f"{name} first", w[0], low=0.0, low_open=True, high=sigma ** 2)
+            hi = check_real(f"{name} last", w[1], low=lo, low_open=True, high=sigma ** 2)
+            return np.linspace(lo, hi, n).tolist()
 
-    def stage(name: str, compute) -> None:
-        """Run one stage, store its results under their prefixes, save and report."""
-        t0 = time.time()
-        for prefix, r in compute().items():
-            out.update({f"{prefix}_{k}": np.asarray(v) for k, v in r.items()})
-        out[f"{name}_seconds"] = np.asarray(time.time() - t0)
-        save()
-        print(f"{name}: {time.time() - t0:.0f} s", flush=True)
+        ds = [check_int(f"d[{i}]", d, minimum=4, maximum=1_000_000) for i, d in enumerate(a.d)]
+        if len(set(ds)) != len(ds):
+            raise ValueError(f"d: each dimension once; got {ds}")
+        if len(a.seeds) not in (1, len(ds)):
+            raise ValueError(f"seeds: one value or one per --d ({len(ds)}); got {len(a.seeds)}")
+        seeds = [check_int(f"seeds[{i}]", s, minimum=1, maximum=100_000)
+                 for i, s in enumerate(a.seeds * len(ds) if len(a.seeds) == 1 else a.seeds)]
+        c_seeds = check_int("control seeds", int(a.control[2]), minimum=1, maximum=100_000)
+        device = resolve_device(a.device)
+        p = dict(alpha=check_real("alpha", a.alpha, low=0.0, low_open=True, high=100.0),
+                 omega=check_real("omega", a.omega, low=0.0, high=1.0), sigma=sigma,
+                 lam=check_real("lam", a.lam, low=0.0, high=1e3),
+                 A=np.asarray(a.A, float).reshape(2, 2), seed=check_int("seed", a.seed, minimum=0),
+                 gtol=check_real("gtol", a.gtol, low=0.0, low_open=True, high=1.0),
+                 thetas=window("theta-range", a.theta_range),
+                 theory_log2=check_int("theory_log2", a.theory_log2, minimum=4, maximum=22),
+                 theory_scramblings=check_int("theory_scramblings", a.theory_scramblings, minimum=2,
+                                              maximum=64),
+                 root_thetas=window("root-window", a.root_window),
+                 root_log2=check_int("root_log2", a.root_log2, minimum=4, maximum=22),
+                 root_scramblings=check_int("root_scramblings", a.root_scramblings, minimum=2,
+                                            maximum=64),
+                 control_alpha=check_real("control alpha", a.control[0], low=0.0, low_open=True,
+                                          high=100.0),
+                 control_d=check_int("control d", int(a.control[1]), minimum=4, maximum=1_000_000),
+                 control_thetas=window("control window", list(a.control[3:])),
+                 seed_scheme=SEED_SCHEME, code_version=code_version("core", "phase"),
+                 device_kind=device.type)
+        from stumplib.phase.setting import check_A
 
-    if "root" in a.stages:
-        rw = np.linspace(a.root_window[0], a.root_window[1], int(a.root_window[2]))
-        stage("root", lambda: {"root": held_theory(a.alpha, rw, log2_points=a.root_log2,
-                                                   n_scramblings=a.root_scramblings, **hk)})
+        check_A(p["A"])
+    except ValueError as e:
+        ap.error(str(e))
+    gpu = device.type == "cuda"
+    tasks = [Task(st, (st, p)) for st, on in (("theory", "theory"), ("root", "root"),
+                                             ("control_theory", "control")) if on in a.stages]
     if "control" in a.stages:
-        ca, cd, cs = a.control[0], int(a.control[1]), int(a.control[2])
-        cw = np.linspace(a.control[3], a.control[4], int(a.control[5]))
-        stage("control", lambda: {
-            "control_theory": held_theory(ca, cw, log2_points=a.theory_log2,
-                                          n_scramblings=a.theory_scramblings, **hk),
-            "control_land": landscape(ca, cd, list(range(cs)), cw, gtol=a.gtol, device=a.device,
-                                      **hk)})
-    if "theory" in a.stages:
-        stage("theory", lambda: {"theory": held_theory(a.alpha, thetas, log2_points=a.theory_log2,
-                                                       n_scramblings=a.theory_scramblings, **hk)})
-    for d, ns in zip(a.d, seeds) if "landscape" in a.stages else ():
-        t0 = time.time()
-        r = landscape(a.alpha, d, list(range(a.seed_offset, a.seed_offset + ns)), model["thetas"],
-                      gtol=a.gtol, device=a.device, **hk)
-        old = {k[len(f"d{d}_"):]: v for k, v in out.items() if k.startswith(f"d{d}_")}
-        if old:  # more seeds at a d already recorded: join them along the seed axis
-            if not np.allclose(old["thetas"], r["thetas"]) or set(old["seeds"]) & set(r["seeds"]):
-                raise SystemExit(f"d = {d}: the new seeds repeat old ones or the window differs")
-            r = {k: (np.concatenate([old[k], v]) if np.ndim(v) and k != "thetas" else v)
-                 for k, v in r.items()}
-        out.update({f"d{d}_{k}": np.asarray(v) for k, v in r.items()})
-        out[f"d{d}_seconds"] = np.asarray(time.time() - t0 + float(old.get("seconds", 0.0)))
-        save()
-        print(f"d={d}: {ns} seeds in {time.time() - t0:.0f} s; converged {r['converged'].mean():.3f}; "
-              f"sweeps differ {r['sweeps_differ'].mean():.3f}; free theta {r['free_theta'].mean():.4f}, "
-              f"best theta {r['best_theta'].mean():.4f}", flush=True)
+        tasks += [Task(seed_task("control", s), ("control", p["control_d"], s, p), gpu=gpu)
+                  for s in range(c_seeds)]
+    if "landscape" in a.stages:
+        tasks += [Task(seed_task(d, s), ("window", d, s, p), gpu=gpu)
+                  for d, n in sorted(zip(ds, seeds), reverse=True) for s in range(n)]
+    gpus = 0
+    if gpu and a.scheduler is None:
+        import torch
+
+        gpus = torch.cuda.device_count()
+    return a, p, tasks, gpus
+
+
+def flat_window_task(*args: Any) -> dict[str, np.ndarray]:
+    """One task: a theory stage ``(stage, params)`` or a landscape ``(group, d, seed, params)``."""
+    return theory_task(*args) if len(args) == 2 else landscape_task(*args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run (or resume) the sweep; the exit status of :func:`stumplib.sweep.cli.run`."""
+    a, p, tasks, gpus = parse(argv)
+    if gpus and a.workers is None:
+        a.workers = gpus
+    store = Store(a.out, kind=KIND, params=p, run=describe_run("scripts/phase_flat_window.py", argv))
+    return cli.run(store, tasks, flat_window_task, a, gpus=gpus)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

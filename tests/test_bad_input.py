@@ -11,7 +11,7 @@ and its verdict (``sections.two_head``) and the phase model (``phase.data``, ``p
 ``phase.proximal``, ``phase.replica``, ``phase.solver``, ``phase.crossings``, ``phase.published``,
 ``phase.attention``, ``phase.problem``, ``phase.minimise``, ``phase.decision``,
 ``phase.exact_error``, ``phase.held_theta``, ``phase.scaling_forms``, ``phase.replicon``,
-``phase.overlaps``, ``phase.lowest_minima``).
+``phase.overlaps``, ``phase.lowest_minima``), and the sweeps (``sweep.cluster``, ``sweep.store``).
 ``TABLE`` replaces one argument of a valid call; ``COMBOS`` holds arguments that are valid alone but
 not together. Internal helpers and the validators themselves (``tests/test_validation.py``) are not
 checked here; chapter parameters are checked through papermill in ``tests/test_notebooks.py``.
@@ -857,6 +857,26 @@ TABLE += [
         "thetas": [([0.1], "thetas"), ([0.1, 0.08], "thetas"), ([0.08, 0.3], r"thetas\[1\]")],
         "d": [(2, "d must")], "n_rotations": [(-1, "n_rotations")],
         "perturb_scales": [((0.0,), r"perturb_scales\[0\]")], "alpha": [(0.0, "alpha")]}),
+]
+
+
+# -------------------------------------------------------------------------------- sweeps
+
+def _check_workers(**kw):
+    from stumplib.sweep.cluster import check_workers
+    return check_workers(**{"workers": 2, "scheduler": None, **kw})
+
+
+def _sweep_store(**kw):
+    from stumplib.sweep.store import Store
+    return Store(**{"path": "never_opened.npz", "kind": "test", "params": {"gtol": 1e-8}, **kw})
+
+
+TABLE += [
+    ("sweep.check_workers", _check_workers, {
+        "workers": [(-1, "workers"), (2.5, "workers"), (True, "workers")],
+        "scheduler": [(" ", "scheduler")]}),
+    ("sweep.Store", _sweep_store, {"path": [("runs.csv", "out")]}),
 ]
 
 

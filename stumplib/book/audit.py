@@ -14,7 +14,7 @@ from stumplib.book.registry import REGISTRY, claim
 from stumplib.book.runs import read_audit
 from stumplib.core.stats import coverage_ratio_range
 
-__all__ = ["seed_agreement", "AUDIT_HEADER", "audit_rows"]
+__all__ = ["seed_agreement", "audit_code_line", "AUDIT_HEADER", "audit_rows"]
 
 
 def seed_agreement(key: str, audit: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -30,19 +30,62 @@ def seed_agreement(key: str, audit: Mapping[str, Any] | None = None) -> dict[str
     Returns
     -------
     ``{"text", "status", "agree", "seeds", "counts"}``: ``text`` is ``"5/5"`` (seeds with the
-    most common status over seeds audited) or ``"not audited"``; ``status`` that most common
-    status (``None`` when not audited); ``agree`` whether every audited seed gave it; ``counts``
-    a ``{status: seeds}`` mapping.
+    most common status over seeds audited; a seed whose chapter failed counts in the denominator:
+    ``"4/5, 1 failed"``) or ``"not audited"``; ``status`` that most common status (``None`` when
+    not audited); ``agree`` whether every audited seed gave it; ``counts`` a ``{status: seeds}``
+    mapping (``"failed"`` for failed seeds).
     """
     claim(key)
     audit = read_audit() if audit is None else audit
-    st = [s for s in audit.get("claims", {}).get(key, {}).get("status", []) if s]
-    if not st:
+    entry = audit.get("claims", {}).get(key, {})
+    st, failed = [s for s in entry.get("status", []) if s], int(entry.get("failed", 0))
+    if not st and not failed:
         return {"text": "not audited", "status": None, "agree": True, "seeds": 0, "counts": {}}
     counts = Counter(st)
-    top, n = counts.most_common(1)[0]
-    return {"text": f"{n}/{len(st)}", "status": top, "agree": n == len(st), "seeds": len(st),
-            "counts": dict(counts)}
+    top, n = counts.most_common(1)[0] if st else (None, 0)
+    if failed:
+        counts["failed"] = failed
+    total = len(st) + failed
+    return {"text": f"{n}/{total}" + (f", {failed} failed" if failed else ""), "status": top,
+            "agree": n == total, "seeds": total, "counts": dict(counts)}
+
+
+def audit_code_line(audit: Mapping[str, Any] | None = None, built: str | None = None) -> str:
+    """One line comparing the code the seed audit ran with the code the pages were built with.
+
+    Parameters
+    ----------
+    audit : Mapping[str, Any] or None
+        The seed audit (``None``: the committed one, :func:`stumplib.book.runs.read_audit`);
+        ``scripts/seed_audit.py`` records the library's ``code_version``.
+    built : str or None
+        The built code's version (``None``: :func:`stumplib.core.version.code_version` now).
+
+    Returns
+    -------
+    str
+        ``"Audited code: <hash>; built code: <hash>."`` followed by whether they are the same code,
+        and plainly when they differ or the audit does not record its code.
+    """
+    from stumplib.core.version import code_version
+
+    audit = read_audit() if audit is None else audit
+    built = code_version() if built is None else built
+    audited = audit.get("code_version")
+    line = f"Audited code: {audited or 'not recorded'}; built code: {built}."
+    reruns = sorted({str(r["code_version"]) for r in audit.get("reruns", [])
+                     if r.get("code_version") and r.get("code_version") != audited})
+    if reruns:
+        line += f" Some chapters were rerun at code {', '.join(reruns)}."
+    if not audit:
+        return line + " No seed audit is committed."
+    if not audited:
+        return line + (" The audit does not record the code it ran, so it may not describe these "
+                       "pages: rerun scripts/seed_audit.py on this code.")
+    if audited != built or reruns:
+        return line + (" They differ: the seed audit ran on other code than these pages, so its "
+                       "agreement may not hold for them; rerun scripts/seed_audit.py on this code.")
+    return line + " The same code: the audit describes these pages."
 
 
 AUDIT_HEADER = ("claim", "status per seed", "seeds agree", "key number (mean)",

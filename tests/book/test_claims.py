@@ -130,3 +130,30 @@ def test_each_landing_row_shows_its_claims_key_number_and_seed_agreement():
         shown = re.search(rf"::{c.key_number}(_text|_lo|_hi)?:", rows[c.key])  # _text: typeset
         assert shown, f"{c.key}: the row does not show {c.key_number}"
         assert f"::{c.key}_seed_agreement:s`" in rows[c.key], f"{c.key}: no seed agreement"
+
+
+def test_a_failed_seed_counts_in_the_seed_agreement():
+    audit = {"profile": "quick", "claims": {"sym_interior": {
+        "status": ["holds", "holds", None, "holds", "holds"], "failed": 1}}}
+    a = A.seed_agreement("sym_interior", audit)
+    assert a["text"] == "4/5, 1 failed" and not a["agree"] and a["counts"] == {"holds": 4, "failed": 1}
+    v = V.Verdict("holds", "the interior improves.")
+    got = K.check("sym_interior", v, profile="quick", audit=audit, glue=False)
+    assert got.status == "undecided" and "holds at 4, failed at 1" in got.sentence
+    all_failed = {"claims": {"sym_interior": {"status": [None, None], "failed": 2}}}
+    assert A.seed_agreement("sym_interior", all_failed)["text"] == "0/2, 2 failed"
+
+
+def test_the_audit_code_line_says_plainly_when_the_codes_differ():
+    same = A.audit_code_line({"code_version": "abc"}, built="abc")
+    assert same.startswith("Audited code: abc; built code: abc.") and "differ" not in same
+    other = A.audit_code_line({"code_version": "abc"}, built="def")
+    assert other.startswith("Audited code: abc; built code: def.") and "They differ" in other
+    old = A.audit_code_line({"commit": "x"}, built="def")
+    assert "Audited code: not recorded; built code: def." in old and "rerun scripts/seed_audit.py" in old
+    rerun = A.audit_code_line({"code_version": "abc", "reruns": [{"code_version": "fff"}]}, built="abc")
+    assert "rerun at code fff" in rerun and "They differ" in rerun
+    # the judging page shows the line the build record glues, computed at build time
+    assert "{glue:text}`build_record.ipynb::audit_code_line:s`" in (ROOT / "judging.md").read_text()
+    assert 'book.glue_value("audit_code_line", audit.audit_code_line(' in \
+        (ROOT / "build_record.ipynb").read_text().replace('\\"', '"')

@@ -3,7 +3,6 @@ script that records them."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
 
 from stumplib.core.stats import extrapolate_linear
@@ -94,33 +93,3 @@ def test_study_cache_is_structured_and_reloads_what_it_computed(tmp_path, monkey
                 np.testing.assert_array_equal(got[d][k], v)
     assert int(first[12]["d"]) == 12 and "gd_test_error" in first[8] and "gd_test_error" not in first[12]
     assert not [n for n in _stored_names(tmp_path) if n.startswith(("d8_", "d12_"))]
-
-
-def test_phase_minimisers_script_records_parameters_and_counts_a_seed_once(tmp_path):
-    """The script at d = 16 and 24: a second process that adds an alpha and more seeds merges the
-    first file, runs only the missing (seed, alpha) pairs, reproduces nothing twice, and records
-    the model, the run parameters, the objective's code version and each run's source; a file at
-    another lambda is not merged."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "scripts" / "phase_minimisers.py"
-    spec = importlib.util.spec_from_file_location("phase_minimisers", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    first, second = tmp_path / "a.npz", tmp_path / "b.npz"
-    script.main(["--d", "16", "--seeds", "2", "--gd-max-d", "0", "--out", str(first)])
-    script.main(["--merge", str(first), "--job", "16,24:1.0164,1.12:0-2", "--gd-max-d", "0",
-                 "--out", str(second)])
-    with np.load(first) as a, np.load(second) as b:
-        assert list(b["d16_alphas"]) == [1.0164, 1.12, 1.25] and list(b["d16_seeds"]) == [0, 1, 2]
-        ran = b["d16_ran"]
-        assert ran.sum() == 4 + 2 * 3 - 2 and not ran[2, 2]  # seed 2 never ran at 1.25
-        np.testing.assert_array_equal(b["d16_test_error"][:2][:, [0, 2]], a["d16_test_error"])
-        assert (b["d16_source"][:2][:, [0, 2]] == 0).all() and (b["d16_source"][:, 1] == 1).all()
-        assert list(b["ds"]) == [16, 24] and b["d24_ran"].sum() == 6
-        assert float(b["lam"]) == 0.01 and float(b["omega"]) == 0.3 and b["A"].shape == (2, 2)
-        assert float(b["gtol"]) == 1e-8 and len(str(b["code_version"])) == 16 and len(b["sources"]) == 2
-    with pytest.raises(SystemExit, match="lam"):
-        script.main(["--merge", str(second), "--lam", "0.02", "--job", "16:1.0164:1",
-                     "--out", str(tmp_path / "c.npz")])
