@@ -1,28 +1,31 @@
-"""Chapter 6's flat window: the landscape along theta at finite d and in the theory, as a sweep.
+"""Chapter 6's flat window and lowest minima: the landscape along theta at finite d, the lowest
+minimum of each seed, and the theory along theta, as a sweep.
 
 At ``alpha = 1.0164`` (omega = 0.3), for each dimension ``d`` and seed (one task each,
-``stumplib.sweep``), the regularised empirical risk is minimised with the semantic overlap
-``theta = sigma^2 Q*.Q / d`` held at each value of a window
-(:func:`stumplib.phase.held_theta.landscape`: L-BFGS on the constraint plane, two sweeps, the
-lower kept), with the unconstrained minimiser from ``Q = Q*`` and the lowest minimiser found. The
-theory's constrained training loss along the same window
-(:func:`stumplib.phase.held_theory.held_theory`, one curve per scrambling of a Sobol rule) is one
-task per stage: ``theory`` (the window), ``root`` (a narrow window, a finer rule), ``control_theory``
-(a point outside the window, whose landscape is one task per seed, ``control_seed<s>``).
+``stumplib.sweep``), :func:`stumplib.phase.lowest_minima.search` looks for the lowest minimum of
+the regularised empirical risk with a fixed, recorded sequence of starts: the informed start
+``Q = Q*``; the minimisers with the semantic overlap ``theta = sigma^2 Q*.Q / d`` held along a
+window (the landscape along theta: L-BFGS on the constraint plane by continuation up and down, the
+lower kept), each released; ``Q*`` rotated to the window's ends and middle; perturbations of the
+lowest minimum so far. Every start's minimum is recorded (loss, overlaps, exact test error,
+convergence, which distinct minimum), with the saturation of the search. The theory's constrained
+training loss along the same window (:func:`stumplib.phase.held_theory.held_theory`, one curve per
+scrambling of a Sobol rule) is one task per stage: ``theory`` (the window), ``root`` (a narrow
+window, a finer rule), ``control_theory`` (a point outside the window, whose seeds are searched
+too, ``control_seed<s>``).
 
 The store (``--out``, a ``.npz``; :mod:`stumplib.sweep.store`) records every parameter (the model
-with ``A``, ``gtol``, the windows and rules, the seed scheme, the code version of
-``stumplib.core`` and ``stumplib.phase``, the device kind) and each driver run's command, commit and
-machine; it is rewritten atomically after each task. Rerunning resumes (more seeds or stages add
-tasks); a different parameter is refused, naming it, as is a second driver on the same ``--out``.
-:func:`stumplib.sweep.readers.landscape_from_store` reads it in the layout of
-:func:`stumplib.book.runs.read_flat_window`. The committed ``PHASE_FLAT_WINDOW.npz`` (old
-layout, read by chapter 6) was made by the earlier form of this script.
+with ``A``, ``gtol``, the windows, the search's starts, the rules, the seed scheme, the code version
+of ``stumplib.core`` and ``stumplib.phase``, the device kind) and each driver run's command, commit
+and machine; it is rewritten atomically after each task. Rerunning resumes (more seeds or stages
+add tasks); a different parameter is refused, naming it, as is a second driver on the same
+``--out``. :func:`stumplib.sweep.readers.landscape_from_store` reads it back (the landscape in the
+layout of :func:`stumplib.book.runs.read_flat_window`, and every seed's search).
 
-Usage:
+Usage (chapter 6's recorded run, ``scripts/PHASE_LOWEST_MINIMA.md``):
 
-    python3 scripts/phase_flat_window.py --d 500 1000 2000 --seeds 24 12 8 \\
-        --stages theory landscape root control --workers 2 --out /tmp/flat.npz
+    python3 scripts/phase_flat_window.py --d 8000 4000 2000 1000 500 --seeds 8 16 16 24 24 \
+        --stages theory landscape root control --workers 2 --out scripts/PHASE_LOWEST_MINIMA.npz
 """
 from __future__ import annotations
 
@@ -49,6 +52,12 @@ KIND = "phase_flat_window"
 SEED_SCHEME = ("make_problem: teacher then round(alpha d) token pairs from one CPU torch generator "
                "seeded seed * 1000 + s, moved to the device; theory: Sobol scramblings from seed")
 STAGES = ("theory", "landscape", "root", "control")
+#: what a landscape task does (recorded with the parameters)
+SEARCH = ("stumplib.phase.lowest_minima.search: the informed start Q = Q*; the line of held theta "
+          "by continuation up and down from its minimiser, each point released; Q* rotated to the "
+          "line's ends and middle (--rotations random directions each); perturbations of the "
+          "lowest minimum so far (--perturb); random directions from numpy's generator seeded "
+          "(seed, s, d, 38) on the CPU")
 
 
 def _model(p: dict[str, Any]) -> dict[str, Any]:
@@ -68,13 +77,17 @@ def theory_task(stage: str, p: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def landscape_task(group: str, d: int, s: int, p: dict[str, Any]) -> dict[str, np.ndarray]:
-    """The landscape of seed ``s`` at dimension ``d`` (group ``"window"`` or ``"control"``)."""
-    from stumplib.phase.held_theta import landscape
+    """The lowest-minimum search of seed ``s`` at dimension ``d`` (group ``"window"`` or
+    ``"control"``): the line of held theta, its releases, rotations of ``Q*`` and perturbations
+    of the best (:func:`stumplib.phase.lowest_minima.search`), every start recorded."""
+    from stumplib.phase.lowest_minima import search
 
     alpha, thetas = ((p["alpha"], p["thetas"]) if group == "window"
                      else (p["control_alpha"], p["control_thetas"]))
-    return landscape(alpha, d, [s], np.asarray(thetas), gtol=p["gtol"], device=p["device_kind"],
-                     **_model(p))
+    r = search(alpha, d, s, np.asarray(thetas), n_rotations=p["n_rotations"],
+               perturb_scales=p["perturb_scales"], gtol=p["gtol"], same_tol=p["same_tol"],
+               device=p["device_kind"], **_model(p))
+    return {k: np.asarray(v)[None] for k, v in r.items()}  # a leading seed axis of length 1
 
 
 def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Any], list[Task], int]:
@@ -88,7 +101,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Any], l
     ap.add_argument("--seeds", type=int, nargs="+", default=[24, 12, 8],
                     help="seeds 0..S-1 per dimension (one value, or one per --d)")
     ap.add_argument("--alpha", type=float, default=1.0164)
-    ap.add_argument("--theta-range", type=float, nargs=3, default=[0.080, 0.116, 9],
+    ap.add_argument("--theta-range", type=float, nargs=3, default=[0.082, 0.112, 7],
                     help="first, last held theta and their number")
     ap.add_argument("--theory-log2", type=int, default=13)
     ap.add_argument("--theory-scramblings", type=int, default=8)
@@ -98,6 +111,12 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Any], l
     ap.add_argument("--A", type=float, nargs=4, default=[0.6, 0.4, 0.4, 0.6])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gtol", type=float, default=1e-8)
+    ap.add_argument("--rotations", type=int, default=2,
+                    help="random rotations of Q* at each of the line's ends and middle (>= 0)")
+    ap.add_argument("--perturb", type=float, nargs="*", default=[0.05, 0.1, 0.2, 0.4],
+                    help="relative sizes of the perturbations of the lowest minimum so far")
+    ap.add_argument("--same-tol", type=float, default=1e-3,
+                    help="two minimisers closer than this relative distance are one minimum")
     ap.add_argument("--stages", nargs="+", default=["theory", "landscape"], choices=STAGES,
                     help="root: the theory along a narrow window with a finer rule (the second "
                     "route to the fixed point); control: theory and landscape outside the window")
@@ -108,7 +127,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Any], l
                     help="control stage: alpha, d, seeds, first and last theta, their number "
                     "(a point outside the window: landscape and theory should agree there)")
     ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:K (the landscape tasks)")
-    ap.add_argument("--out", default=str(ROOT / "scripts" / "PHASE_FLAT_WINDOW_SWEEP.npz"))
+    ap.add_argument("--out", default=str(ROOT / "scripts" / "PHASE_LOWEST_MINIMA.npz"))
     cli.add_arguments(ap)
     a = ap.parse_args(argv)
     cli.check_arguments(ap, a)
@@ -148,6 +167,11 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Any], l
                                           high=100.0),
                  control_d=check_int("control d", int(a.control[1]), minimum=4, maximum=1_000_000),
                  control_thetas=window("control window", list(a.control[3:])),
+                 n_rotations=check_int("rotations", a.rotations, minimum=0, maximum=100),
+                 perturb_scales=[check_real(f"perturb[{i}]", e, low=0.0, low_open=True, high=10.0)
+                                 for i, e in enumerate(a.perturb)],
+                 same_tol=check_real("same-tol", a.same_tol, low=0.0, low_open=True, high=0.1),
+                 search=SEARCH,
                  seed_scheme=SEED_SCHEME, code_version=code_version("core", "phase"),
                  device_kind=device.type)
         from stumplib.phase.setting import check_A
