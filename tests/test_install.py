@@ -39,12 +39,18 @@ CHECK = textwrap.dedent(f"""
 
 @pytest.mark.slow
 def test_a_non_editable_install_runs_the_science_without_the_books_stack(tmp_path):
+    src = tmp_path / "src"  # a copy: setuptools writes build/ next to the sources it builds
+    import shutil
+
+    shutil.copytree(ROOT / "stumplib", src / "stumplib",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", src / "pyproject.toml")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     py = venv / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     build = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps",
-                            "--no-build-isolation", "--no-cache-dir", str(ROOT)],
+                            "--no-build-isolation", "--no-cache-dir", str(src)],
                            capture_output=True, text=True, env=env, cwd=tmp_path)
     assert build.returncode == 0, build.stderr[-2000:]
     run = subprocess.run([str(py), "-c", CHECK], capture_output=True, text=True, env=env,

@@ -1,1 +1,0 @@
-"""stumplib: models, exact population quantities and trainers for the softmax-attention book."""

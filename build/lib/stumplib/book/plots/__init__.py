@@ -1,1 +1,0 @@
-"""Chapter figures too long for a notebook cell (one function per figure)."""
