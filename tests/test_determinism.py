@@ -7,7 +7,7 @@
 - The other chapters are covered where their numbers come from: each library entry point behind a
   chapter's heavy results, called twice with the same seed in one process, gives bit-identical
   arrays (the trainer's own same-seed and batch-equals-one-by-one tests are in
-  ``test_trainer.py``; the phase solver's thread-independence in ``tests/test_phase.py``).
+  ``test_trainer.py``; the phase solver's thread-independence in ``tests/phase/test_solver.py``).
 
 Results files (written atomically, reloaded only on a matching configuration) are tested in
 ``test_results_io.py``.

@@ -187,35 +187,54 @@ def train_attention_gd(alphas: Sequence[float], d: int, *, seeds: Sequence[int] 
     pb = make_problem(d, seeds, max(ns), seed=seed, omega=omega, sigma=sigma, lam=lam, A=A, device=dev,
                       dtype=dtype)
     Q, mask = _initial_runs(pb, ns, inits, seed)
-    shape = (len(seeds), len(ns), len(inits))
-    rec: dict[str, list] = {"te": [], "gn": []}
 
     def test_error_now(Q_):
         return attention_test_error(Q_, pb.q_star, omega=omega, sigma=sigma, A=A, n_test=n_test,
                                     generator=make_generator(seed * 1000 + 777, dev))
 
-    bar = _progress(steps, d) if progress else None
-
-    def on_step(k, L, Q_):
-        if k in checkpoints:
-            _, g_ = pb.objective(Q_, mask)
-            rec["te"].append(test_error_now(Q_)[0].reshape(shape).cpu().numpy())
-            rec["gn"].append(g_.norm(dim=1).reshape(shape).cpu().numpy())
-        if (k % check_every == 0 or k == steps) and not bool(torch.isfinite(L).all()
-                                                            and torch.isfinite(Q_).all()):
-            raise TrainingDiverged(f"GD diverged (non-finite objective) at step {k} with lr={lr}, "
-                                   f"d={d}; lower lr")
-        if bar is not None:
-            bar.update(1)
-
-    Q = gradient_descent(pb, Q, mask, lr=lr, steps=steps, on_step=on_step)
-    if bar is not None:
-        bar.close()
-    out = _gd_outputs(pb, Q, mask, test_error_now(Q), ns, shape, lam_linear)
-    if checkpoints:
-        out.update(checkpoints=np.asarray(checkpoints), test_error_at=np.stack(rec["te"]),
-                   grad_norm_at=np.stack(rec["gn"]))
+    watch = _GDWatch(pb, mask, test_error_now, checkpoints, (len(seeds), len(ns), len(inits)),
+                     steps=steps, check_every=check_every, lr=lr, d=d, progress=progress)
+    Q = gradient_descent(pb, Q, mask, lr=lr, steps=steps, on_step=watch)
+    watch.close()
+    out = _gd_outputs(pb, Q, mask, test_error_now(Q), ns, watch.shape, lam_linear)
+    out.update(watch.recorded())
     return dict(out, alphas=np.asarray(alphas, dtype=float), n=np.asarray(ns), d=np.asarray(d))
+
+
+class _GDWatch:
+    """:func:`train_attention_gd`'s step callback: the checkpoints' test errors and gradient
+    norms, the divergence check every ``check_every`` steps, the progress bar."""
+
+    def __init__(self, pb, mask, test_error_now, checkpoints, shape, *, steps, check_every, lr, d,
+                 progress):
+        self.pb, self.mask, self.test_error_now = pb, mask, test_error_now
+        self.checkpoints, self.shape, self.steps = checkpoints, shape, steps
+        self.check_every, self.lr, self.d = check_every, lr, d
+        self.bar = _progress(steps, d) if progress else None
+        self.te: list[np.ndarray] = []
+        self.gn: list[np.ndarray] = []
+
+    def __call__(self, k: int, L: torch.Tensor, Q_: torch.Tensor) -> None:
+        if k in self.checkpoints:
+            _, g_ = self.pb.objective(Q_, self.mask)
+            self.te.append(self.test_error_now(Q_)[0].reshape(self.shape).cpu().numpy())
+            self.gn.append(g_.norm(dim=1).reshape(self.shape).cpu().numpy())
+        if (k % self.check_every == 0 or k == self.steps) and not bool(
+                torch.isfinite(L).all() and torch.isfinite(Q_).all()):
+            raise TrainingDiverged(f"GD diverged (non-finite objective) at step {k} with "
+                                   f"lr={self.lr}, d={self.d}; lower lr")
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    def recorded(self) -> dict[str, np.ndarray]:
+        if not self.checkpoints:
+            return {}
+        return dict(checkpoints=np.asarray(self.checkpoints), test_error_at=np.stack(self.te),
+                    grad_norm_at=np.stack(self.gn))
 
 
 def _progress(steps: int, d: int):

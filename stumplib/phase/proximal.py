@@ -202,7 +202,7 @@ def proximal(center: np.ndarray, t: np.ndarray, V: Any, sigma: float = 0.5, *,
     points where the loss term vanishes and from each of ``extra_starts``, and keeps, per problem,
     the start that reaches the lowest ``G``. (Centre and origin alone miss the global minimum in
     about 0.5% of random problems; with the two extra starts none was missed against a brute-force
-    grid, see ``tests/test_phase.py``.)
+    grid, see ``tests/phase/test_proximal.py``.)
 
     Parameters
     ----------

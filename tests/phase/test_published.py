@@ -23,28 +23,30 @@ def stroud_fixed_points():
     return out
 
 
-#: largest relative deviation from the published files allowed for the authors' procedure stopped by
-#: their rule (:func:`replay_authors`), per branch, at every published alpha >= 0.3: the issue's
-#: 1e-3 on the semantic branch (measured 6.1e-4); on the positional branch the measured 1.8e-3 (q,
-#: m, V), because there the published points are not where an exact-minimiser iteration stops (see
-#: ``test_published_positional_points_fail_the_stopping_rule_with_exact_minimisers``).
-#: What these numbers mean: the start of the replay (:data:`AUTHORS_START`, 4 numbers per branch)
-#: was chosen by a search that minimised exactly this deviation, so they are the best agreement the
-#: procedure reaches, not an independent confirmation: the test guards that the procedure (rule,
-#: damping, stopping rule, proximal minimisers) still reaches it from that start. How much the
-#: start matters: other starts of the same searches stopped up to 2.65e-3 (positional, the grid's
-#: best) from the files, and the exact fixed points of the same rule, which no start can move,
-#: stay within 3.5e-3 for alpha >= 1 (asserted below).
-STOPPED_TOL = {"semantic": 1e-3, "positional": 2.5e-3}
+#: the largest relative deviation from the published files of the authors' procedure stopped by
+#: their rule (:func:`replay_authors` from :data:`AUTHORS_START`), per branch, at every published
+#: alpha >= 0.3, as measured when the start was found (commits 0f7e4de and 3729e8f). The start was
+#: chosen by a search that minimised exactly this deviation, so it is **not** evidence that the
+#: procedure reproduces the files: it is the best agreement the procedure reaches (in sample). The
+#: test below therefore does not compare it with a tolerance (a tolerance set from this output
+#: would only restate it): it checks that the replay still gives these recorded values to rounding
+#: (a regression guard of the rule, damping, stopping rule and proximal minimisers). The
+#: start-free comparison is the exact fixed point of the same rule (within 3.5e-3 of the files for
+#: alpha >= 1, asserted below); chapter 6 states that the start was fitted.
+STOPPED_DEV = {"semantic": 6.108784528779942e-4, "positional": 1.8071075085569488e-3}
+#: how closely a rerun must reproduce :data:`STOPPED_DEV`, relative (6e-10 absolute on the
+#: semantic deviation: far above rounding, far below any change of the procedure)
+REPLAY_RTOL = 1e-6
 
 
 @needs_shared
 def test_stroud_rule_reproduces_the_published_fixed_points(stroud_fixed_points):
     """The authors' procedure (144-node rule, global proximal minimisers, damping 0.8, stop at
     undamped changes below 1e-4 in q, m, theta, same start for every alpha) reproduces the published
-    q, V, theta (semantic) and q, m, V (positional) within ``STOPPED_TOL`` at every published alpha
-    >= 0.3. The exact fixed points of the same rule stay within 3.5e-3 for alpha >= 1 and differ by
-    up to 0.9% (semantic) and 2.6% (positional) below."""
+    q, V, theta (semantic) and q, m, V (positional) at every published alpha >= 0.3 as far as it
+    did when its start was fitted (:data:`STOPPED_DEV`, a regression guard, not a validation). The
+    exact fixed points of the same rule, which no start can move, stay within 3.5e-3 for
+    alpha >= 1 and differ by up to 0.9% (semantic) and 2.6% (positional) below."""
     from stumplib.phase.published import replay_authors
     for br, (ref, sel, r) in stroud_fixed_points.items():
         keys = ("q", "V", "theta") if br == "semantic" else ("q", "m", "V")
@@ -54,8 +56,8 @@ def test_stroud_rule_reproduces_the_published_fixed_points(stroud_fixed_points):
         for k in keys:
             rel = np.abs(r[k] / ref[k][sel] - 1)
             assert rel[a >= 1.0].max() < 3.5e-3, (br, k, a[np.argmax(rel)], rel.max())
-            rs = np.abs(st[k] / ref[k][sel] - 1)
-            assert rs.max() < STOPPED_TOL[br], (br, k, a[np.argmax(rs)], rs.max())
+        dev = max(np.abs(st[k] / ref[k][sel] - 1).max() for k in keys)
+        assert dev == pytest.approx(STOPPED_DEV[br], rel=REPLAY_RTOL), (br, dev)
 
 
 @needs_shared
