@@ -26,14 +26,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "stumplib"
 
-#: TEMPORARY allow-list: files the integrator is splitting while this test lands (issue 30);
-#: the integrator removes this list once the split modules' docstrings pass.
-TEMPORARY_ALLOW_LIST: set[str] = set()
-#: TEMPORARY allow-list: files other engineers were editing in parallel when this test landed (issue
-#: 30: verdicts, book, the Sphinx extension, the figures); the integrator removes each entry once
-#: the merged file's docstrings pass (``python -m pytest tests/test_docstrings.py`` lists what is
-#: missing)
-OTHER_OWNERS_PENDING: set[str] = set()
 
 _SECTION = re.compile(r"^\s*([A-Z][A-Za-z ]+)\n\s*-{3,}\s*$", re.M)
 _ENTRY = re.compile(r"^(\*{0,2}[A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*\*{0,2}[A-Za-z_][A-Za-z0-9_]*)*)\s*(?::|$)")
@@ -167,10 +159,6 @@ MODULES = sorted(p for p in ROOT.rglob("*.py") if p.name != "__init__.py" or p.r
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_public_docstrings_document_every_argument_and_return(path):
-    if path.relative_to(ROOT).as_posix() in TEMPORARY_ALLOW_LIST:
-        pytest.skip("TEMPORARY_ALLOW_LIST: being split by the integrator (issue 30)")
-    if path.relative_to(ROOT).as_posix() in OTHER_OWNERS_PENDING:
-        pytest.skip("OTHER_OWNERS_PENDING: edited on another branch (issue 30)")
     problems = check_module(path)
     assert not problems, "\n".join(problems)
 

@@ -15,6 +15,14 @@ last three fixed points when they share the rule, else an Euler-Newton predictor
 one). At the accepted point :func:`jacobian_pass` takes the finite differences that the
 delta-method error (:mod:`.solver_search`) and the stability of the imposed symmetry need, on the
 first points of each scrambling (a nested net: :mod:`.solver_qmc`).
+
+The pooled solve (:func:`solve_pooled`): the Jacobian of ``F`` on the free coordinates comes from
+the neighbouring point or from finite differences (common nodes, proximal problems followed from
+their current minimisers, so the map is smooth) and is updated by Broyden's rank-one formula. The
+proximal problems are followed from the previous update's minimisers; when the residual is below
+the tolerance the update is repeated at the same point with the full multi-start search, and the
+point is accepted only if that global update also meets the tolerance (without verification, the
+point is returned with status "local": the minimisers followed, not verified to be global).
 """
 from __future__ import annotations
 
@@ -234,15 +242,8 @@ def solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, fre
                  warm: np.ndarray | None, known: np.ndarray | None, jac: np.ndarray | None,
                  max_checks: int = 6, verify_global: bool = True, alts: np.ndarray | None = None,
                  verify_first: bool = False) -> dict[str, Any]:
-    """Fixed point ``z = F(z)`` of the pooled rule by a quasi-Newton method on the free coordinates.
-
-    The Jacobian ``jac`` (free x free, of ``F``) comes from the neighbour or from finite differences
-    (common nodes, proximal problems followed from their current minimisers, so the map is smooth),
-    and is updated by Broyden's rank-one formula. The proximal problems are followed from the
-    previous update's minimisers; when the residual is below ``ftol`` (relative) the update is
-    repeated at the same point with the full multi-start search, and the point is accepted only if
-    that global update also meets the tolerance (without ``verify_global``, the point is returned
-    with status "local" at that stage: the minimisers followed, not verified to be global).
+    """Fixed point ``z = F(z)`` of the pooled rule by a quasi-Newton method on the free coordinates
+    (the method: this module's docstring, "The pooled solve").
 
     Parameters
     ----------
@@ -250,37 +251,27 @@ def solve_pooled(alpha: float, z0: np.ndarray, nodes: np.ndarray, K: int, *, fre
         The sample ratio.
     z0 : numpy.ndarray, shape ``(4,)``
         The start ``(q, m, V, theta)``.
-    nodes : numpy.ndarray, shape ``(K N, 4)``
-        The pooled rule (:func:`.solver_qmc.pooled_nodes`).
-    K : int
-        Number of scramblings.
+    nodes, K : numpy.ndarray, shape ``(K N, 4)``; int
+        The pooled rule (:func:`.solver_qmc.pooled_nodes`) and its number of scramblings.
     free : numpy.ndarray of bool, shape ``(4,)``
         The overlaps solved for.
-    branch : str
-        ``"semantic"`` or ``"positional"``.
-    kw : dict
-        The model: ``omega``, ``sigma``, ``lam``, ``A``.
-    rho : float
+    branch, kw, rho : str; dict; float
+        ``"semantic"`` or ``"positional"``; the model (``omega``, ``sigma``, ``lam``, ``A``);
         ``sigma**2``.
-    ftol : float
-        Tolerance on the scaled residual.
-    max_updates : int
-        Cap on the map evaluations (rows evaluated).
-    warm : numpy.ndarray, shape ``(K N, 2)``, or None
-        Proximal minimisers to follow (None: found by a full multi-start update first).
-    known : numpy.ndarray of bool, shape ``(K N,)``, or None
-        The nodes where ``warm`` holds a minimiser (None: all).
+    ftol, max_updates : float; int
+        Tolerance on the scaled residual; cap on the map evaluations (rows evaluated).
+    warm, known : numpy.ndarray, shapes ``(K N, 2)`` and ``(K N,)`` of bool, or None
+        Proximal minimisers to follow (None: found by a full multi-start update first), and the
+        nodes where ``warm`` holds one (None: all).
     jac : numpy.ndarray, shape ``(free, free)``, or None
         A Jacobian of ``F`` on the free overlaps to start from (None: fixed-point steps, then
         finite differences).
-    max_checks : int
-        Most global (multi-start) verifications.
-    verify_global : bool
-        Verify the global minimisers before accepting (else status ``"local"``).
+    max_checks, verify_global, verify_first : int; bool; bool
+        Most global (multi-start) verifications; verify the global minimisers before accepting
+        (else status ``"local"``); ``z0`` was already solved with followed minimisers (verify at
+        once).
     alts : numpy.ndarray, shape ``(4, K N, 2)``, optional
         The tracked starts' minimisers (:func:`.solver_qmc.pooled_update`).
-    verify_first : bool
-        ``z0`` was already solved with followed minimisers: verify at once.
 
     Returns
     -------
