@@ -39,7 +39,7 @@ from stumplib.phase.minimise import minimise
 from stumplib.phase.problem import Problem, make_problem, summaries
 
 __all__ = ["START_KINDS", "distinct_minima", "running_lowest", "saturated", "rotation_start",
-           "line_scan", "search_problem", "search", "objective_seconds"]
+           "line_scan", "search_problem", "search", "objective_seconds", "summary"]
 
 #: the kinds of start, in the order the search tries them
 START_KINDS = ("informed", "release", "rotation", "perturbation")
@@ -387,3 +387,76 @@ def search(alpha: float, d: int, s: int, thetas: Sequence[float], *, seed: int =
     return dict(out, d=np.asarray(d), alpha=np.asarray(alpha), s=np.asarray(s), n=np.asarray(n),
                 seconds=np.asarray(time.time() - t0),
                 objective_seconds=np.asarray(objective_seconds(pb, n)))
+
+
+def summary(searches: dict[int, dict[str, np.ndarray]], *, level: float = 0.95,
+            loss_tol: float = 1e-9) -> dict[str, np.ndarray]:
+    """Per dimension, the seed statistics of :func:`search` records: the lowest minima and the
+    informed start's, their difference per seed, the search's saturation and the minima counted.
+
+    Parameters
+    ----------
+    searches : dict of int to dict of np.ndarray
+        ``{d: search records with the seeds stacked}`` (arrays ``(S, K)`` per start: ``loss``,
+        ``theta``, ``test_error``, ``converged``, ``label``; ``(S,)``: ``lowest``, ``saturated``,
+        ``n_distinct``, ``seconds``, ``objective_seconds``).
+    level : float
+        Level of the Student intervals over seeds, in ``(0, 1)``.
+    loss_tol : float
+        The informed start's minimum counts as higher than the lowest when its loss exceeds the
+        lowest's by more than this, relative.
+
+    Returns
+    -------
+    dict of np.ndarray, each of shape ``(D,)``
+        ``ds``; ``seeds`` (seeds searched) and ``seeds_ok`` (whose informed and lowest minima
+        converged); for ``which`` in ``lowest``, ``informed``: ``<which>_test_error`` and
+        ``<which>_theta`` (seed means) with ``_se`` (standard errors); ``theta_gap`` (informed
+        minus lowest, paired, mean) with ``theta_gap_se``, ``theta_gap_lo``, ``theta_gap_hi``
+        (Student interval); ``share_lower`` (share of seeds whose lowest minimum lies below the
+        informed start's); ``saturated`` (share of seeds whose lowest minimum was found in the
+        first half of the starts); ``distinct_mean``, ``distinct_max`` (minima found per seed);
+        ``seconds`` (mean seconds per seed); ``objective_seconds`` (one objective and gradient,
+        median over seeds).
+    """
+    from scipy.stats import t as student
+
+    check_real("level", level, low=0.0, low_open=True, high=1.0, high_open=True)
+    ds = sorted(int(d) for d in searches)
+    if not ds:
+        raise ValueError("searches must hold at least one d")
+    keys = ("seeds", "seeds_ok", "lowest_test_error", "lowest_test_error_se", "lowest_theta",
+            "lowest_theta_se", "informed_test_error", "informed_test_error_se", "informed_theta",
+            "informed_theta_se", "theta_gap", "theta_gap_se", "theta_gap_lo", "theta_gap_hi",
+            "share_lower", "saturated", "distinct_mean", "distinct_max", "seconds",
+            "objective_seconds")
+    out = {k: np.full(len(ds), np.nan) for k in keys}
+    for i, d in enumerate(ds):
+        r = searches[d]
+        loss, ok = np.asarray(r["loss"], float), np.asarray(r["converged"], bool)
+        S_ = loss.shape[0]
+        lo = np.asarray(r["lowest"], int).reshape(S_)
+        rows = np.arange(S_)
+        good = (lo >= 0) & ok[:, 0] & ok[rows, np.maximum(lo, 0)]
+        out["seeds"][i], out["seeds_ok"][i] = S_, good.sum()
+        for which, idx in (("lowest", np.maximum(lo, 0)), ("informed", np.zeros(S_, int))):
+            for k in ("test_error", "theta"):
+                v = np.asarray(r[k], float)[rows, idx][good]
+                out[f"{which}_{k}"][i] = v.mean() if v.size else np.nan
+                out[f"{which}_{k}_se"][i] = v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 \
+                    else np.nan
+        th = np.asarray(r["theta"], float)
+        gap = (th[:, 0] - th[rows, np.maximum(lo, 0)])[good]
+        if gap.size > 1:
+            se = gap.std(ddof=1) / math.sqrt(gap.size)
+            q = float(student.ppf(0.5 + level / 2, gap.size - 1))
+            out["theta_gap"][i], out["theta_gap_se"][i] = gap.mean(), se
+            out["theta_gap_lo"][i], out["theta_gap_hi"][i] = gap.mean() - q * se, gap.mean() + q * se
+        lower = loss[rows, np.maximum(lo, 0)] < loss[:, 0] - loss_tol * np.abs(loss[:, 0])
+        out["share_lower"][i] = lower[good].mean() if good.any() else np.nan
+        out["saturated"][i] = np.asarray(r["saturated"], bool).reshape(S_).mean()
+        nd = np.asarray(r["n_distinct"], float).reshape(S_)
+        out["distinct_mean"][i], out["distinct_max"][i] = nd.mean(), nd.max()
+        out["seconds"][i] = np.asarray(r["seconds"], float).mean()
+        out["objective_seconds"][i] = float(np.median(r["objective_seconds"]))
+    return dict(out, ds=np.asarray(ds))
