@@ -12,7 +12,8 @@ returns its "no run" value where the file is absent.
   :func:`deciding_run` (checked against the page's model), :func:`read_minimisers` (the complete
   file with the largest ``d``), and their parts :func:`read_runs`, :func:`run_parameters`,
   :func:`parameter_mismatches`;
-- chapter 6's flat-window run (``scripts/phase_flat_window.py``): :func:`read_flat_window`.
+- chapter 6's flat-window and lowest-minimum run (``scripts/phase_flat_window.py``, a sweep store):
+  :func:`read_flat_window`.
 
 A reader never fills a parameter the file did not record with the page's value: it says that
 the parameter is missing (and :func:`deciding_run` refuses such a file when asked to check it).
@@ -41,8 +42,8 @@ AUDIT_NAME = "SEED_AUDIT.json"
 DECIDING_RUN_NAME = "PHASE_MINIMISERS_4000.npz"
 #: the recorded minimiser runs, in order of preference (the extended deciding run first)
 MINIMISER_NAMES = (DECIDING_RUN_NAME, "PHASE_MINIMISERS.npz")
-#: the flat window's recorded run (``scripts/phase_flat_window.py``)
-FLAT_WINDOW_NAME = "PHASE_FLAT_WINDOW.npz"
+#: the flat window's and the lowest minima's recorded run (``scripts/phase_flat_window.py``)
+FLAT_WINDOW_NAME = "PHASE_LOWEST_MINIMA.npz"
 #: the model parameters a stored run must share with the page that reads it
 RUN_PARAMETERS = ("omega", "sigma", "lam", "A")
 
@@ -280,42 +281,32 @@ def read_minimisers(paths: Sequence[str | os.PathLike] | None = None
 
 
 def read_flat_window(path: str | os.PathLike | None = None) -> dict[str, Any] | None:
-    """Chapter 6's recorded flat-window run (:data:`FLAT_WINDOW_NAME` under :func:`runs_dir`, or
-    ``path``), or ``None``.
+    """Chapter 6's recorded flat-window and lowest-minimum run (:data:`FLAT_WINDOW_NAME` under
+    :func:`runs_dir`, or ``path``: the store of ``scripts/phase_flat_window.py``), or ``None``.
 
     Parameters
     ----------
     path : str, os.PathLike or None
-        The ``.npz`` file written by ``scripts/phase_flat_window.py`` (default
-        :data:`FLAT_WINDOW_NAME` under :func:`runs_dir`); ``None`` is returned when it is not a
-        file.
+        The store (default :data:`FLAT_WINDOW_NAME` under :func:`runs_dir`); ``None`` is returned
+        when it is not a file.
 
     Returns
     -------
     dict or None
-        ``{"landscape": {d: landscape output}, "theory": held_theory output, "meta": {command,
-        commit, machine, seconds and the model: alpha, omega, sigma, lam, seed, gtol, thetas,
-        where recorded; missing: the names of those not recorded}}`` (``theory`` ``None`` if the
-        run did not reach it), and ``root``: the theory on the narrow window of the ``root``
-        stage (``None`` without it), and ``control``: ``{"theory": held_theory output,
-        "landscape": landscape output}`` at the control point outside the window (``None``
-        without it); the outputs are those of :func:`stumplib.phase.held_theta.landscape` and
-        :func:`stumplib.phase.held_theory.held_theory`.
+        :func:`stumplib.sweep.readers.landscape_from_store`'s output: ``landscape`` (``{d: the
+        layout of stumplib.phase.held_theta.landscape over the seeds done, and "search": every
+        seed's lowest-minimum search}``), ``theory``, ``root`` (held-theory outputs, ``None`` where
+        not run), ``control`` (``{"theory", "landscape"}`` or ``None``), ``store`` (the manifest:
+        parameters, runs, tasks) and ``meta`` (the first run's ``command``, ``commit``,
+        ``machine``, the tasks' ``seconds``, the model and window where recorded, and
+        ``missing``: the names of those not recorded).
     """
+    from stumplib.sweep.readers import landscape_from_store
+
     p = Path(path) if path is not None else run_file(FLAT_WINDOW_NAME)
     if not p.is_file():
         return None
-    with np.load(p) as f:
-        flat = {k: np.asarray(f[k]) for k in f.files}
-    ds = [int(d) for d in np.atleast_1d(flat.get("ds", []))]
-    land = {d: {k[len(f"d{d}_"):]: v for k, v in flat.items() if k.startswith(f"d{d}_")}
-            for d in ds}
-    th, root, c_th, c_land = ({k[len(p):]: v for k, v in flat.items() if k.startswith(p)} or None
-                              for p in ("theory_", "root_", "control_theory_", "control_land_"))
-    keys = ("command", "commit", "machine", "seconds", "alpha", "omega", "sigma", "lam", "seed",
-            "gtol", "thetas")
-    meta: dict[str, Any] = {k: (str(flat[k]) if k in ("command", "commit", "machine") else flat[k])
-                            for k in keys if k in flat}
-    meta["missing"] = [k for k in keys if k not in flat]
-    return dict(landscape=land, theory=th, root=root, meta=meta,
-                control=dict(theory=c_th, landscape=c_land) if c_th and c_land else None)
+    out = landscape_from_store(p)
+    keys = ("alpha", "omega", "sigma", "lam", "seed", "gtol", "A", "thetas")
+    out["meta"]["missing"] = [k for k in keys if k not in out["meta"]]
+    return out

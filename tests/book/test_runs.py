@@ -150,7 +150,7 @@ def test_committed_runs_read_back_and_their_folder_can_be_elsewhere(monkeypatch,
     assert meta["path"].endswith(runs.DECIDING_RUN_NAME) and meta["missing"] == []
     assert (meta["sigma"], meta["lam"], meta["omega"]) == (0.5, 0.01, 0.3) and max(got) == 4000
     fw = read_flat_window()
-    assert sorted(fw["landscape"]) == [500, 1000, 2000, 4000] and fw["theory"] is not None
+    assert sorted(fw["landscape"]) == [500, 1000, 2000, 4000, 8000] and fw["theory"] is not None
     assert fw["root"] is not None and fw["control"] is not None
     assert float(fw["meta"]["sigma"]) == 0.5 and float(fw["meta"]["lam"]) == 0.01
     assert fw["meta"]["missing"] == []
@@ -159,14 +159,33 @@ def test_committed_runs_read_back_and_their_folder_can_be_elsewhere(monkeypatch,
     assert deciding_run(runs.runs_dir() / "x.npz") is None
 
 
-def test_read_flat_window_names_what_a_file_did_not_record(tmp_path):
-    """A flat-window file with one ``d`` and no theory or model: the landscape reads back, the
-    stages not run are ``None`` and the model's parameters are named as missing."""
-    np.savez(tmp_path / "fw.npz", ds=np.array([60]), command="python3 x.py", commit="c",
-             machine="m", seconds=2.0, d60_train_loss=np.ones((2, 4)), d60_thetas=np.arange(4.0))
+def test_read_flat_window_reads_a_search_store_and_names_what_it_did_not_record(tmp_path):
+    """A store of lowest-minimum searches at one ``d`` and no theory, which records no model: the
+    landscape reads back in the landscape layout with every seed's search, the informed start's
+    minimum as ``free`` and the lowest as ``best``; the stages not run are ``None`` and the
+    model's parameters are named as missing."""
+    from stumplib.sweep.readers import seed_task
+    from stumplib.sweep.store import Store
+
+    th = np.array([0.09, 0.1, 0.11])
+
+    def one(seed):  # two starts: the informed one and one lower for seed 1
+        low = 0.5 if seed else 1.0
+        return {k: np.asarray(v)[None] for k, v in dict(
+            line_theta=th, line_loss=np.full(3, 1.0 + seed), line_q=np.ones(3), line_m=np.zeros(3),
+            line_test_error=np.ones(3), line_converged=np.ones(3, bool),
+            line_sweeps_differ=np.zeros(3, bool), start_kind=np.array(["informed", "release"]),
+            loss=np.array([1.0, low]), theta=np.array([0.1, 0.09]), q=np.ones(2), m=np.zeros(2),
+            test_error=np.array([3e-3, 2.9e-3]), converged=np.ones(2, bool),
+            lowest=np.array(int(seed)), d=np.array(60), alpha=np.array(1.0164)).items()}
+    with Store(tmp_path / "fw.npz", kind="phase_flat_window", params={"thetas": th}) as st:
+        for seed in (0, 1):
+            st.put(seed_task(60, seed), one(seed), {"seconds": 2.0})
     fw = read_flat_window(tmp_path / "fw.npz")
-    assert sorted(fw["landscape"][60]) == ["thetas", "train_loss"]
+    land = fw["landscape"][60]
+    assert land["train_loss"].shape == (2, 3) and land["search"]["loss"].shape == (2, 2)
+    assert land["free_train_loss"].tolist() == [1.0, 1.0]
+    assert land["best_train_loss"].tolist() == [1.0, 0.5] and land["best_theta"][1] == 0.09
     assert fw["theory"] is None and fw["root"] is None and fw["control"] is None
-    assert fw["meta"]["command"] == "python3 x.py" and "sigma" not in fw["meta"]
     assert {"alpha", "omega", "sigma", "lam"} <= set(fw["meta"]["missing"])
     assert read_flat_window(tmp_path / "none.npz") is None
