@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -39,7 +39,8 @@ from stumplib.phase.minimise import minimise
 from stumplib.phase.problem import Problem, make_problem, summaries
 
 __all__ = ["START_KINDS", "distinct_minima", "running_lowest", "saturated", "rotation_start",
-           "line_scan", "search_problem", "search", "objective_seconds", "summary"]
+           "line_scan", "search_problem", "search", "search_seeds", "objective_seconds", "summary",
+           "as_landscape"]
 
 #: the kinds of start, in the order the search tries them
 START_KINDS = ("informed", "release", "rotation", "perturbation")
@@ -460,3 +461,74 @@ def summary(searches: dict[int, dict[str, np.ndarray]], *, level: float = 0.95,
         out["seconds"][i] = np.asarray(r["seconds"], float).mean()
         out["objective_seconds"][i] = float(np.median(r["objective_seconds"]))
     return dict(out, ds=np.asarray(ds))
+
+
+def as_landscape(r: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The landscape layout of :func:`stumplib.phase.held_theta.landscape` from the records of
+    :func:`stumplib.phase.lowest_minima.search` (seeds stacked): the line of held theta, the
+    informed start's minimum as ``free_*`` and the lowest minimum found as ``best_*``.
+
+    Parameters
+    ----------
+    r : mapping of np.ndarray
+        Stacked search records: ``line_*`` (S, T), per-start ``loss``, ``theta``, ``q``, ``m``,
+        ``test_error``, ``converged`` (S, K), ``lowest`` (S,), ``line_theta`` (T,).
+
+    Returns
+    -------
+    dict of np.ndarray
+        ``thetas`` (T,); (S, T) ``train_loss``, ``q``, ``m``, ``test_error``, ``converged``,
+        ``sweeps_differ``; (S,) ``free_<k>`` and ``best_<k>`` for ``k`` in ``theta``,
+        ``train_loss``, ``q``, ``m``, ``test_error``, ``converged``.
+    """
+    out = {"thetas": np.asarray(r["line_theta"]),
+           "train_loss": np.asarray(r["line_loss"]), "q": np.asarray(r["line_q"]),
+           "m": np.asarray(r["line_m"]), "test_error": np.asarray(r["line_test_error"]),
+           "converged": np.asarray(r["line_converged"], bool),
+           "sweeps_differ": np.asarray(r["line_sweeps_differ"], bool)}
+    S_ = np.asarray(r["loss"]).shape[0]
+    lowest = np.asarray(r["lowest"], int).reshape(S_)
+    for which, idx in (("free", np.zeros(S_, int)), ("best", np.maximum(lowest, 0))):
+        for k, src in (("theta", "theta"), ("train_loss", "loss"), ("q", "q"), ("m", "m"),
+                       ("test_error", "test_error"), ("converged", "converged")):
+            v = np.asarray(r[src])[np.arange(S_), idx]
+            out[f"{which}_{k}"] = v.astype(bool) if k == "converged" else v
+    return out
+
+
+def search_seeds(alpha: float, d: int, seeds: Sequence[int], thetas: Sequence[float], *,
+                 progress: bool = False, **kw: Any) -> dict[str, np.ndarray]:
+    """:func:`search` for several seeds, their records stacked (the layout a sweep store reads
+    back in: a leading seed axis), with ``seeds``.
+
+    Parameters
+    ----------
+    alpha, d : float, int
+        As :func:`search`.
+    seeds : sequence of int, length ``S``
+        Seed offsets (at least one).
+    thetas : sequence of float
+        The line of held overlaps.
+    progress : bool
+        Show a tqdm bar over seeds.
+    **kw : Any
+        Passed to :func:`search`.
+
+    Returns
+    -------
+    dict of np.ndarray
+        Per-start arrays ``(S, K)``, per-line arrays ``(S, T)``, per-seed ``(S,)``; ``line_theta``
+        ``(T,)``, ``start_kind`` ``(K,)``, ``d``, ``alpha``, ``seeds``.
+    """
+    seeds = [check_int(f"seeds[{i}]", s, minimum=0) for i, s in enumerate(seeds)]
+    if not seeds:
+        raise ValueError("seeds must hold at least one seed offset; got none")
+    it = seeds
+    if progress:
+        from tqdm.auto import tqdm
+        it = tqdm(seeds, desc=f"lowest minima, d = {d}")
+    recs = [search(alpha, d, s, thetas, **kw) for s in it]
+    shared = ("line_theta", "start_kind", "d", "alpha", "n", "informed")
+    out = {k: np.stack([np.asarray(r[k]) for r in recs]) for k in recs[0] if k not in shared}
+    out.update({k: np.asarray(recs[0][k]) for k in shared})
+    return dict(out, seeds=np.asarray(seeds))

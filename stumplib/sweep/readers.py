@@ -24,8 +24,7 @@ from stumplib.sweep.params import decode
 from stumplib.sweep.store import read_store
 
 __all__ = ["seed_task", "parse_seed_task", "omega_task", "store_meta", "minimiser_runs_from_store",
-           "landscape_from_store", "search_as_landscape", "diagram_from_store", "merge_diagrams",
-           "stack_seeds"]
+           "landscape_from_store", "diagram_from_store", "merge_diagrams", "stack_seeds"]
 
 _SEED_TASK = re.compile(r"(?:d(\d+)|([a-z]+))_seed(\d+)")
 
@@ -236,14 +235,16 @@ def landscape_from_store(path: str | os.PathLike) -> dict[str, Any]:
         ds = parse_seed_task(tid)
         if ds is not None:
             groups.setdefault(ds[0], {})[ds[1]] = tid
-    shared = ("thetas", "d", "alpha", "line_theta", "start_kind", "informed")
+    shared = ("thetas", "d", "alpha", "line_theta", "start_kind", "informed", "n")
 
     def join(g: int | str) -> dict[str, np.ndarray]:
         ids = [groups[g][s] for s in sorted(groups[g])]
         out = stack_seeds([results[t] for t in ids], shared=shared)
         out["seconds"] = np.asarray(sum(tasks[t].get("seconds") or 0.0 for t in ids))
         if "line_theta" in out:  # a lowest-minimum search: the landscape's layout, and the search
-            out = dict(search_as_landscape(out), search=out, seconds=out["seconds"])
+            from stumplib.phase.lowest_minima import as_landscape
+
+            out = dict(as_landscape(out), search=out, seconds=out["seconds"])
         out.setdefault("seeds", np.asarray(sorted(groups[g])))
         return out
 
@@ -319,35 +320,3 @@ def merge_diagrams(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.nd
             out.setdefault(k, []).append(np.full(v.shape, i) if k == "pt_w" else v)
     return {k: np.concatenate(v) for k, v in out.items()}
 
-
-def search_as_landscape(r: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The landscape layout of :func:`stumplib.phase.held_theta.landscape` from the records of
-    :func:`stumplib.phase.lowest_minima.search` (seeds stacked): the line of held theta, the
-    informed start's minimum as ``free_*`` and the lowest minimum found as ``best_*``.
-
-    Parameters
-    ----------
-    r : mapping of np.ndarray
-        Stacked search records: ``line_*`` (S, T), per-start ``loss``, ``theta``, ``q``, ``m``,
-        ``test_error``, ``converged`` (S, K), ``lowest`` (S,), ``line_theta`` (T,).
-
-    Returns
-    -------
-    dict of np.ndarray
-        ``thetas`` (T,); (S, T) ``train_loss``, ``q``, ``m``, ``test_error``, ``converged``,
-        ``sweeps_differ``; (S,) ``free_<k>`` and ``best_<k>`` for ``k`` in ``theta``,
-        ``train_loss``, ``q``, ``m``, ``test_error``, ``converged``.
-    """
-    out = {"thetas": np.asarray(r["line_theta"]),
-           "train_loss": np.asarray(r["line_loss"]), "q": np.asarray(r["line_q"]),
-           "m": np.asarray(r["line_m"]), "test_error": np.asarray(r["line_test_error"]),
-           "converged": np.asarray(r["line_converged"], bool),
-           "sweeps_differ": np.asarray(r["line_sweeps_differ"], bool)}
-    S_ = np.asarray(r["loss"]).shape[0]
-    lowest = np.asarray(r["lowest"], int).reshape(S_)
-    for which, idx in (("free", np.zeros(S_, int)), ("best", np.maximum(lowest, 0))):
-        for k, src in (("theta", "theta"), ("train_loss", "loss"), ("q", "q"), ("m", "m"),
-                       ("test_error", "test_error"), ("converged", "converged")):
-            v = np.asarray(r[src])[np.arange(S_), idx]
-            out[f"{which}_{k}"] = v.astype(bool) if k == "converged" else v
-    return out
