@@ -236,8 +236,10 @@ def gd_gap(runs: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, Any]:
     mean relative difference of the test errors over the seeds that ran both, and its largest
     relative gradient.
 
-    A seed whose GD or minimiser test error is not finite at some alpha is left out at that ``d``
-    and counted (``n_dropped``; :func:`stumplib.book.sections.minimisers.dropped_seeds` says it).
+    Only the seeds on which GD ran count (a run records GD on its first ``gd_seeds`` seeds: the
+    others hold NaN in every GD entry); a seed whose GD ran but whose GD or minimiser test error is
+    not finite at some alpha is left out at that ``d`` and counted (``n_dropped``;
+    :func:`stumplib.book.sections.minimisers.dropped_seeds` says it).
 
     Parameters
     ----------
@@ -255,11 +257,15 @@ def gd_gap(runs: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, Any]:
         ``mean``, ``rel_grad_max`` (floats over all).
     """
     ds = [d for d in sorted(runs) if "gd_test_error" in runs[d]]
-    diff, se, gmax, used, lost = [], [], [], [], []
+    diff, se, gmax, used, lost, ran_ = [], [], [], [], [], []
     for d in ds:
         r = runs[d]
-        x = r["gd_test_error"] / r["test_error"] - 1
+        S_ = np.shape(r["gd_test_error"])[0]
+        ran = ~(np.isnan(np.asarray(r["gd_test_error"], float)).all(1)
+                & np.isnan(np.asarray(r["gd_rel_grad"], float).reshape(S_, -1)).all(1))
+        x = (r["gd_test_error"] / r["test_error"] - 1)[ran]
         ok = np.isfinite(x).all(1)
+        ran_.append(int(ran.sum()))
         used.append(int(ok.sum()))
         lost.append(int((~ok).sum()))
         diff.append(x[ok].mean(0) if ok.any() else np.full(x.shape[1], np.nan))
@@ -269,7 +275,8 @@ def gd_gap(runs: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, Any]:
     rd = np.asarray(diff, dtype=float)
     fin = rd[np.isfinite(rd)]
     return dict(ds=np.asarray(ds), rel_diff=rd, rel_diff_se=np.asarray(se),
-                gd_rel_grad_max=np.asarray(gmax), n_seeds=np.asarray(used, dtype=int),
+                gd_rel_grad_max=np.asarray(gmax), n_ran=np.asarray(ran_, dtype=int),
+                n_seeds=np.asarray(used, dtype=int),
                 n_dropped=np.asarray(lost, dtype=int),
                 max_abs=float(np.abs(fin).max()) if fin.size else float("nan"),
                 mean=float(fin.mean()) if fin.size else float("nan"),

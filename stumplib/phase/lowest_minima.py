@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -39,8 +39,8 @@ from stumplib.phase.minimise import minimise
 from stumplib.phase.problem import Problem, make_problem, summaries
 
 __all__ = ["START_KINDS", "distinct_minima", "running_lowest", "saturated", "rotation_start",
-           "line_scan", "search_problem", "search", "search_seeds", "objective_seconds", "summary",
-           "as_landscape"]
+           "line_scan", "search_problem", "search", "search_seeds", "objective_seconds",
+           "landscape_run"]
 
 #: the kinds of start, in the order the search tries them
 START_KINDS = ("informed", "release", "rotation", "perturbation")
@@ -156,7 +156,7 @@ def rotation_start(q_star: torch.Tensor, theta: float, norm: float, direction: n
 
 
 def line_scan(pb: Problem, n: int, thetas: np.ndarray, Q_from: torch.Tensor, *,
-              gtol: float) -> list[dict[str, Any]]:
+              gtol: float, max_iter: int = 20000) -> list[dict[str, Any]]:
     """The minimisers with ``theta`` held along ``thetas`` for the first seed of ``pb``: solved
     by continuation up the line and down it from ``Q_from`` (projected), the lower of the two
     kept at each ``theta``.
@@ -173,6 +173,8 @@ def line_scan(pb: Problem, n: int, thetas: np.ndarray, Q_from: torch.Tensor, *,
         Where both sweeps start.
     gtol : float
         Relative-gradient tolerance.
+    max_iter : int
+        Iterations allowed per minimisation.
 
     Returns
     -------
@@ -184,7 +186,7 @@ def line_scan(pb: Problem, n: int, thetas: np.ndarray, Q_from: torch.Tensor, *,
     for order in (range(T_), range(T_ - 1, -1, -1)):
         Q0 = Q_from
         for j in order:
-            r = constrained_minimise(pb, 0, n, float(thetas[j]), Q0, gtol=gtol)
+            r = constrained_minimise(pb, 0, n, float(thetas[j]), Q0, gtol=gtol, max_iter=max_iter)
             Q0 = r["Q"]
             if runs[j] is not None:
                 r["sweeps_differ"] = abs(r["loss"] / runs[j]["loss"] - 1) > 1e-9
@@ -198,7 +200,8 @@ def search_problem(pb: Problem, n: int, thetas: Sequence[float], *, rng: np.rand
                    rotation_thetas: Sequence[float] = (), n_rotations: int = 2,
                    perturb_scales: Sequence[float] = (0.05, 0.1, 0.2, 0.4), gtol: float = 1e-8,
                    same_tol: float = 1e-3, omega: float = 0.3, sigma: float = 0.5,
-                   A: Any = ((0.6, 0.4), (0.4, 0.6)), test_error: bool = True) -> dict[str, Any]:
+                   A: Any = ((0.6, 0.4), (0.4, 0.6)), test_error: bool = True,
+                   max_iter: int = 20000) -> dict[str, Any]:
     """:func:`search` on a given one-seed problem (any :class:`.problem.Problem`, a planted
     landscape in the tests).
 
@@ -226,6 +229,8 @@ def search_problem(pb: Problem, n: int, thetas: Sequence[float], *, rng: np.rand
         The teacher's positional matrix.
     test_error : bool
         Compute each minimiser's exact test error (``False``: NaN; a planted landscape has none).
+    max_iter : int
+        Iterations allowed per minimisation (a start that needs more is recorded as not converged).
 
     Returns
     -------
@@ -243,7 +248,7 @@ def search_problem(pb: Problem, n: int, thetas: Sequence[float], *, rng: np.rand
     rows: list[dict[str, Any]] = []
 
     def run(kind: str, Q0: torch.Tensor) -> dict[str, Any]:
-        r = minimise(pb, 0, n, Q0, gtol=gtol)
+        r = minimise(pb, 0, n, Q0, gtol=gtol, max_iter=max_iter)
         sm = summaries(r["Q"][None], pb.q_star, sigma)
         t0 = float(sigma ** 2 * (qs @ Q0) / d)
         row = dict(start_kind=kind, start_theta0=t0, Q=r["Q"].detach().cpu().numpy(),
@@ -254,7 +259,7 @@ def search_problem(pb: Problem, n: int, thetas: Sequence[float], *, rng: np.rand
         return r
 
     informed = run("informed", qs.clone())
-    line = line_scan(pb, n, th, informed["Q"], gtol=gtol)
+    line = line_scan(pb, n, th, informed["Q"], gtol=gtol, max_iter=max_iter)
     order = np.argsort(np.abs(th - rows[0]["theta"]), kind="stable")  # both sides, nearest first
     for j in order:
         run("release", line[j]["Q"])
@@ -328,7 +333,8 @@ def search(alpha: float, d: int, s: int, thetas: Sequence[float], *, seed: int =
            omega: float = 0.3, sigma: float = 0.5, lam: float = 0.01,
            A: Any = ((0.6, 0.4), (0.4, 0.6)), rotation_thetas: Sequence[float] | None = None,
            n_rotations: int = 2, perturb_scales: Sequence[float] = (0.05, 0.1, 0.2, 0.4),
-           gtol: float = 1e-8, same_tol: float = 1e-3, device: Any = "cpu") -> dict[str, Any]:
+           gtol: float = 1e-8, same_tol: float = 1e-3, device: Any = "cpu",
+           max_iter: int = 20000) -> dict[str, Any]:
     """The lowest minimum of seed ``s`` at ``(alpha, d)`` by a multi-start search (module
     docstring), with every start recorded.
 
@@ -358,6 +364,8 @@ def search(alpha: float, d: int, s: int, thetas: Sequence[float], *, seed: int =
         Relative-gradient tolerance; the tolerance of "the same minimum".
     device : str or torch.device
         Where to minimise (the data are drawn on the CPU and moved).
+    max_iter : int
+        Iterations allowed per minimisation (``>= 1``).
 
     Returns
     -------
@@ -369,6 +377,7 @@ def search(alpha: float, d: int, s: int, thetas: Sequence[float], *, seed: int =
     d = check_int("d", d, minimum=4)
     s = check_int("s", s, minimum=0)
     n_rotations = check_int("n_rotations", n_rotations, minimum=0)
+    max_iter = check_int("max_iter", max_iter, minimum=1)
     th = np.asarray([check_real(f"thetas[{i}]", t, low=0.0, low_open=True, high=sigma ** 2)
                      for i, t in enumerate(thetas)], dtype=float)
     if th.size < 2 or np.any(np.diff(th) <= 0):
@@ -384,116 +393,10 @@ def search(alpha: float, d: int, s: int, thetas: Sequence[float], *, seed: int =
     rng = np.random.default_rng([seed, s, d, 38])
     out = search_problem(pb, n, th, rng=rng, rotation_thetas=rot, n_rotations=n_rotations,
                          perturb_scales=perturb_scales, gtol=gtol, same_tol=same_tol,
-                         omega=omega, sigma=sigma, A=A)
+                         omega=omega, sigma=sigma, A=A, max_iter=max_iter)
     return dict(out, d=np.asarray(d), alpha=np.asarray(alpha), s=np.asarray(s), n=np.asarray(n),
                 seconds=np.asarray(time.time() - t0),
                 objective_seconds=np.asarray(objective_seconds(pb, n)))
-
-
-def summary(searches: dict[int, dict[str, np.ndarray]], *, level: float = 0.95,
-            loss_tol: float = 1e-9) -> dict[str, np.ndarray]:
-    """Per dimension, the seed statistics of :func:`search` records: the lowest minima and the
-    informed start's, their difference per seed, the search's saturation and the minima counted.
-
-    Parameters
-    ----------
-    searches : dict of int to dict of np.ndarray
-        ``{d: search records with the seeds stacked}`` (arrays ``(S, K)`` per start: ``loss``,
-        ``theta``, ``test_error``, ``converged``, ``label``; ``(S,)``: ``lowest``, ``saturated``,
-        ``n_distinct``, ``seconds``, ``objective_seconds``).
-    level : float
-        Level of the Student intervals over seeds, in ``(0, 1)``.
-    loss_tol : float
-        The informed start's minimum counts as higher than the lowest when its loss exceeds the
-        lowest's by more than this, relative.
-
-    Returns
-    -------
-    dict of np.ndarray, each of shape ``(D,)``
-        ``ds``; ``seeds`` (seeds searched) and ``seeds_ok`` (whose informed and lowest minima
-        converged); for ``which`` in ``lowest``, ``informed``: ``<which>_test_error`` and
-        ``<which>_theta`` (seed means) with ``_se`` (standard errors); ``theta_gap`` (informed
-        minus lowest, paired, mean) with ``theta_gap_se``, ``theta_gap_lo``, ``theta_gap_hi``
-        (Student interval); ``share_lower`` (share of seeds whose lowest minimum lies below the
-        informed start's); ``saturated`` (share of seeds whose lowest minimum was found in the
-        first half of the starts); ``distinct_mean``, ``distinct_max`` (minima found per seed);
-        ``seconds`` (mean seconds per seed); ``objective_seconds`` (one objective and gradient,
-        median over seeds).
-    """
-    from scipy.stats import t as student
-
-    check_real("level", level, low=0.0, low_open=True, high=1.0, high_open=True)
-    ds = sorted(int(d) for d in searches)
-    if not ds:
-        raise ValueError("searches must hold at least one d")
-    keys = ("seeds", "seeds_ok", "lowest_test_error", "lowest_test_error_se", "lowest_theta",
-            "lowest_theta_se", "informed_test_error", "informed_test_error_se", "informed_theta",
-            "informed_theta_se", "theta_gap", "theta_gap_se", "theta_gap_lo", "theta_gap_hi",
-            "share_lower", "saturated", "distinct_mean", "distinct_max", "seconds",
-            "objective_seconds")
-    out = {k: np.full(len(ds), np.nan) for k in keys}
-    for i, d in enumerate(ds):
-        r = searches[d]
-        loss, ok = np.asarray(r["loss"], float), np.asarray(r["converged"], bool)
-        S_ = loss.shape[0]
-        lo = np.asarray(r["lowest"], int).reshape(S_)
-        rows = np.arange(S_)
-        good = (lo >= 0) & ok[:, 0] & ok[rows, np.maximum(lo, 0)]
-        out["seeds"][i], out["seeds_ok"][i] = S_, good.sum()
-        for which, idx in (("lowest", np.maximum(lo, 0)), ("informed", np.zeros(S_, int))):
-            for k in ("test_error", "theta"):
-                v = np.asarray(r[k], float)[rows, idx][good]
-                out[f"{which}_{k}"][i] = v.mean() if v.size else np.nan
-                out[f"{which}_{k}_se"][i] = v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 \
-                    else np.nan
-        th = np.asarray(r["theta"], float)
-        gap = (th[:, 0] - th[rows, np.maximum(lo, 0)])[good]
-        if gap.size > 1:
-            se = gap.std(ddof=1) / math.sqrt(gap.size)
-            q = float(student.ppf(0.5 + level / 2, gap.size - 1))
-            out["theta_gap"][i], out["theta_gap_se"][i] = gap.mean(), se
-            out["theta_gap_lo"][i], out["theta_gap_hi"][i] = gap.mean() - q * se, gap.mean() + q * se
-        lower = loss[rows, np.maximum(lo, 0)] < loss[:, 0] - loss_tol * np.abs(loss[:, 0])
-        out["share_lower"][i] = lower[good].mean() if good.any() else np.nan
-        out["saturated"][i] = np.asarray(r["saturated"], bool).reshape(S_).mean()
-        nd = np.asarray(r["n_distinct"], float).reshape(S_)
-        out["distinct_mean"][i], out["distinct_max"][i] = nd.mean(), nd.max()
-        out["seconds"][i] = np.asarray(r["seconds"], float).mean()
-        out["objective_seconds"][i] = float(np.median(r["objective_seconds"]))
-    return dict(out, ds=np.asarray(ds))
-
-
-def as_landscape(r: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The landscape layout of :func:`stumplib.phase.held_theta.landscape` from the records of
-    :func:`stumplib.phase.lowest_minima.search` (seeds stacked): the line of held theta, the
-    informed start's minimum as ``free_*`` and the lowest minimum found as ``best_*``.
-
-    Parameters
-    ----------
-    r : mapping of np.ndarray
-        Stacked search records: ``line_*`` (S, T), per-start ``loss``, ``theta``, ``q``, ``m``,
-        ``test_error``, ``converged`` (S, K), ``lowest`` (S,), ``line_theta`` (T,).
-
-    Returns
-    -------
-    dict of np.ndarray
-        ``thetas`` (T,); (S, T) ``train_loss``, ``q``, ``m``, ``test_error``, ``converged``,
-        ``sweeps_differ``; (S,) ``free_<k>`` and ``best_<k>`` for ``k`` in ``theta``,
-        ``train_loss``, ``q``, ``m``, ``test_error``, ``converged``.
-    """
-    out = {"thetas": np.asarray(r["line_theta"]),
-           "train_loss": np.asarray(r["line_loss"]), "q": np.asarray(r["line_q"]),
-           "m": np.asarray(r["line_m"]), "test_error": np.asarray(r["line_test_error"]),
-           "converged": np.asarray(r["line_converged"], bool),
-           "sweeps_differ": np.asarray(r["line_sweeps_differ"], bool)}
-    S_ = np.asarray(r["loss"]).shape[0]
-    lowest = np.asarray(r["lowest"], int).reshape(S_)
-    for which, idx in (("free", np.zeros(S_, int)), ("best", np.maximum(lowest, 0))):
-        for k, src in (("theta", "theta"), ("train_loss", "loss"), ("q", "q"), ("m", "m"),
-                       ("test_error", "test_error"), ("converged", "converged")):
-            v = np.asarray(r[src])[np.arange(S_), idx]
-            out[f"{which}_{k}"] = v.astype(bool) if k == "converged" else v
-    return out
 
 
 def search_seeds(alpha: float, d: int, seeds: Sequence[int], thetas: Sequence[float], *,
@@ -532,3 +435,32 @@ def search_seeds(alpha: float, d: int, seeds: Sequence[int], thetas: Sequence[fl
     out = {k: np.stack([np.asarray(r[k]) for r in recs]) for k in recs[0] if k not in shared}
     out.update({k: np.asarray(recs[0][k]) for k in shared})
     return dict(out, seeds=np.asarray(seeds))
+
+
+def landscape_run(alpha: float, d: int, seeds: Sequence[int], thetas: Sequence[float],
+                  **kw: Any) -> dict[str, Any]:
+    """:func:`search_seeds` in the layout a recorded run reads back in: the landscape along theta
+    (:func:`as_landscape`) with every seed's search under ``search``.
+
+    Parameters
+    ----------
+    alpha, d : float, int
+        As :func:`search`.
+    seeds : sequence of int
+        Seed offsets.
+    thetas : sequence of float
+        The line of held overlaps.
+    **kw : Any
+        Passed to :func:`search`.
+
+    Returns
+    -------
+    dict
+        :func:`as_landscape`'s arrays, ``seeds``, ``search`` (the stacked records) and
+        ``seconds`` (their total).
+    """
+    from stumplib.phase.lowest_summary import as_landscape
+
+    r = search_seeds(alpha, d, seeds, thetas, **kw)
+    return dict(as_landscape(r), seeds=r["seeds"], search=r,
+                seconds=np.asarray(float(np.sum(r["seconds"]))))

@@ -242,7 +242,7 @@ def landscape_from_store(path: str | os.PathLike) -> dict[str, Any]:
         out = stack_seeds([results[t] for t in ids], shared=shared)
         out["seconds"] = np.asarray(sum(tasks[t].get("seconds") or 0.0 for t in ids))
         if "line_theta" in out:  # a lowest-minimum search: the landscape's layout, and the search
-            from stumplib.phase.lowest_minima import as_landscape
+            from stumplib.phase.lowest_summary import as_landscape
 
             out = dict(as_landscape(out), search=out, seconds=out["seconds"])
         out.setdefault("seeds", np.asarray(sorted(groups[g])))

@@ -150,31 +150,3 @@ def test_search_refuses_bad_input_before_any_work(kw, msg):
         lm.search(**args)
 
 
-def test_summary_of_synthetic_searches_has_the_known_statistics():
-    """Two dimensions, three seeds each, start 0 the informed one: the lowest minima, the informed
-    ones, their paired theta gap with a Student interval, the share of seeds whose lowest lies
-    below, the saturation share and the minima counted are what the records say."""
-    def rec(theta_inf, theta_low, loss_inf, loss_low, sat, nd):
-        S = len(theta_inf)
-        return dict(loss=np.column_stack([loss_inf, loss_low]),
-                    theta=np.column_stack([theta_inf, theta_low]),
-                    test_error=np.column_stack([np.full(S, 0.003), np.full(S, 0.0028)]),
-                    converged=np.ones((S, 2), bool), label=np.zeros((S, 2), int),
-                    lowest=np.where(np.asarray(loss_low) < loss_inf, 1, 0),
-                    saturated=np.asarray(sat), n_distinct=np.asarray(nd),
-                    seconds=np.full(S, 2.0), objective_seconds=np.full(S, 1e-3))
-    a = rec([0.10, 0.11, 0.12], [0.09, 0.10, 0.11], [1.0, 1.0, 1.0], [0.9, 0.9, 0.9],
-            [True, True, False], [2, 3, 4])
-    b = rec([0.10, 0.10, 0.10], [0.10, 0.10, 0.10], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0],
-            [True, True, True], [1, 1, 1])
-    s = lm.summary({500: a, 1000: b})
-    assert list(s["ds"]) == [500, 1000] and list(s["seeds"]) == [3, 3]
-    assert s["theta_gap"][0] == pytest.approx(0.01) and s["theta_gap_se"][0] == pytest.approx(0.0)
-    assert s["lowest_theta"][0] == pytest.approx(0.10) and s["informed_theta"][0] == pytest.approx(0.11)
-    assert s["lowest_test_error"][0] == pytest.approx(0.0028)
-    assert s["informed_test_error"][1] == pytest.approx(0.003)  # the informed one is the lowest
-    assert list(s["share_lower"]) == [1.0, 0.0]
-    assert s["saturated"][0] == pytest.approx(2 / 3) and s["saturated"][1] == 1.0
-    assert s["distinct_mean"][0] == 3 and s["distinct_max"][0] == 4
-    with pytest.raises(ValueError, match="at least one d"):
-        lm.summary({})

@@ -13,11 +13,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from stumplib.book.verdicts import Verdict, against_target
+from stumplib.book.verdicts import Verdict, against_target, choose_theory
 from stumplib.core.stats import Estimate
 from stumplib.phase.scaling_forms import choose_form
 
-__all__ = ["scaling_rows", "minima_rows", "explanation_verdict"]
+__all__ = ["scaling_rows", "minima_rows", "explanation_verdict", "lowest_minima_rows",
+           "lowest_min_verdict"]
 
 
 def scaling_rows(table: Mapping[str, np.ndarray], alpha_index: int = 0, *,
@@ -185,3 +186,83 @@ def explanation_verdict(theta_limit: Estimate, theory_theta: Estimate, theta_dma
                        f"{land.sentence[1:].rstrip('.')}{why}: the lowest minima followed to "
                        "larger d would decide.")
     return Verdict("undecided", f"{ext.sentence.rstrip('.')}: more d or seeds would decide.")
+
+
+def lowest_minima_rows(summ: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+    """One table row per ``d`` of :func:`stumplib.phase.lowest_minima.summary`: seeds, how many
+    have a lower minimum than the informed start's, the search's saturation, the minima found,
+    theta and test error of the informed start's minimum and of the lowest, and their paired
+    theta gap with its 95% interval.
+
+    Parameters
+    ----------
+    summ : mapping
+        :func:`stumplib.phase.lowest_minima.summary`'s output.
+
+    Returns
+    -------
+    list of dict
+        The rows (numbers formatted: ``mean ± standard error``; the gap ``[lo, hi]``).
+    """
+    rows = []
+    for i, d in enumerate(summ["ds"]):
+        n, ok = int(summ["seeds"][i]), int(summ["seeds_ok"][i])
+
+        def pm(k: str, f: str = ".4f") -> str:
+            return f"{summ[k][i]:{f}} ± {summ[k + '_se'][i]:{f}}"
+
+        rows.append({"d": int(d), "seeds": n if ok == n else f"{ok} of {n}",
+                     "lower minimum than from Q*": f"{summ['share_lower'][i]:.0%}",
+                     "saturated": f"{summ['saturated'][i]:.0%}",
+                     "minima per seed (mean, max)": f"{summ['distinct_mean'][i]:.1f}, "
+                                                    f"{int(summ['distinct_max'][i])}",
+                     "theta from Q*": pm("informed_theta"), "theta lowest": pm("lowest_theta"),
+                     "theta gap [95%]": f"{summ['theta_gap'][i]:.4f} "
+                                        f"[{summ['theta_gap_lo'][i]:.4f}, "
+                                        f"{summ['theta_gap_hi'][i]:.4f}]",
+                     "test error from Q*": pm("informed_test_error", ".6f"),
+                     "test error lowest": pm("lowest_test_error", ".6f")})
+    return rows
+
+
+def lowest_min_verdict(limit: Estimate, accurate: float, accurate_err: float, published: float,
+                       *, follow: float | None = None, separate: float | None = None,
+                       what: str = "the lowest minima") -> Verdict:
+    """Whether the lowest minima's extrapolated test error follows the accurate theory rather
+    than the published one (:func:`stumplib.book.verdicts.choose_theory` on the two z-scores).
+
+    The limit's standard error is its interval's half-width over the normal quantile of its
+    level (for an envelope over forms: conservative); the accurate theory's quadrature error is
+    combined with it, the published curve has none.
+
+    Parameters
+    ----------
+    limit : Estimate
+        The extrapolated test error (an envelope over acceptable forms).
+    accurate, accurate_err : float
+        The accurate theory's test error and its quadrature error (one standard error).
+    published : float
+        The published theory's test error.
+    follow, separate : float or None
+        The rule's thresholds in standard errors (``None``: the registry's, claim
+        ``lowest_min``).
+    what : str
+        The sentence's subject.
+
+    Returns
+    -------
+    Verdict
+    """
+    from scipy.stats import norm
+
+    from stumplib.book.registry import rule_arguments
+
+    args = rule_arguments("lowest_min")
+    follow = args["follow"] if follow is None else follow
+    separate = args["separate"] if separate is None else separate
+    se = (limit.hi - limit.lo) / (2 * norm.ppf(0.5 + limit.level / 2))
+    if not (np.isfinite(se) and se > 0 and np.isfinite(limit.value)):
+        return Verdict("undecided", f"{what}: no finite extrapolated test error.")
+    z_acc = (limit.value - accurate) / math.hypot(se, accurate_err)
+    z_pub = (limit.value - published) / se
+    return choose_theory([z_acc], [z_pub], follow=follow, separate=separate, what=what)

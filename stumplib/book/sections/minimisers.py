@@ -18,17 +18,17 @@ def dropped_seeds(gap: Mapping[str, Any]) -> str:
     Parameters
     ----------
     gap : Mapping[str, Any]
-        :func:`stumplib.phase.decision.gd_gap`'s output (``ds``, ``n_seeds``, ``n_dropped``).
+        :func:`stumplib.phase.decision.gd_gap`'s output (``ds``, ``n_ran``, ``n_dropped``).
 
     Returns
     -------
     str
-        ``"1 of 3 seeds at d = 8 without a finite test error (GD or minimiser)"`` (one part per
-        ``d`` that lost seeds), or ``""`` when no seed was left out.
+        ``"1 of the 3 seeds GD ran on at d = 8, without a finite test error (GD or
+        minimiser)"`` (one part per ``d`` that lost seeds), or ``""`` when no seed was left out.
     """
-    why = ", ".join(f"{k} of {k + u} seeds at d = {d}"
-                    for d, k, u in zip(gap["ds"], gap["n_dropped"], gap["n_seeds"]) if k)
-    return f"{why} without a finite test error (GD or minimiser)" if why else ""
+    why = ", ".join(f"{k} of the {r} seeds GD ran on at d = {d}"
+                    for d, k, r in zip(gap["ds"], gap["n_dropped"], gap["n_ran"]) if k)
+    return f"{why}, without a finite test error (GD or minimiser)" if why else ""
 
 
 def dynamics_rows(checks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

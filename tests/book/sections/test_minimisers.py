@@ -11,13 +11,15 @@ from stumplib.phase.decision import gd_gap
 
 
 def test_dropped_seeds_names_each_d_that_lost_seeds_and_is_empty_otherwise():
-    te = np.array([[0.2, 0.4], [0.2, 0.4], [0.25, 0.5]])
-    gd = np.array([[0.22, 0.42], [np.nan, 0.5], [0.3, 0.55]])
-    runs = {8: dict(test_error=te, gd_test_error=gd, gd_rel_grad=np.array([1e-3, 2e-3, 4e-3])),
-            16: dict(test_error=te, gd_test_error=te * 1.1, gd_rel_grad=np.array([1e-4] * 3))}
-    assert dropped_seeds(gd_gap(runs)) == ("1 of 3 seeds at d = 8 without a finite test error "
-                                           "(GD or minimiser)")
-    runs[8]["gd_test_error"] = te * 1.1
+    te = np.array([[0.2, 0.4], [0.2, 0.4], [0.25, 0.5], [0.2, 0.4]])
+    gd = np.array([[0.22, 0.42], [np.nan, 0.5], [0.3, 0.55], [np.nan, np.nan]])  # GD not on seed 3
+    nan = np.nan
+    runs = {8: dict(test_error=te, gd_test_error=gd, gd_rel_grad=np.array([1e-3, 2e-3, 4e-3, nan])),
+            16: dict(test_error=te, gd_test_error=te * 1.1, gd_rel_grad=np.array([1e-4] * 4))}
+    assert dropped_seeds(gd_gap(runs)) == ("1 of the 3 seeds GD ran on at d = 8, without a finite "
+                                           "test error (GD or minimiser)")
+    assert list(gd_gap(runs)["n_ran"]) == [3, 4]
+    runs[8]["gd_test_error"] = np.vstack([te[:3] * 1.1, [nan, nan]])
     assert dropped_seeds(gd_gap(runs)) == ""
 
 
