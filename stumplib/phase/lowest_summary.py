@@ -11,6 +11,7 @@ back by :func:`stumplib.sweep.readers.landscape_from_store`, or
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -107,11 +108,12 @@ def as_landscape(r: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     Returns
     -------
     dict of np.ndarray
-        ``thetas`` (T,); (S, T) ``train_loss``, ``q``, ``m``, ``test_error``, ``converged``,
+        ``thetas`` (T,); ``d`` and ``alpha`` where the records hold them; (S, T) ``train_loss``, ``q``, ``m``, ``test_error``, ``converged``,
         ``sweeps_differ``; (S,) ``free_<k>`` and ``best_<k>`` for ``k`` in ``theta``,
         ``train_loss``, ``q``, ``m``, ``test_error``, ``converged``.
     """
     out = {"thetas": np.asarray(r["line_theta"]),
+           **{k: np.asarray(r[k]) for k in ("d", "alpha") if k in r},
            "train_loss": np.asarray(r["line_loss"]), "q": np.asarray(r["line_q"]),
            "m": np.asarray(r["line_m"]), "test_error": np.asarray(r["line_test_error"]),
            "converged": np.asarray(r["line_converged"], bool),
@@ -145,7 +147,8 @@ def limits(summ: Mapping[str, np.ndarray], *, level: float = 0.95) -> dict[str, 
     dict
         ``{"lowest_test_error", "lowest_theta", "informed_test_error", "informed_theta"}`` to
         :func:`.scaling_forms.choose_form`'s output (``form``, ``limit``, ``envelope``, ``fits``,
-        ``acceptable``), for the quantities with four or more usable ``d``.
+        ``acceptable``), for the quantities with four or more usable ``d``; every interval is
+        cut at 0 (a test error and theta are not negative).
     """
     from stumplib.phase.scaling_forms import choose_form
 
@@ -154,7 +157,10 @@ def limits(summ: Mapping[str, np.ndarray], *, level: float = 0.95) -> dict[str, 
         y, se, ds = (np.asarray(summ[x], float) for x in (k, f"{k}_se", "ds"))
         ok = np.isfinite(y) & np.isfinite(se) & (se > 0)
         if ok.sum() >= 4:
-            out[k] = choose_form(ds[ok], y[ok], se[ok], level=level)
+            f = choose_form(ds[ok], y[ok], se[ok], level=level)
+            for e in ("limit", "envelope"):  # both quantities are >= 0: the interval stays there
+                f[e] = replace(f[e], lo=max(f[e].lo, 0.0))
+            out[k] = f
     return out
 
 

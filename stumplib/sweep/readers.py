@@ -241,6 +241,10 @@ def landscape_from_store(path: str | os.PathLike) -> dict[str, Any]:
         ids = [groups[g][s] for s in sorted(groups[g])]
         out = stack_seeds([results[t] for t in ids], shared=shared)
         out["seconds"] = np.asarray(sum(tasks[t].get("seconds") or 0.0 for t in ids))
+        for k in ("line_theta", "start_kind", "d", "alpha", "n", "informed"):
+            v = out.get(k)  # the same for every seed: stored with a leading seed axis of 1
+            if v is not None and np.ndim(v) >= 1 and np.shape(v)[0] == 1:
+                out[k] = np.asarray(v)[0]
         if "line_theta" in out:  # a lowest-minimum search: the landscape's layout, and the search
             from stumplib.phase.lowest_summary import as_landscape
 

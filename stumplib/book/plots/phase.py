@@ -8,7 +8,8 @@ import numpy as np
 
 from stumplib.book import style
 
-__all__ = ["diagram_figure", "theory_figure", "minimiser_figure", "transition_figure", "window_figure", "flat_landscape_figure", "flat_overlaps_figure"]
+__all__ = ["diagram_figure", "theory_figure", "minimiser_figure", "transition_figure", "window_figure", "flat_landscape_figure", "flat_overlaps_figure",
+           "lowest_minima_figure"]
 
 #: panel size (inches) and legend font of every figure here: two panels fill the book's text width
 WIDTH, HEIGHT, LEGEND = style.COLUMN_WIDTH / 2, 2.9, 9
@@ -282,7 +283,11 @@ def minimiser_figure(decision: Mapping[str, Any], alphas, accurate, accurate_err
 _FW_LABELS = {"train_loss": "training loss / d", "theta": r"semantic overlap $\theta$",
               "q": r"norm $q = \sigma^2 |Q|^2 / d$", "abs_m": r"positional overlap $|m|$",
               "test_error": "test error per sample"}
-_FW_COLORS = ("#0072B2", "#009E73", "#E69F00", "#CC79A7")
+_FW_COLORS = ("#0072B2", "#009E73", "#E69F00", "#CC79A7", "#D55E00")  # one per d (or alpha)
+#: the two kinds of minima and the mean curve's minimum (never a d's colour)
+_KIND_STYLE = {"free": dict(fmt="o", color="#7F7F7F", mfc="none"),
+               "best": dict(fmt="o", color="#000000"),
+               "mean_curve_min": dict(fmt="x", color="#000000")}
 
 
 def flat_overlaps_figure(table: Mapping[str, Any], theory: Mapping[str, Any],
@@ -430,22 +435,22 @@ def flat_landscape_figure(land: Mapping[int, Mapping[str, Any]], held: Mapping[s
         est = minima[key]
         v = np.array([e.value for e in est])
         lo, hi = np.array([e.lo for e in est]), np.array([e.hi for e in est])
-        ax.errorbar(x * (1 + 0.04 * (j - 1)), v, yerr=[v - lo, hi - v], fmt="o-", ms=3, capsize=2,
-                    color=_FW_COLORS[j], label=lab)
+        ax.errorbar(x * (1 + 0.04 * (j - 1)), v, yerr=[v - lo, hi - v], ms=4, capsize=2, ls="-", lw=0.8,
+                    label=lab, **_KIND_STYLE[key])
     ax.axhline(theory_theta, color="k", lw=1.2, label="theory's root")
     ax.set_xlim(0, 1.15 * x.max())
     ax.set_xlabel(r"$1/d$")
     ax.set_ylabel(r"$\theta$ at the minimum")
     ax = axes[3]
-    for j, side in enumerate(("left", "right")):
+    for j, (side, col, mk) in enumerate((("left", "#000000", "<"), ("right", "#7F7F7F", ">"))):
         est = minima[f"curvature_{side}"]
         v = np.array([e.value for e in est])
         lo, hi = np.array([e.lo for e in est]), np.array([e.hi for e in est])
-        ax.errorbar(x * (1 + 0.04 * (2 * j - 1)), v, yerr=[v - lo, hi - v], fmt="o", ms=3, capsize=2,
-                    color=_FW_COLORS[j], label=f"{side} of the minimum")
+        ax.errorbar(x * (1 + 0.04 * (2 * j - 1)), v, yerr=[v - lo, hi - v], fmt=mk, ms=4, capsize=2,
+                    color=col, label=f"{side} of the minimum")
         t = minima[f"theory_{side}"]
-        ax.axhspan(t.lo, t.hi, color=_FW_COLORS[j], alpha=0.2, lw=0)
-        ax.axhline(t.value, color=_FW_COLORS[j], lw=1)
+        ax.axhspan(t.lo, t.hi, color=col, alpha=0.15, lw=0)
+        ax.axhline(t.value, color=col, lw=1, ls="-" if side == "left" else "--")
     ax.set_xlim(0, 1.15 * x.max())
     ax.set_xlabel(r"$1/d$ (lines, bands: theory)")
     ax.set_ylabel(r"curvature $d^2 E / d\theta^2$")
@@ -453,5 +458,90 @@ def flat_landscape_figure(land: Mapping[int, Mapping[str, Any]], held: Mapping[s
     fig.legend(sum((h for h, _ in hl), []), sum((lab for _, lab in hl), []), loc="outside lower center",
                ncol=3, fontsize=LEGEND)
     style.label_panels(axes)
+    plt.close(fig)
+    return fig
+
+
+def lowest_minima_figure(summ: Mapping[str, Any], limits: Mapping[str, Any],
+                         searches: Mapping[int, Mapping[str, Any]], *, accurate: float,
+                         accurate_err: float, published: float, theory_theta: float):
+    """The lowest minima against the theory, and how saturated their search is.
+
+    (a) Test error against ``1/d``: the minimisers from ``Q = Q*`` (open grey) and the lowest
+    minima found (filled black), seed means with two standard errors; the chosen approach form of
+    the lowest minima (dotted) and its limit at ``1/d = 0`` (square, interval over acceptable
+    forms); the accurate theory (line, band: three quadrature errors) and the published one
+    (dashed). (b) theta the same way. (c) Saturation: the share of seeds whose lowest minimum had
+    been found after ``k`` starts, per ``d`` (the vertical line: half the starts).
+
+    Parameters
+    ----------
+    summ : Mapping[str, Any]
+        :func:`stumplib.phase.lowest_summary.summary`'s output.
+    limits : Mapping[str, Any]
+        :func:`stumplib.phase.lowest_summary.limits`' output.
+    searches : Mapping[int, Mapping[str, Any]]
+        ``{d: search records, seeds stacked}``.
+    accurate, accurate_err, published : float
+        The theories' test errors at this alpha (the accurate one with its quadrature error).
+    theory_theta : float
+        The accurate theory's theta.
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    from stumplib.phase.scaling_forms import FORMS
+
+    fig, axes = style.panels(3, width=WIDTH, height=2.9)
+    x = 1 / np.asarray(summ["ds"], dtype=float)
+    xx = np.linspace(0, 1.1 * x.max(), 200)
+    for ax, q, unit in ((axes[0], "test_error", 1e3), (axes[1], "theta", 1.0)):
+        for j, (which, lab) in enumerate((("informed", r"from $Q = Q^\star$"),
+                                         ("lowest", "lowest minimum found"))):
+            m, se = np.asarray(summ[f"{which}_{q}"]), np.asarray(summ[f"{which}_{q}_se"])
+            st = _KIND_STYLE["free" if which == "informed" else "best"]
+            ax.errorbar(x * (1 + 0.03 * (2 * j - 1)), unit * m, yerr=2 * unit * se, ms=4,
+                        capsize=2, ls="none", label=lab, **st)
+        f = limits.get(f"lowest_{q}")
+        if f is not None:
+            coef = np.asarray(f["fits"][f["form"]]["coef"])
+            X = np.column_stack([np.ones_like(xx[1:])] + FORMS[f["form"]](1 / xx[1:]))
+            ax.plot(xx[1:], unit * (X @ coef), ":", color="#000000", lw=1,
+                    label=f"lowest: {f['form']} fit")
+            e = f["envelope"]
+            ax.errorbar([0], [unit * e.value], yerr=[[unit * (e.value - e.lo)], [unit * (e.hi - e.value)]],
+                        fmt="s", color="#000000", ms=5, capsize=3, label=r"its limit at $1/d = 0$")
+        ax.set_xlim(-0.03 * x.max(), 1.1 * x.max())
+        ax.set_xlabel(r"$1/d$")
+    t_acc = 1e3 * accurate
+    axes[0].axhspan(t_acc - 3e3 * accurate_err, t_acc + 3e3 * accurate_err, color=style.COLORS["semantic"],
+                    alpha=0.25, lw=0)
+    axes[0].axhline(t_acc, color=style.COLORS["semantic"], lw=1.2, label="accurate theory")
+    if np.isfinite(published):
+        axes[0].axhline(1e3 * published, color=style.COLORS["semantic"], ls="--", lw=1,
+                        label="published theory")
+    axes[0].set_ylabel(r"test error per sample ($10^{-3}$)")
+    axes[1].axhline(theory_theta, color=style.COLORS["semantic"], lw=1.2)
+    axes[1].set_ylabel(r"semantic overlap $\theta$")
+    ax = axes[2]
+    K = 1
+    for i, d in enumerate(sorted(searches)):
+        r = searches[d]
+        lab = np.asarray(r["label"])
+        low = np.asarray(r["lowest"], int).reshape(lab.shape[0])
+        K = lab.shape[1]
+        target = lab[np.arange(lab.shape[0]), np.maximum(low, 0)]
+        found = np.cumsum(lab == target[:, None], axis=1) > 0
+        ax.step(np.arange(1, K + 1), found.mean(0), where="post", color=_FW_COLORS[i % len(_FW_COLORS)],
+                label=f"d = {d} ({lab.shape[0]} seeds)")
+    ax.axvline(np.ceil(K / 2), color="#7F7F7F", ls=":", lw=1)
+    ax.set_xlabel("starts tried")
+    ax.set_ylabel("share of seeds at their lowest")
+    ax.set_ylim(0, 1.05)
+    style.legend(axes[0], fontsize=LEGEND)
+    style.legend(axes[2], fontsize=LEGEND, locations=("lower right", "center right"))
+    style.label_panels(axes)
+    style.finish(fig)
     plt.close(fig)
     return fig

@@ -301,7 +301,8 @@ def tail_rows(tail: Mapping[str, np.ndarray]) -> list[dict]:
     -------
     list of dict
     """
-    return [{"alpha": tail["alpha"][i], "outcome": tail["outcome"][i], "theta": tail["theta"][i],
+    return [{"alpha": tail["alpha"][i], "outcome": str(tail["outcome"][i]).replace("_", " "),
+             "theta": tail["theta"][i],
              "error": tail["theta_err"][i],
              "∂F_m/∂m at m = 0": tail["suppressed_derivative"][i]}
             for i in range(tail["alpha"].size)]
