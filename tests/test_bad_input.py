@@ -459,8 +459,9 @@ def _choose_form(**kw):
 
 
 def _landscape(**kw):
-    from stumplib.phase.held_theta import landscape
-    return landscape(**{"alpha": 1.0, "d": 20, "seeds": [0], "thetas": [0.05, 0.07], **kw})
+    from stumplib.phase.lowest_minima import landscape_run
+    return landscape_run(**{"alpha": 1.0, "d": 20, "seeds": [0], "thetas": [0.05, 0.07],
+                            "n_rotations": 0, "perturb_scales": (), **kw})
 
 
 DEVICE = [("tpu", "device"), (3, "device"), ("cuda:x", "device")]
@@ -657,7 +658,7 @@ TABLE = [
     ("phase.scaling_forms.choose_form", _choose_form, {
         "se": [(np.array([1e-3, 1e-3, 1e-3, -1.0]), "se")], "d": [(np.array([250.0, 500, 1000]), "d")],
         "forms": [(["1/d^3"], "forms")]}),
-    ("phase.held_theta.landscape", _landscape, {
+    ("phase.lowest_minima.landscape_run", _landscape, {
         "thetas": [([0.07, 0.05], "increasing"), ([0.05, 0.3], "thetas")], "alpha": [(-1.0, "alpha")],
         "seeds": [([], "seeds must")]}),
 ]

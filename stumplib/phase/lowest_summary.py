@@ -95,7 +95,8 @@ def summary(searches: dict[int, dict[str, np.ndarray]], *, level: float = 0.95,
 
 
 def as_landscape(r: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The landscape layout of :func:`stumplib.phase.held_theta.landscape` from the records of
+    """The landscape layout (the constrained curve along theta and two kinds of minima per seed)
+    from the records of
     :func:`stumplib.phase.lowest_minima.search` (seeds stacked): the line of held theta, the
     informed start's minimum as ``free_*`` and the lowest minimum found as ``best_*``.
 

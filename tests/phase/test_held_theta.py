@@ -48,16 +48,3 @@ def test_held_objective_is_the_risk_on_the_plane_and_its_gradient_the_projected_
           - float(pb.objective((Qp - h * v)[None, :, None], mask)[0])) / (2 * h)
     # central difference: error ~ h^2 |L'''| ~ 1e-10 relative here
     assert fd == pytest.approx(float(grad[0, :, 0] @ v), rel=1e-6)
-
-
-def test_landscape_records_the_constrained_curve_and_the_lowest_minimum():
-    """A small landscape (d = 40, two seeds, three thetas): every constrained run converges and
-    holds its theta; the lowest minimum found is no higher than the one reached from Q*."""
-    from stumplib.phase.held_theta import landscape
-
-    thetas = [0.05, 0.07, 0.09]
-    out = landscape(1.5, 40, [0, 1], thetas)
-    assert out["train_loss"].shape == (2, 3) and out["converged"].all()
-    assert out["free_converged"].all() and out["best_converged"].all()
-    assert np.all(out["best_train_loss"] <= out["free_train_loss"] + 1e-15)
-    assert out["thetas"].tolist() == thetas and int(out["d"]) == 40

@@ -150,3 +150,16 @@ def test_search_refuses_bad_input_before_any_work(kw, msg):
         lm.search(**args)
 
 
+def test_landscape_run_records_the_constrained_curve_and_the_lowest_minimum():
+    """A small run (d = 40, two seeds, three thetas): every constrained run converges and holds its
+    theta; the lowest minimum found is no higher than the one reached from Q*; the search's records
+    ride along."""
+    thetas = [0.05, 0.07, 0.09]
+    out = lm.landscape_run(1.5, 40, [0, 1], thetas, n_rotations=1, perturb_scales=(0.1,))
+    assert out["train_loss"].shape == (2, 3) and out["converged"].all()
+    assert out["free_converged"].all() and out["best_converged"].all()
+    assert np.all(out["best_train_loss"] <= out["free_train_loss"] + 1e-15)
+    assert out["thetas"].tolist() == thetas and int(out["d"]) == 40
+    assert out["search"]["loss"].shape == (2, 1 + 3 + 3 + 1) and out["seeds"].tolist() == [0, 1]
+    held = out["search"]["line_loss"]
+    assert np.allclose(held, out["train_loss"])

@@ -380,7 +380,7 @@ def flat_landscape_figure(land: Mapping[int, Mapping[str, Any]], held: Mapping[s
     Parameters
     ----------
     land : Mapping[int, Mapping[str, Any]]
-        ``{d: landscape output}`` (:func:`stumplib.phase.held_theta.landscape`).
+        ``{d: landscape output}`` (:func:`stumplib.phase.lowest_summary.as_landscape`).
     held : Mapping[str, Any]
         :func:`stumplib.phase.held_theory.held_theory`'s output.
     minima : Mapping[str, Any]

@@ -13,12 +13,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from stumplib.book.verdicts import Verdict, against_target, choose_theory
+from stumplib.book.verdicts import Verdict, choose_theory
 from stumplib.core.stats import Estimate
 from stumplib.phase.scaling_forms import choose_form
 
-__all__ = ["scaling_rows", "minima_rows", "explanation_verdict", "lowest_minima_rows",
-           "lowest_min_verdict"]
+__all__ = ["scaling_rows", "lowest_minima_rows", "lowest_min_verdict"]
 
 
 def scaling_rows(table: Mapping[str, np.ndarray], alpha_index: int = 0, *,
@@ -68,124 +67,6 @@ def scaling_rows(table: Mapping[str, np.ndarray], alpha_index: int = 0, *,
             row.update(theory=t, **{"limit / theory - 1": f["limit"].value / t - 1})
         rows.append(row)
     return rows, fits
-
-
-def minima_rows(land: Mapping[int, Mapping[str, np.ndarray]],
-                theory: Mapping[str, float] | None = None) -> list[dict]:
-    """The minimisers reached from ``Q*`` and the lowest minima found, per ``d`` of a
-    :func:`stumplib.phase.held_theta.landscape` run (seed means and standard errors), and each
-    extrapolated to ``d -> infinity`` with :func:`~stumplib.phase.scaling_forms.choose_form`
-    (needs four ``d``).
-
-    Parameters
-    ----------
-    land : mapping
-        ``{d: landscape output}``.
-    theory : mapping or None, optional
-        ``theta`` and ``test_error`` of the theory, added as a last row (``None``: no row).
-
-    Returns
-    -------
-    list of dict
-        Rows ``d``, ``seeds``, ``theta from Q*``, ``theta lowest``, ``test error from Q*``,
-        ``test error lowest`` (``mean +- se`` strings); then ``d -> infinity`` (limit [interval],
-        the chosen form) and ``theory``.
-    """
-    ds = sorted(int(d) for d in land)
-    cols = {"theta from Q*": "free_theta", "theta lowest": "best_theta",
-            "test error from Q*": "free_test_error", "test error lowest": "best_test_error"}
-    stats_ = {c: [] for c in cols}
-    rows = []
-    for d in ds:
-        row: dict[str, Any] = {"d": d, "seeds": len(land[d]["seeds"])}
-        for c, k in cols.items():
-            v = np.asarray(land[d][k], dtype=float)
-            m, s = v.mean(), v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else np.nan
-            stats_[c].append((m, s))
-            fmt = ".4f" if c.startswith("theta") else ".6f"
-            row[c] = f"{m:{fmt}} +- {s:{fmt}}"
-        rows.append(row)
-    if len(ds) >= 4:
-        row = {"d": "infinity", "seeds": ""}
-        for c in cols:
-            m, s = (np.array(x) for x in zip(*stats_[c]))
-            f = choose_form(ds, m, s)
-            row[c] = f"{f['limit']:{'.4f' if c.startswith('theta') else '.6f'}} ({f['form']})"
-        rows.append(row)
-    if theory is not None:
-        rows.append({"d": "theory", "seeds": "", **{c: f"{theory[cols[c].split('_', 1)[1]]:.6f}"
-                                                    for c in cols}})
-    return rows
-
-
-def explanation_verdict(theta_limit: Estimate, theory_theta: Estimate, theta_dmax: float,
-                        landscape_min: Estimate, *, dmax: int, d_landscape: int,
-                        form: str, start_bias: Estimate | None = None,
-                        bias_where: str = "") -> Verdict:
-    """Is the minimisers' departure from the accurate theory at this point a finite-size effect?
-
-    ``holds`` ("finite-size"): the extrapolated ``theta`` (the hull of the acceptable scaling
-    forms, :func:`~stumplib.phase.scaling_forms.choose_form`) contains the theory's (widened by
-    its quadrature error) and excludes the mean at the largest ``d`` (so the data say the
-    minimisers are still moving towards it). ``fails`` ("theory"): it excludes the theory's, and
-    so does the minimum of the landscape at the largest ``d`` measured (the seed-mean constrained
-    training loss, :func:`~stumplib.phase.landscape_fit.landscape_fit`). ``undecided`` otherwise
-    (an interval holding both the theory and the largest-``d`` mean cannot tell them apart),
-    saying what would decide.
-
-    Parameters
-    ----------
-    theta_limit : Estimate
-        The extrapolated theta (interval: the forms' hull,
-        :func:`~stumplib.phase.scaling_forms.choose_form`'s ``envelope``).
-    theory_theta : Estimate
-        The accurate theory's theta (interval: its quadrature error, the tolerance).
-    theta_dmax : float
-        The seed mean of theta at the largest ``d``.
-    landscape_min : Estimate
-        The seed-mean landscape's minimum at ``d_landscape``.
-    dmax : int
-        The largest ``d`` of the minimisers (named in the sentence).
-    d_landscape : int
-        The ``d`` of the landscape (named in the sentence).
-    form : str
-        The chosen scaling form (named in the sentence).
-    start_bias : Estimate or None, optional
-        The paired seed mean of theta reached from ``Q*`` minus the lowest minimum's
-        (:func:`~stumplib.phase.landscape_fit.landscape_summary`); when it excludes 0 the
-        sentence says so (the status does not change: it names a cause, the rule decides).
-    bias_where : str, optional
-        Where ``start_bias`` was measured (text added in parentheses; default none).
-
-    Returns
-    -------
-    Verdict
-        The status and its sentence.
-    """
-    tol = theory_theta.half_width if math.isfinite(theory_theta.half_width) else 0.0
-    ext = against_target(theta_limit, theory_theta.value, symbol=f"theta at d -> infinity ({form})",
-                         tol=tol, fmt=".4f", target_text=f"the theory's {theory_theta.value:.4f}")
-    land = against_target(landscape_min, theory_theta.value, tol=tol, fmt=".4f",
-                          symbol=f"the landscape's minimum at d = {d_landscape}",
-                          target_text=f"{theory_theta.value:.4f}")
-    moving = not theta_limit.contains(theta_dmax)
-    if ext.status == "holds" and moving:
-        return Verdict("holds", f"Finite-size: {ext.sentence}")
-    if ext.status == "holds":
-        return Verdict("undecided", f"{ext.sentence.rstrip('.')}, but the interval also holds the "
-                       f"mean at d = {dmax} ({theta_dmax:.4f}): larger d would decide.")
-    if ext.status == "fails" and land.status == "fails":
-        return Verdict("fails", f"Theory: {ext.sentence.rstrip('.')}, and "
-                       f"{land.sentence[0].lower()}{land.sentence[1:]}")
-    if ext.status == "fails":
-        why = ""
-        if start_bias is not None and math.isfinite(start_bias.lo) and not start_bias.contains(0.0):
-            why = (f"; the minimisers reached from Q* are not the lowest: theta differs by "
-                   f"{start_bias:.4f}{' (' + bias_where + ')' if bias_where else ''}")
-        return Verdict("undecided", f"{ext.sentence.rstrip('.')}, but {land.sentence[0].lower()}"
-                       f"{land.sentence[1:].rstrip('.')}{why}: the lowest minima followed to "
-                       "larger d would decide.")
-    return Verdict("undecided", f"{ext.sentence.rstrip('.')}: more d or seeds would decide.")
 
 
 def lowest_minima_rows(summ: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
@@ -263,6 +144,9 @@ def lowest_min_verdict(limit: Estimate, accurate: float, accurate_err: float, pu
     se = (limit.hi - limit.lo) / (2 * norm.ppf(0.5 + limit.level / 2))
     if not (np.isfinite(se) and se > 0 and np.isfinite(limit.value)):
         return Verdict("undecided", f"{what}: no finite extrapolated test error.")
+    if not (np.isfinite(published) and np.isfinite(accurate)):
+        return Verdict("undecided", f"{what}: a theory to compare with is missing (the published "
+                                    "curve needs the shared reference files).")
     z_acc = (limit.value - accurate) / math.hypot(se, accurate_err)
     z_pub = (limit.value - published) / se
     return choose_theory([z_acc], [z_pub], follow=follow, separate=separate, what=what)

@@ -3,39 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from stumplib.book.sections.flat_window import explanation_verdict, minima_rows, scaling_rows
+from stumplib.book.sections.flat_window import lowest_min_verdict, lowest_minima_rows, scaling_rows
 from stumplib.core.stats import Estimate
-
-
-def test_explanation_verdict_follows_its_rule():
-    theory = Estimate.with_error(0.0966, 1e-4)
-    near = Estimate(0.0970, 0.0960, 0.0980, "seeds")
-    far = Estimate(0.0995, 0.0985, 0.1005, "seeds")
-    v = explanation_verdict(near, theory, 0.0990, far, dmax=2000, d_landscape=2000, form="1/d")
-    assert v.status == "holds" and v.sentence.startswith("Finite-size")
-    v = explanation_verdict(far, theory, 0.0990, far, dmax=2000, d_landscape=2000, form="1/d")
-    assert v.status == "fails" and v.sentence.startswith("Theory")
-    v = explanation_verdict(far, theory, 0.0990, near, dmax=2000, d_landscape=2000, form="1/d")
-    assert v.status == "undecided"
-    wide = Estimate(0.0975, 0.0950, 0.1000, "seeds")  # holds both the theory and the last mean
-    v = explanation_verdict(wide, theory, 0.0990, far, dmax=2000, d_landscape=2000, form="1/d")
-    assert v.status == "undecided" and "larger d" in v.sentence
-
-
-def test_minima_rows_extrapolate_each_kind_of_minimum():
-    """Four d whose seed means follow a + b/d exactly: the d -> infinity row gives a."""
-    rng = np.random.default_rng(0)
-    land = {}
-    for d in (500, 1000, 2000, 4000):
-        noise = rng.standard_normal(8)
-        noise = (noise - noise.mean()) / noise.std(ddof=1) * 1e-3  # seed spread, mean exactly 0
-        land[d] = {"seeds": np.arange(8), "free_theta": 0.0990 - 1.0 / d + noise,
-                   "best_theta": 0.0966 - 1.0 / d + noise, "free_test_error": 0.00277 + noise / 100,
-                   "best_test_error": 0.00281 + 2e-2 / d + noise / 100}
-    rows = minima_rows(land, {"theta": 0.0966, "test_error": 0.002815})
-    assert [r["d"] for r in rows] == [500, 1000, 2000, 4000, "infinity", "theory"]
-    assert rows[4]["theta from Q*"].startswith("0.0990 ") and rows[4]["theta lowest"].startswith("0.0966 ")
-    assert rows[4]["test error lowest"].startswith("0.002810 ")
 
 
 def test_scaling_rows_extrapolate_each_quantity_and_compare_with_the_theory():
@@ -54,3 +23,30 @@ def test_scaling_rows_extrapolate_each_quantity_and_compare_with_the_theory():
     assert abs(rows[0]["limit / theory - 1"]) < 1e-9 and abs(rows[1]["limit / theory - 1"]) < 1e-9
     table["n"][0, 0] = 1  # one seed at the smallest d: three d left, no form can be chosen
     assert scaling_rows(table, 0, theory=theory) == ([], {})
+
+
+def test_lowest_min_verdict_applies_the_registry_rule_to_the_extrapolated_limit():
+    """Within 2 SE of the accurate theory and 4 or more from the published: holds; the other way
+    round: fails; an interval that reaches both: undecided; no published curve: undecided."""
+    acc, err, pub = 0.002815, 1.4e-5, 0.002676
+    near = Estimate(0.002812, 0.002780, 0.002844)
+    assert lowest_min_verdict(near, acc, err, pub).status == "holds"
+    assert lowest_min_verdict(Estimate(0.002676, 0.002650, 0.002702), acc, err,
+                              pub).status == "fails"
+    assert lowest_min_verdict(Estimate(0.00275, 0.0026, 0.0029), acc, err, pub).status == \
+        "undecided"
+    assert lowest_min_verdict(near, acc, err, float("nan")).status == "undecided"
+
+
+def test_lowest_minima_rows_show_each_d_with_its_seeds_and_gap():
+    n = np.array([8.0, 4.0])
+    summ = {k: np.array([0.1, 0.2]) for k in (
+        "informed_theta", "informed_theta_se", "lowest_theta", "lowest_theta_se",
+        "informed_test_error", "informed_test_error_se", "lowest_test_error",
+        "lowest_test_error_se", "theta_gap", "theta_gap_lo", "theta_gap_hi", "share_lower",
+        "saturated", "distinct_mean", "distinct_max")}
+    summ.update(ds=np.array([500, 1000]), seeds=n, seeds_ok=np.array([8.0, 3.0]))
+    rows = lowest_minima_rows(summ)
+    assert [r["d"] for r in rows] == [500, 1000]
+    assert rows[0]["seeds"] == 8 and rows[1]["seeds"] == "3 of 4"
+    assert rows[0]["theta gap [95%]"] == "0.1000 [0.1000, 0.1000]"
