@@ -145,15 +145,17 @@ def run_parameters(flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def parameter_mismatches(recorded: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
-    """The model parameters (:data:`RUN_PARAMETERS`) on which a stored run differs from the page.
+    """The parameters on which a stored run differs from the page (every one the page gives;
+    :data:`RUN_PARAMETERS` are the model's).
 
     Parameters
     ----------
     recorded : Mapping[str, Any]
         :func:`run_parameters` of the stored file.
     expected : Mapping[str, Any]
-        The page's ``omega``, ``sigma``, ``lam``, ``A`` (those given are compared, with relative
-        tolerance 1e-9; ``A`` as an array, a shape difference counts as a mismatch).
+        The page's values (e.g. ``omega``, ``sigma``, ``lam``, ``A``, ``gtol``, ``alpha``), each
+        compared with relative tolerance 1e-9 (arrays elementwise; a shape difference counts as a
+        mismatch).
 
     Returns
     -------
@@ -161,12 +163,10 @@ def parameter_mismatches(recorded: Mapping[str, Any], expected: Mapping[str, Any
         One phrase per difference (``"lam = 0.02 (this page: 0.01)"``, ``"A not recorded"``), or
         ``["parameters not recorded"]``; empty when the run matches.
     """
-    if not any(k in recorded for k in RUN_PARAMETERS):
+    if not any(k in recorded for k in expected):
         return ["parameters not recorded"]
     out = []
-    for k in RUN_PARAMETERS:
-        if k not in expected:
-            continue
+    for k in expected:
         want = np.asarray(expected[k], dtype=float)
         if k not in recorded:
             out.append(f"{k} not recorded")
