@@ -94,6 +94,21 @@ def _ratio_of_means(**kw):
     return ratio_of_means(**{"num": [1.0, 2.0], "den": [2.0, 2.0], "n_boot": 50, **kw})
 
 
+def _two_way_ratio(**kw):
+    from stumplib.core.stats import two_way_ratio
+    return two_way_ratio(**{"num": [[1.0, 2.0], [2.0, 1.0]], "den": [2.0, 2.0], "n_boot": 20, **kw})
+
+
+def _clip_to_support(**kw):
+    from stumplib.core.stats import Estimate, clip_to_support
+    return clip_to_support(**{"est": Estimate(1.0, 0.5, 2.0), **kw})
+
+
+def _estimate_range(**kw):
+    from stumplib.core.stats import Estimate
+    return Estimate.range(**{"values": [1.0, 2.0], **kw})
+
+
 def _mean_interval(**kw):
     from stumplib.core.stats import mean_interval
     return mean_interval(**{"values": [1.0, 2.0, 3.0], **kw})
@@ -492,7 +507,15 @@ TABLE = [
         "x": [([1.0, 2.0], "x"), ([1.0, -2.0, 4.0, 8.0], "x")],
         "y": [([1.0, 0.5, NAN, 0.1], "y"), ([1.0, -0.5, 0.25, 0.125], "x and y")],
         "weights": [([1.0, -1.0, 1.0, 1.0], "weights")]}),
-    ("stats.ratio_of_means", _ratio_of_means, {"den": [([1.0], "paired")]}),
+    ("stats.ratio_of_means", _ratio_of_means, {
+        "den": [([1.0], "paired"), ([-1.0, 2.0], "non-negative")], "floor": [(-1.0, "floor")],
+        "level": [(1.0, "level")]}),
+    ("stats.two_way_ratio", _two_way_ratio, {
+        "num": [([[1.0, 2.0]], "shapes"), ([[-1.0, 2.0], [1.0, 1.0]], "non-negative")],
+        "floor": [(NAN, "floor")], "n_boot": [(5, "n_boot")]}),
+    ("stats.clip_to_support", _clip_to_support, {"ceiling": [(-1.0, "floor")]}),
+    ("stats.Estimate.range", _estimate_range, {
+        "values": [([NAN], "values")], "center": [("mode", "center")]}),
     ("stats.mean_interval", _mean_interval, {"values": [([1.0], "at least 2")]}),
     ("stats.wilson_interval", _wilson_interval, {"trials": [(3, "trials")]}),
     ("stats.extrapolate_linear", _extrapolate_linear, {"se": [([-3e-5, -2e-5, -1e-5], "se")]}),
