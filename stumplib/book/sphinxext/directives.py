@@ -128,13 +128,13 @@ def library_calls(notebook: str | os.PathLike) -> dict[str, list[str]]:
 
 
 def directives():
-    """The ``claims-rules``, ``seed-audit`` and ``library-calls`` directive classes (Sphinx
-    imported lazily).
+    """The ``claims-rules``, ``seed-audit``, ``library-calls`` and ``claims-tally`` directive
+    classes (Sphinx imported lazily).
 
     Returns
     -------
     tuple of type
-        ``(ClaimsRules, SeedAudit, LibraryCalls)``.
+        ``(ClaimsRules, SeedAudit, LibraryCalls, ClaimsTally)``.
     """
     from docutils import nodes
     from sphinx.util.docutils import SphinxDirective
@@ -187,5 +187,13 @@ def directives():
             box = nodes.container(classes=["library-calls"])
             self.state.nested_parse(StringList(lines, source=str(path)), self.content_offset, box)
             return [box]
-    return ClaimsRules, SeedAudit, LibraryCalls
+    class ClaimsTally(SphinxDirective):
+        """``{claims-tally}``: how many claims hold, fail, are partly met or undecided, counted
+        when the page is written (:func:`stumplib.book.sphinxext.claims_data.resolve_tally`)."""
+
+        def run(self):
+            from stumplib.book.sphinxext.claims_data import claims_tally_node
+
+            return [claims_tally_node()]
+    return ClaimsRules, SeedAudit, LibraryCalls, ClaimsTally
 
