@@ -7,7 +7,7 @@ samplers (``tasks``), the estimator (``model``), the population loss (``populati
 ``exponents``, ``landscape``), the trainer (``trainer``), the corpus gradient and the certified
 scales (``transfer``, ``certified``), the frozen-estimator evaluations and staged training
 (``frozen``, ``staged``), the boundary profiles (``boundary``), the two-head model (``two_head``)
-and its verdict (``sections.two_head``) and the phase model (``phase.data``, ``phase.setting``,
+and its phrases (``sections.two_head``) and the phase model (``phase.data``, ``phase.setting``,
 ``phase.proximal``, ``phase.replica``, ``phase.solver``, ``phase.crossings``, ``phase.published``,
 ``phase.attention``, ``phase.problem``, ``phase.minimise``, ``phase.decision``,
 ``phase.exact_error``, ``phase.held_theta``, ``phase.scaling_forms``, ``phase.replicon``,
@@ -771,11 +771,10 @@ def _th_paired_ratio(**kw):
     return paired_ratio(**{"num": a, "den": a[:, 0], "n_boot": 20, **kw})
 
 
-def _th_verdict(**kw):
-    from stumplib.core.stats import Estimate
-    from stumplib.book.sections.two_head import two_head_verdict
-    e = Estimate(3.0, 2.0, 4.0, "bootstrap")
-    return two_head_verdict(**{"bayes_ratio": e, "interior_gain": e, **kw})
+def _th_phrases(**kw):
+    from stumplib.book.sections.two_head import two_head_phrases
+    return two_head_phrases(**{"count_slope": 0.1, "fallback": 0.3, "beta_two": 19.0,
+                               "beta_one": 36.0, "aware_own": 3.0, "bayes_ratio": 2.0, **kw})
 
 
 TABLE += [
@@ -809,8 +808,8 @@ TABLE += [
     ("two_head.paired_ratio", _th_paired_ratio, {
         "n_boot": [(5, "n_boot")], "level": [(1.5, "level")],
         "den": [(-torch.ones(8, dtype=torch.float64), "den"), (torch.ones(7, dtype=torch.float64), "den")]}),
-    ("sections.two_head.two_head_verdict", _th_verdict, {
-        "gain_needed": [(0.5, "gain_needed")], "bayes_factor": [(NAN, "bayes_factor")]}),
+    ("sections.two_head.two_head_phrases", _th_phrases, {
+        "fallback": [(NAN, "fallback")], "beta_one": [("x", "beta_one")]}),
 ]
 
 

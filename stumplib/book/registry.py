@@ -80,11 +80,13 @@ REGISTRY: tuple[Claim, ...] = (
           "a few percent of its growth on the way)", "at_most"),
     Claim("pop_scale", "stump", CH2, "β(t) grows like t to the power 1/4",
           "the exponent of β(t) extrapolated to β → ∞ (regression of the local exponent on "
-          "1, 1/β, log β/β; interval over correction model and fit range)", "1/4",
+          "1, 1/β, log β/β; interval over correction model and fit range), from the main start "
+          "(β0, b0) = (5, 0); other starts and priors are robustness, not part of the verdict",
+          "1/4",
           "10^-3: the extrapolation's residual curvature (the correction model is known only to "
           "leading order); solver and quadrature errors are below 10^-5", "against_target"),
     Claim("pop_error", "stump", CH2, "the threshold error decays like t to the power −1/4",
-          "the exponent of the RMSE extrapolated to β → ∞ (as for β)", "-1/4",
+          "the exponent of the RMSE extrapolated to β → ∞ (as for β), main start", "-1/4",
           "10^-3, as for β", "against_target"),
     Claim("certified_scale", "stump", CH3,
           "the certified interval grows with the corpus (linearly in m∧n, up to logarithms, "
@@ -141,7 +143,8 @@ REGISTRY: tuple[Claim, ...] = (
           "2 and 4 standard errors: following and separating", "choose_theory",
           number="gd_dmax_z_accurate_1016"),
     Claim("own_over_path", "stump", CH3, "GD tracks beyond the certificate",
-          "own-calibration tracking scale over β*, median over shapes [smallest, largest]",
+          "own-calibration tracking scale over β*, median over shapes (the range, smallest to "
+          "largest, is what the rule judges: every shape at or above the bound holds)",
           "at least 1", _NO_TOL, "at_least"),
     Claim("head", "stump", CH4, "head law error² = β^-2 + 2N^-2",
           "exponents p and q of the fitted head law", "1 each",
@@ -160,15 +163,17 @@ REGISTRY: tuple[Claim, ...] = (
           "interior symmetrized MSE over Bayes MSE, hand-set head β = 20N", "1",
           "5%: a stated practical margin for 'at the floor'", "against_target"),
     Claim("sym_trained", "stump", CH5, "the trained head gains about four times inside",
-          "interior one-head over symmetrized MSE of the trained head at the reference N "
-          "(its dependence on N shown alongside)", "4", "5% of 4, as for the hand-set head",
+          "interior one-head over symmetrized MSE of the heads trained on every corpus, pooled "
+          "(interval over contexts and corpora), at the reference N (its dependence on N shown "
+          "alongside)", "4", "5% of 4, as for the hand-set head",
           "against_target"),
     Claim("two_head", "stump", CH5, "a trained two-head model learns the symmetrization",
-          "the trained two-head model's interior gain and whole-prior risk over Bayes",
-          "interior gain at least 4, whole-prior risk within a factor 2 of Bayes",
-          "none on the gain (the claim's four); a factor 2 on the risk, the margin for 'near "
-          "Bayes over the whole prior'; both parts met holds, both missed fails, else partly",
-          "combine", number="two_head_bayes_ratio"),
+          "whole-prior MSE (τ ~ U[0, 1], N = 64) of the two-head model trained end to end over "
+          "that of the best hand-made rule applied to the one head trained alone on the same "
+          "corpora with the same steps, paired over contexts and corpora; at the scale gradient "
+          "descent gives the heads (β/N stated with the verdict)",
+          "at most 1.1 (as good as the best hand-made rule)",
+          "10%: a stated practical margin for 'as good as'", "at_most"),
     Claim("phase_replay", "phase", CH6, "the published curves are replayed",
           "largest relative deviation of the replayed (stopped) 144-node iteration from the "
           "published overlaps, per branch", "at most 10^-3",
@@ -207,6 +212,7 @@ RULE_ARGS: dict[str, dict[str, Any]] = {
     "calib_mae": dict(target=-1.0, fmt=".2f"),
     "sym_bayes": dict(target=1.0, tol=0.05, fmt=".4f", target_text="1", max_width=0.1),
     "sym_trained": dict(target=4.0, tol=0.2, fmt=".3g", max_width=0.4),
+    "two_head": dict(bound=1.1, fmt=".2f"),
     "phase_replay": dict(bound=1e-3, fmt=".1e"),
 }
 

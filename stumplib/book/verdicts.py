@@ -150,7 +150,8 @@ def _one_sided(est: Estimate, bound: float, *, symbol: str, above: bool, fmt: st
         return Verdict("holds", _sentence(base))
     if bad:
         return Verdict("fails", _sentence(base))
-    return Verdict("undecided", _sentence(f"{base}; the interval straddles {bound:{fmt}}"))
+    what = "range" if est.kind == "range" else "interval"
+    return Verdict("undecided", _sentence(f"{base}; the {what} straddles {bound:{fmt}}"))
 
 
 def at_least(est: Estimate, bound: float, *, symbol: str, fmt: str = ".3g",

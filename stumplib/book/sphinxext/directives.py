@@ -159,18 +159,24 @@ def directives():
             if not audit:
                 return [nodes.paragraph(text="No seed audit is committed: no claim is audited.")]
             seeds = ", ".join(str(k) for k in audit.get("seeds", []))
-            info = (f"Audited commit {audit.get('commit', '?')}, profile "
-                    f"{audit.get('profile', '?')}, seeds {seeds}; "
-                    f"chapters {', '.join(audit.get('chapters_done', [])) or 'none'}; "
-                    f"{audit.get('duration_s', float('nan')) / 60:.0f} minutes on "
-                    f"{audit.get('machine', '?')} ({audit.get('finished', '?')}). Command: "
-                    f"{audit.get('command', '?')}")
+            para = nodes.paragraph()
+            para += nodes.Text(
+                f"Audited commit {audit.get('commit', '?')}, profile "
+                f"{audit.get('profile', '?')}, seeds {seeds}; "
+                f"chapters {', '.join(audit.get('chapters_done', [])) or 'none'}; "
+                f"{audit.get('duration_s', float('nan')) / 60:.0f} minutes on "
+                f"{audit.get('machine', '?')} ({audit.get('finished', '?')}). Command: ")
+            # a literal: typographic quotes would print "--seeds" with an en dash, which a shell
+            # does not take
+            para += nodes.literal(text=str(audit.get("command", "?")))
             for r in audit.get("reruns", []):
-                info += (f" Rerun of {', '.join(r.get('chapters_done', []))} after a change, at "
-                         f"commit {r.get('commit', '?')}: {r.get('command', '?')}")
-            return [nodes.paragraph(text=info),
-                    _table(audit_mod.AUDIT_HEADER, audit_mod.audit_rows(audit),
-                           [22, 26, 8, 10, 10, 10, 8])]
+                para += nodes.Text(f". Rerun of {', '.join(r.get('chapters_done', []))} after a "
+                                   f"change, at commit {r.get('commit', '?')}: ")
+                para += nodes.literal(text=str(r.get("command", "?")))
+            para += nodes.Text(".")
+            return [para, _table(audit_mod.AUDIT_HEADER, audit_mod.audit_rows(audit),
+                                 [22, 26, 8, 10, 10, 10, 8])]
+
     class LibraryCalls(SphinxDirective):
         """``{library-calls}``: on a notebook page, the ``stumplib`` functions its code calls, each
         linked to its entry on the reference page (:func:`library_calls`)."""
