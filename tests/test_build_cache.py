@@ -247,7 +247,7 @@ def test_the_landing_tally_is_counted_when_the_page_is_written(cold):
     assert got == {"claims_holds": "1", "claims_fails": "0", "claims_partly": "0",
                    "claims_undecided": "0"}, got
     text = tb.page_text("intro.html")
-    assert "Of the 2 claims tested, 1 hold" in text and "1 could not be measured" in text
+    assert "Of the 2 claims tested, 1 holds" in text and "1 could not be measured" in text
     assert "1 row follows from others" in text
     data = json.loads((tb.book / "_build" / "html" / "claims.json").read_text())
     assert data["summary"]["claims_holds"] == 1 and data["summary"]["claims_consequences"] == 1

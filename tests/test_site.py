@@ -136,36 +136,43 @@ def _http_status(url: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def browser():
+def chromium():
+    """Headless Chromium through Playwright (one per module: a second sync Playwright in the same
+    thread is refused), with or without a built site."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip package playwright not installed")
     exe = _chromium()
     if exe is None:
         pytest.skip("Chromium not found (apt-get install chromium; or set $CHROMIUM)")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
     if not (SITE / "index.html").exists():
         pytest.skip(f"no built site at {SITE} (run `jupyter-book build .` first)")
     mj = _mathjax_dir()
     if mj is None:
         pytest.skip("no local MathJax 3 (npm install --prefix ~/.cache/stumpbook-mathjax mathjax@3)")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
-        ctx = b.new_context(viewport=VIEWPORT, device_scale_factor=1)
-        mj_re = re.compile(r"^https://cdn\.jsdelivr\.net/npm/mathjax@3/es5/(?P<path>[^?#]+)")
+    ctx = chromium.new_context(viewport=VIEWPORT, device_scale_factor=1)
+    mj_re = re.compile(r"^https://cdn\.jsdelivr\.net/npm/mathjax@3/es5/(?P<path>[^?#]+)")
 
-        def route(r):
-            url = r.request.url
-            if url.startswith("http://127.0.0.1"):
-                return r.continue_()
-            m = mj_re.match(url)
-            if m:
-                f = (mj / m["path"]).resolve()
-                if mj in f.parents and f.is_file():
-                    return r.fulfill(path=str(f))
-            return r.abort()  # no network: every other external request fails fast
+    def route(r):
+        url = r.request.url
+        if url.startswith("http://127.0.0.1"):
+            return r.continue_()
+        m = mj_re.match(url)
+        if m:
+            f = (mj / m["path"]).resolve()
+            if mj in f.parents and f.is_file():
+                return r.fulfill(path=str(f))
+        return r.abort()  # no network: every other external request fails fast
 
-        ctx.route("**/*", route)
-        yield ctx
-        ctx.close()
-        b.close()
+    ctx.route("**/*", route)
+    yield ctx
+    ctx.close()
 
 
 class _Ids(html.parser.HTMLParser):
@@ -620,8 +627,10 @@ def test_reference_page_lists_the_public_functions(facts):
     entries = set(facts("reference.html")["apiEntries"])
     missing = []
     for mod in ("stump.model", "stump.tasks", "stump.baselines", "stump.population", "stump.flow",
-                "stump.exponents", "stump.landscape", "stump.boundary", "core.stats", "core.verdicts", "core.book", "core.cache", "core.style",
-                "core.validation", "core.device", "core.results_io", "core.errors"):
+                "stump.exponents", "stump.landscape", "stump.boundary", "core.stats.estimate",
+                "core.stats.ratios", "core.stats.resampling", "book.verdicts", "book.page",
+                "book.cache", "book.style", "book.supports", "core.validation", "core.device",
+                "core.results_io", "core.errors"):
         m = importlib.import_module(f"stumplib.{mod}")
         for name in getattr(m, "__all__", []):
             obj = getattr(m, name)
@@ -952,21 +961,15 @@ PLANTED = """<html><body><main><article class="bd-article" style="width: 600px">
 </article></main></body></html>""" % ("a wide cell " * 40)
 
 
-def test_sideways_check_flags_a_wide_table_and_equation_in_scroll_boxes():
+def test_sideways_check_flags_a_wide_table_and_equation_in_scroll_boxes(chromium):
     """A planted page: a table and an equation wider than the 600 px column, each in a box that
     scrolls, are flagged; a narrow table and a narrow equation are not (Chromium, no site)."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip package playwright not installed")
-    exe = _chromium()
-    if exe is None:
-        pytest.skip("Chromium not found (apt-get install chromium; or set $CHROMIUM)")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = b.new_page(viewport=VIEWPORT)
-            page.set_content(PLANTED)
-            f = page.evaluate(_JS_PAGE_FACTS)
-        finally:
-            b.close()
+    page = chromium.new_page(viewport=VIEWPORT)
+    try:
+        page.set_content(PLANTED)
+        f = page.evaluate(_JS_PAGE_FACTS)
+    finally:
+        page.close()
     bad = sideways_problems(f)
     assert len(bad) == 2, bad
     assert any(x.startswith("'TABLE: a wide cell") for x in bad)

@@ -278,7 +278,7 @@ def counted(registry=None) -> list[Claim]:
             if not getattr(c, "follows_from", ())]
 
 
-RULE_HEADER = ("claim", "chapter", "statistic", "target", "tolerance", "rule")
+RULE_HEADER = ("claim", "ch.", "statistic", "target", "tolerance", "rule")
 
 
 def registry_rows() -> list[list[str]]:
@@ -291,6 +291,9 @@ def registry_rows() -> list[list[str]]:
     """
     from stumplib.book.typeset import typeset
 
-    return [[typeset(c.claim), c.chapter.removeprefix("chapters/"), typeset(c.statistic),
-             typeset(c.target), typeset(c.tolerance), c.rule] for c in REGISTRY]
+    def number(chapter: str) -> str:  # "chapters/04_error_bound" -> "4"
+        name = chapter.removeprefix("chapters/")
+        return str(int(name[:2])) if name[:2].isdigit() else name
+    return [[typeset(c.claim), number(c.chapter), typeset(c.statistic), typeset(c.target),
+             typeset(c.tolerance), c.rule] for c in REGISTRY]
 

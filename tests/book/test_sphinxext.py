@@ -109,7 +109,7 @@ def test_the_tally_counts_the_separate_tests_and_names_its_numbers(tmp_path):
 
     parts = tally_sentence(t)
     text = "".join(p for p, _ in parts)
-    assert text == ("Of the 4 claims tested, 2 hold, 0 fail, 1 are partly met and 0 are "
+    assert text == ("Of the 4 claims tested, 2 hold, 0 fail, 1 is partly met and 0 are "
                     "undecided; 1 could not be measured in this build; 1 row follows from others "
                     "and is not counted (marked †).")
     ids = {i: p for p, i in parts if i}

@@ -189,17 +189,19 @@ def tally_sentence(tally: dict[str, int]) -> list[tuple[str, str | None]]:
     Returns
     -------
     list of (text, id or None)
-        Concatenated they read: "Of the 23 claims tested, 14 hold, 3 fail, 2 are partly met and
+        Concatenated they read: "Of the 23 claims tested, 14 hold, 3 fail, 1 is partly met and
         4 are undecided; 1 row follows from others and is not counted (marked †)."
     """
     parts: list[tuple[str, str | None]] = [(f"Of the {tally['claims_counted']} claims tested, ",
                                             None)]
-    words = [("holds", "hold"), ("fails", "fail"), ("partly", "are partly met"),
-             ("undecided", "are undecided")]
-    for i, (status, verb) in enumerate(words):
+    words = [("holds", "holds", "hold"), ("fails", "fails", "fail"),
+             ("partly", "is partly met", "are partly met"),
+             ("undecided", "is undecided", "are undecided")]
+    for i, (status, one, many) in enumerate(words):
         sep = "" if i == 0 else (" and " if i == len(words) - 1 else ", ")
-        parts += [(sep, None), (str(tally[TALLY_NAMES[status]]), TALLY_NAMES[status]),
-                  (f" {verb}", None)]
+        k = tally[TALLY_NAMES[status]]
+        parts += [(sep, None), (str(k), TALLY_NAMES[status]), (f" {one if k == 1 else many}",
+                                                                None)]
     missing = tally.get("claims_not_measured", 0)
     if missing:
         parts.append((f"; {missing} could not be measured in this build", None))

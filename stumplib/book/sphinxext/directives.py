@@ -145,7 +145,7 @@ def directives():
         def run(self):
             from stumplib.book import registry
 
-            return [_table(registry.RULE_HEADER, registry.registry_rows(), [16, 6, 30, 12, 26, 10])]
+            return [_table(registry.RULE_HEADER, registry.registry_rows(), [18, 4, 32, 12, 22, 12])]
 
     class SeedAudit(SphinxDirective):
         """``{seed-audit}``: the committed seed audit (``scripts/SEED_AUDIT.json``)."""
