@@ -855,13 +855,22 @@ def text_problems(text: str, code: str = "") -> list[str]:
     return bad
 
 
+#: pages with a known cut table or equation, each with the fix it waits for (strict: the test
+#: fails once the page is fixed, so the entry is removed)
+KNOWN_CUT = {"chapters/06_positional_semantic.html":
+             "the teacher equation y = [(1 - ω) softmax(h* h*ᵀ) + ωA] ... (966 px in a 688 px "
+             "column) waits for chapter 6's rewrite to break it over two lines"}
+
+
 @pytest.mark.parametrize("rel", _params())
-def test_no_table_or_equation_is_cut_at_the_column(rel, facts):
+def test_no_table_or_equation_is_cut_at_the_column(rel, facts, request):
     """Every table and display equation fits the column: none needs sideways scrolling (a scroll
     bar is easy to miss, and a screenshot shows the table or equation cut). Sphinx's generated
     index pages excepted."""
     if rel in GENERATED:
         return
+    if rel in KNOWN_CUT:
+        request.applymarker(pytest.mark.xfail(reason=KNOWN_CUT[rel], strict=True))
     bad = sideways_problems(facts(rel))
     assert not bad, f"{rel}: cut at the column: {bad}"
 
