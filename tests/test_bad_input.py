@@ -7,7 +7,7 @@ samplers (``tasks``), the estimator (``model``), the population loss (``populati
 ``exponents``, ``landscape``), the trainer (``trainer``), the corpus gradient and the certified
 scales (``transfer``, ``certified``), the frozen-estimator evaluations and staged training
 (``frozen``, ``staged``), the boundary profiles (``boundary``), the two-head model (``two_head``)
-and its verdict (``sections.two_head``) and the phase model (``phase.data``, ``phase.setting``,
+and its phrases (``sections.two_head``) and the phase model (``phase.data``, ``phase.setting``,
 ``phase.proximal``, ``phase.replica``, ``phase.solver``, ``phase.crossings``, ``phase.published``,
 ``phase.attention``, ``phase.problem``, ``phase.minimise``, ``phase.decision``,
 ``phase.exact_error``, ``phase.held_theta``, ``phase.scaling_forms``, ``phase.replicon``,
@@ -92,6 +92,21 @@ def _combine(**kw):
 def _ratio_of_means(**kw):
     from stumplib.core.stats import ratio_of_means
     return ratio_of_means(**{"num": [1.0, 2.0], "den": [2.0, 2.0], "n_boot": 50, **kw})
+
+
+def _two_way_ratio(**kw):
+    from stumplib.core.stats import two_way_ratio
+    return two_way_ratio(**{"num": [[1.0, 2.0], [2.0, 1.0]], "den": [2.0, 2.0], "n_boot": 20, **kw})
+
+
+def _clip_to_support(**kw):
+    from stumplib.core.stats import Estimate, clip_to_support
+    return clip_to_support(**{"est": Estimate(1.0, 0.5, 2.0), **kw})
+
+
+def _estimate_range(**kw):
+    from stumplib.core.stats import Estimate
+    return Estimate.range(**{"values": [1.0, 2.0], **kw})
 
 
 def _mean_interval(**kw):
@@ -493,7 +508,15 @@ TABLE = [
         "x": [([1.0, 2.0], "x"), ([1.0, -2.0, 4.0, 8.0], "x")],
         "y": [([1.0, 0.5, NAN, 0.1], "y"), ([1.0, -0.5, 0.25, 0.125], "x and y")],
         "weights": [([1.0, -1.0, 1.0, 1.0], "weights")]}),
-    ("stats.ratio_of_means", _ratio_of_means, {"den": [([1.0], "paired")]}),
+    ("stats.ratio_of_means", _ratio_of_means, {
+        "den": [([1.0], "paired"), ([-1.0, 2.0], "non-negative")], "floor": [(-1.0, "floor")],
+        "level": [(1.0, "level")]}),
+    ("stats.two_way_ratio", _two_way_ratio, {
+        "num": [([[1.0, 2.0]], "shapes"), ([[-1.0, 2.0], [1.0, 1.0]], "non-negative")],
+        "floor": [(NAN, "floor")], "n_boot": [(5, "n_boot")]}),
+    ("stats.clip_to_support", _clip_to_support, {"ceiling": [(-1.0, "floor")]}),
+    ("stats.Estimate.range", _estimate_range, {
+        "values": [([NAN], "values")], "center": [("mode", "center")]}),
     ("stats.mean_interval", _mean_interval, {"values": [([1.0], "at least 2")]}),
     ("stats.wilson_interval", _wilson_interval, {"trials": [(3, "trials")]}),
     ("stats.extrapolate_linear", _extrapolate_linear, {"se": [([-3e-5, -2e-5, -1e-5], "se")]}),
@@ -749,11 +772,10 @@ def _th_paired_ratio(**kw):
     return paired_ratio(**{"num": a, "den": a[:, 0], "n_boot": 20, **kw})
 
 
-def _th_verdict(**kw):
-    from stumplib.core.stats import Estimate
-    from stumplib.book.sections.two_head import two_head_verdict
-    e = Estimate(3.0, 2.0, 4.0, "bootstrap")
-    return two_head_verdict(**{"bayes_ratio": e, "interior_gain": e, **kw})
+def _th_phrases(**kw):
+    from stumplib.book.sections.two_head import two_head_phrases
+    return two_head_phrases(**{"count_slope": 0.1, "fallback": 0.3, "beta_two": 19.0,
+                               "beta_one": 36.0, "aware_own": 3.0, "bayes_ratio": 2.0, **kw})
 
 
 TABLE += [
@@ -787,8 +809,8 @@ TABLE += [
     ("two_head.paired_ratio", _th_paired_ratio, {
         "n_boot": [(5, "n_boot")], "level": [(1.5, "level")],
         "den": [(-torch.ones(8, dtype=torch.float64), "den"), (torch.ones(7, dtype=torch.float64), "den")]}),
-    ("sections.two_head.two_head_verdict", _th_verdict, {
-        "gain_needed": [(0.5, "gain_needed")], "bayes_factor": [(NAN, "bayes_factor")]}),
+    ("sections.two_head.two_head_phrases", _th_phrases, {
+        "fallback": [(NAN, "fallback")], "beta_one": [("x", "beta_one")]}),
 ]
 
 

@@ -48,6 +48,17 @@ sphinx:
   config:
     nb_execution_raise_on_error: true
     nb_execution_show_tb: true
+    stumpbook_claims_registry: "tinyreg:REGISTRY"
+"""
+
+# the tiny book's claims (the landing page's tally counts them): one measured, one a consequence
+# of it (not counted), one that no chapter glues (not measured)
+TINYREG = """\
+from stumplib.book.registry import Claim
+REGISTRY = (Claim("tiny", "stump", "ch1", "c", "s", "t", "tol", "at_least"),
+            Claim("tinycons", "stump", "ch1", "c", "s", "t", "tol", "at_least",
+                  follows_from=("tiny",)),
+            Claim("absent", "stump", "ch1", "c", "s", "t", "tol", "at_least"))
 """
 
 TOC = """\
@@ -74,6 +85,9 @@ Version: {glue:text}`ch1.ipynb::version:s`.
 Profile: {glue:text}`ch1.ipynb::profile:s`.
 Value: {glue:text}`ch1.ipynb::value:d`.
 Executions: {glue:text}`ch1.ipynb::runs:d`.
+
+```{claims-tally}
+```
 """
 
 SETUP_CELL = """\
@@ -102,6 +116,8 @@ glue("version", book.code_version(), display=False)
 glue("profile", os.environ.get("STUMPBOOK_PROFILE", "quick"), display=False)
 glue("value", value, display=False)
 glue("runs", runs, display=False)
+glue("tiny_status", "holds", display=False)
+glue("tinycons_status", "holds", display=False)
 print("sum", float(res["x"].sum()))
 """
 
@@ -142,6 +158,7 @@ class TinyBook:
         self.book.mkdir(parents=True)
         shutil.copytree(ROOT / "stumplib", self.lib / "stumplib",
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        (self.lib / "tinyreg.py").write_text(TINYREG)
         (self.book / "_config.yml").write_text(CONFIG)
         (self.book / "_toc.yml").write_text(TOC)
         (self.book / "intro.md").write_text(INTRO)
@@ -217,6 +234,24 @@ def test_cold_build_executes_and_glues_into_the_landing_page(cold):
     assert g["version"] and re.fullmatch(r"[0-9a-f]{16}", g["version"]), g
     assert "stumpbook: executed ch1" in cold["log"]
     assert (tb.book / "_build" / ".jupyter_cache.stamp.json").is_file()
+
+
+@pytest.mark.slow
+def test_the_landing_tally_is_counted_when_the_page_is_written(cold):
+    """``{claims-tally}``: the executed chapter's statuses counted into the page (each number in an
+    element with its id) and into claims.json's summary; a consequence and an unmeasured claim
+    are reported apart."""
+    tb: TinyBook = cold["tb"]
+    html = (tb.book / "_build" / "html" / "intro.html").read_text()
+    got = dict(re.findall(r'id="(claims_\w+)"[^>]*>(\d+)<', html))
+    assert got == {"claims_holds": "1", "claims_fails": "0", "claims_partly": "0",
+                   "claims_undecided": "0"}, got
+    text = tb.page_text("intro.html")
+    assert "Of the 2 claims tested, 1 holds" in text and "1 could not be measured" in text
+    assert "1 row follows from others" in text
+    data = json.loads((tb.book / "_build" / "html" / "claims.json").read_text())
+    assert data["summary"]["claims_holds"] == 1 and data["summary"]["claims_consequences"] == 1
+    assert [r["key"] for r in data["claims"]] == ["tiny", "tinycons", "absent"]
 
 
 @pytest.mark.slow

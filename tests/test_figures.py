@@ -225,6 +225,9 @@ def _ch4():
     beta_star = 0.08 * mn * 8
     yield "fig_frozen_headline", lambda: ch4.headline(mn, Ns, err, 0.9 * err, 1.1 * err, law,
                                                       beta_star, [16, 256, 4096], shapes)
+    worst = {"fit": {**law, "p": 0.93}, "rows": [0, 5, 6, 3, 4]}  # largest error at each m∧n
+    yield "fig_frozen_headline_worst", lambda: ch4.headline(
+        mn, Ns, err, 0.9 * err, 1.1 * err, law, beta_star, [16, 256, 4096], shapes, worst=worst)
     runs = []
     for i, v in enumerate((32, 64, 128, 256, 512)):
         steps = np.geomspace(1, 6e4, 40)
@@ -340,7 +343,42 @@ def _lowest_minima_data():
     return summ, ls.limits(summ), searches
 
 
-_CHAPTERS = {"ch1": _ch1, "ch2": _ch2, "ch3": _ch3, "ch4": _ch4, "ch5": _ch5, "ch6": _ch6}
+def _ch5_two_head():
+    """Chapter 5's two-head figures on a short run of the library's own training (2 corpora a
+    start, 60 steps) and the evaluation helpers, at the quick profile's context sizes."""
+    from stumplib.book.plots import boundary as ch5
+    from stumplib.stump import boundary as B
+    from stumplib.stump import two_head as TH
+    from stumplib.stump.trainer import RunConfig
+
+    starts = {"symmetric start": ("symmetrized", 1.0), "mirror off": ("one-head", 1.0),
+              "one head": ("one-head", 0.0)}
+    runs = [(s, RunConfig(m=32, n=16, seed=r, lr=400.0, beta0=20.0, b0=20.0, tau_lo=0.0,
+                          tau_hi=1.0)) for s in starts for r in range(2)]
+    TW = TH.train_two_head([c for _, c in runs], 60, start=[starts[s][0] for s, _ in runs],
+                           comb_step=[starts[s][1] for s, _ in runs], n_records=12)
+    idx = {s: [i for i, (t, _) in enumerate(runs) if t == s] for s in starts}
+    yield "fig_two_head_training", lambda: ch5.two_head_training(TW, idx, 16)
+    names = ["one-head", "symmetrized", "boundary-aware", "Bayes"]
+    PROF2 = {}
+    for N in (16, 64, 256):
+        x = torch.rand(300, N, generator=torch.Generator().manual_seed(N), dtype=torch.float64)
+        tau = B.threshold_grid(41, N)
+        mse, _ = TH.profile_summary(x, tau, TW.final_heads[idx["one head"], :2],
+                                    TW.final_heads[idx["symmetric start"]],
+                                    TW.final_A[idx["symmetric start"]], names)
+        PROF2[N] = {"tau": tau.numpy(), **mse}
+    yield "fig_two_head_profiles", lambda: ch5.two_head_profiles(PROF2, [16, 64, 256],
+                                                                 ["two-head"] + names)
+    yield "fig_two_head_weights", lambda: ch5.two_head_weights(
+        TW.final_A[idx["symmetric start"]], 64,
+        {"boundary-aware (Bayes)": TH.rule("boundary-aware"),
+         "plain average": TH.rule("symmetrized")})
+
+
+
+_CHAPTERS = {"ch1": _ch1, "ch2": _ch2, "ch3": _ch3, "ch4": _ch4, "ch5": _ch5,
+             "ch5_two_head": _ch5_two_head, "ch6": _ch6}
 
 
 @pytest.mark.parametrize("chapter", sorted(_CHAPTERS))
@@ -357,3 +395,39 @@ def test_every_figure_of_the_chapter_reads_cleanly(chapter):
         plt.close(fig)
     assert n >= 2
     assert not bad, "\n".join(f"{k}: {'; '.join(v)}" for k, v in bad.items())
+
+
+def test_check_flags_a_panel_letter_over_a_y_label_and_not_one_beside_it():
+    fig, axes = style.panels(3, height=2.6)
+    for ax in axes:
+        ax.plot([0, 1], [0, 1])
+        ax.set_ylabel("a y label long enough to reach the top of its panel and beyond it")
+    axes[2].text(-0.06, 0.5, "(c)", transform=axes[2].transAxes, fontsize=11)  # planted: on it
+    got = [p for p in figcheck.figure_problems(fig) if "panel letter" in p]
+    assert got and "(c) lies over the text 'a y label" in got[0]
+    fig, axes = style.panels(3, height=2.6)
+    for ax in axes:
+        ax.plot([0, 1], [0, 1])
+        ax.set_ylabel("MSE")
+    style.label_panels(axes)
+    assert not [p for p in figcheck.figure_problems(fig) if "panel letter" in p]
+    plt.close("all")
+
+
+def test_check_flags_two_thin_lines_that_render_the_same_grey():
+    """A 0.6 pt black line at alpha 0.7 and a 1 pt grey-0.6 line show the same grey in a legend
+    (Fig. 2's diagonal and single contexts, before the fix); a dash-dotted diagonal does not."""
+    fig, ax = style.figure()
+    ax.plot([0, 1], [0, 1], color="0.6", lw=1, label="diagonal")
+    ax.plot([0, 1], [0.2, 0.4], color="k", lw=0.6, alpha=0.7, label="single contexts")
+    ax.set_ylim(0, 3)
+    ax.legend(loc="upper right")
+    got = [p for p in figcheck.figure_problems(fig) if "alike" in p]
+    assert got and "'diagonal' and 'single contexts'" in got[0]
+    fig, ax = style.figure()
+    ax.plot([0, 1], [0, 1], color="0.45", ls="-.", lw=1.2, label="diagonal")
+    ax.plot([0, 1], [0.2, 0.4], color="k", lw=0.6, alpha=0.7, label="single contexts")
+    ax.set_ylim(0, 3)
+    ax.legend(loc="upper right")
+    assert not [p for p in figcheck.figure_problems(fig) if "alike" in p]
+    plt.close("all")

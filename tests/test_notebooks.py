@@ -188,3 +188,46 @@ def test_every_notebook_cell_has_an_id():
         missing = [i for i, c in enumerate(nb["cells"]) if not c.get("id")]
         assert (nb["nbformat"], nb["nbformat_minor"]) >= (4, 5), path.name
         assert not missing, f"{path.name}: cells without an id: {missing}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
+def test_glued_intervals_stay_in_their_support(path, executed_chapter):
+    """Every glued ``name``/``name_lo``/``name_hi`` of a ratio, MSE, risk or error
+    (:func:`stumplib.book.supports.support_floor`) has its interval in the support: above 0, and at
+    or above 1 for a risk over the Bayes risk; and every glued interval holds its value."""
+    import ast
+
+    from stumplib.book.supports import support_problems
+
+    values = {}
+    for name, data in glued(executed_chapter(path)).items():
+        text = _text(data)
+        if text is None:
+            continue
+        try:
+            values[name] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            values[name] = text
+    bad = support_problems(values)
+    assert not bad, f"{path.stem}: intervals outside their support: {bad}"
+
+
+def test_the_support_scan_catches_the_faults_of_issue_39():
+    """The scan flags a ratio interval below 0, a risk over Bayes below 1 and an interval that
+    misses its value; it leaves a slope, a signed difference and a correct interval alone."""
+    from stumplib.book.supports import support_floor, support_problems
+
+    bad = {"ch5_gain_ratio": 7.39, "ch5_gain_ratio_lo": -2.52, "ch5_gain_ratio_hi": 24.8,
+           "two_head_bayes_ratio": 2.54, "two_head_bayes_ratio_lo": 0.584,
+           "two_head_bayes_ratio_hi": 5.52,
+           "sym_trained_estimate": 9.78, "sym_trained_estimate_lo": 9.8,
+           "sym_trained_estimate_hi": 24.6}
+    got = support_problems(bad)
+    assert len(got) == 3 and "below 0" in got[0] and "below 1" in got[2] and "outside" in got[1]
+    fine = {"frozen_slope_mn": -0.8, "frozen_slope_mn_lo": -1.1, "frozen_slope_mn_hi": -0.5,
+            "prior_risk_sym_estimate": 61.7, "prior_risk_sym_estimate_lo": 52.0,
+            "prior_risk_sym_estimate_hi": 71.2}
+    assert support_problems(fine) == []
+    assert support_floor("prior_risk_aware_estimate") == 1.0
+    assert support_floor("sym_bayes_ratio") == 0.0 and support_floor("bound_mn_worst_slope") is None

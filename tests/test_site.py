@@ -136,36 +136,43 @@ def _http_status(url: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def browser():
+def chromium():
+    """Headless Chromium through Playwright (one per module: a second sync Playwright in the same
+    thread is refused), with or without a built site."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip package playwright not installed")
     exe = _chromium()
     if exe is None:
         pytest.skip("Chromium not found (apt-get install chromium; or set $CHROMIUM)")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
     if not (SITE / "index.html").exists():
         pytest.skip(f"no built site at {SITE} (run `jupyter-book build .` first)")
     mj = _mathjax_dir()
     if mj is None:
         pytest.skip("no local MathJax 3 (npm install --prefix ~/.cache/stumpbook-mathjax mathjax@3)")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
-        ctx = b.new_context(viewport=VIEWPORT, device_scale_factor=1)
-        mj_re = re.compile(r"^https://cdn\.jsdelivr\.net/npm/mathjax@3/es5/(?P<path>[^?#]+)")
+    ctx = chromium.new_context(viewport=VIEWPORT, device_scale_factor=1)
+    mj_re = re.compile(r"^https://cdn\.jsdelivr\.net/npm/mathjax@3/es5/(?P<path>[^?#]+)")
 
-        def route(r):
-            url = r.request.url
-            if url.startswith("http://127.0.0.1"):
-                return r.continue_()
-            m = mj_re.match(url)
-            if m:
-                f = (mj / m["path"]).resolve()
-                if mj in f.parents and f.is_file():
-                    return r.fulfill(path=str(f))
-            return r.abort()  # no network: every other external request fails fast
+    def route(r):
+        url = r.request.url
+        if url.startswith("http://127.0.0.1"):
+            return r.continue_()
+        m = mj_re.match(url)
+        if m:
+            f = (mj / m["path"]).resolve()
+            if mj in f.parents and f.is_file():
+                return r.fulfill(path=str(f))
+        return r.abort()  # no network: every other external request fails fast
 
-        ctx.route("**/*", route)
-        yield ctx
-        ctx.close()
-        b.close()
+    ctx.route("**/*", route)
+    yield ctx
+    ctx.close()
 
 
 class _Ids(html.parser.HTMLParser):
@@ -322,6 +329,30 @@ async () => {
                 right: r.right};
       })
       .filter(x => x.content > x.box + 1 && !x.scrolls || x.right > colRight + 4),
+    // tables and display equations wider than the box they show in, even where the box scrolls:
+    // the reader sees them cut at the column's edge
+    sideways: Array.from(article.querySelectorAll(
+        'mjx-container[display="true"], div.math, table')).filter(e => e.offsetParent !== null)
+      .filter(e => !e.closest('.sidebar, .margin'))
+      .map(e => {
+        let box = e.parentElement;
+        for (let p = e.parentElement; p && p !== article; p = p.parentElement) {
+          const ox = getComputedStyle(p).overflowX;
+          if (ox === 'auto' || ox === 'scroll' || ox === 'hidden') { box = p; break; }
+        }
+        const own = getComputedStyle(e).overflowX;
+        const inner = Math.max(0, ...Array.from(e.querySelectorAll('mjx-math, tr')).map(
+          m => m.getBoundingClientRect().width));
+        const content = Math.max(e.scrollWidth, e.getBoundingClientRect().width, inner);
+        const width = Math.min(box.clientWidth, (own === 'auto' || own === 'scroll' || own === 'hidden')
+                               ? e.clientWidth : Infinity);
+        return {label: e.tagName + ': ' + (e.innerText || e.textContent || '').trim().slice(0, 50),
+                content: Math.round(content), box: Math.round(width)};
+      })
+      .filter(x => x.content > x.box + 2),
+    codeText: Array.from(document.querySelectorAll('code, pre')).map(e => e.innerText).join('\n'),
+    tally: Object.fromEntries(['claims_holds', 'claims_fails', 'claims_partly', 'claims_undecided']
+      .map(k => [k, (document.getElementById(k) || {}).textContent || null])),
   };
 }
 """
@@ -596,8 +627,10 @@ def test_reference_page_lists_the_public_functions(facts):
     entries = set(facts("reference.html")["apiEntries"])
     missing = []
     for mod in ("stump.model", "stump.tasks", "stump.baselines", "stump.population", "stump.flow",
-                "stump.exponents", "stump.landscape", "stump.boundary", "core.stats", "core.verdicts", "core.book", "core.cache", "core.style",
-                "core.validation", "core.device", "core.results_io", "core.errors"):
+                "stump.exponents", "stump.landscape", "stump.boundary", "core.stats.estimate",
+                "core.stats.ratios", "core.stats.resampling", "book.verdicts", "book.page",
+                "book.cache", "book.style", "book.supports", "core.validation", "core.device",
+                "core.results_io", "core.errors"):
         m = importlib.import_module(f"stumplib.{mod}")
         for name in getattr(m, "__all__", []):
             obj = getattr(m, name)
@@ -796,6 +829,80 @@ def test_typeset_words(rel, facts):
     assert not bad, f"{rel}: ASCII where the book's symbols belong: {bad}"
 
 
+def sideways_problems(f: dict) -> list[str]:
+    """Tables and display equations wider than the box they show in (:data:`_JS_PAGE_FACTS`'s
+    ``sideways``), scroll wrapper or not: at the column's edge the reader sees them cut."""
+    return [f"{x['label']!r}: {x['content']} px of content in a {x['box']} px box"
+            for x in f.get("sideways", [])]
+
+
+#: plain-text faults a page must not show: reStructuredText literals left as text (a docstring
+#: Sphinx did not parse), and an option of a command turned into an en dash by typographic quotes
+TEXT_FAULTS = [
+    (re.compile(r"``[^`\n]{0,60}``|``"), "literal double backticks"),
+    (re.compile(r"(?:^|\s)–[A-Za-z]"), "an en dash where a command has '--' (typographic quotes)"),
+]
+
+
+def text_problems(text: str, code: str = "") -> list[str]:
+    """The :data:`TEXT_FAULTS` of a page's visible text, and an en dash inside code (a command a
+    reader copies)."""
+    bad = [f"{why}: {text[max(m.start() - 30, 0):m.end() + 30]!r}" for rx, why in TEXT_FAULTS
+           for m in [rx.search(text)] if m]
+    m = re.search(r"–[A-Za-z]", code)
+    if m:
+        bad.append(f"an en dash in code: {code[max(m.start() - 30, 0):m.end() + 30]!r}")
+    return bad
+
+
+#: pages with a known cut table or equation, each with the fix it waits for (strict: the test
+#: fails once the page is fixed, so the entry is removed)
+KNOWN_CUT = {"chapters/06_positional_semantic.html":
+             "the teacher equation y = [(1 - ω) softmax(h* h*ᵀ) + ωA] ... (966 px in a 688 px "
+             "column) waits for chapter 6's rewrite to break it over two lines"}
+
+
+@pytest.mark.parametrize("rel", _params())
+def test_no_table_or_equation_is_cut_at_the_column(rel, facts, request):
+    """Every table and display equation fits the column: none needs sideways scrolling (a scroll
+    bar is easy to miss, and a screenshot shows the table or equation cut). Sphinx's generated
+    index pages excepted."""
+    if rel in GENERATED:
+        return
+    if rel in KNOWN_CUT:
+        request.applymarker(pytest.mark.xfail(reason=KNOWN_CUT[rel], strict=True))
+    bad = sideways_problems(facts(rel))
+    assert not bad, f"{rel}: cut at the column: {bad}"
+
+
+@pytest.mark.parametrize("rel", _params())
+def test_no_literal_backticks_or_mangled_commands(rel, facts):
+    """No ``literal`` shown with its backticks (the reference page's docstrings), and no '--' of a
+    command shown as an en dash."""
+    f = facts(rel)
+    bad = text_problems(f["text"], f.get("codeText", ""))
+    assert not bad, f"{rel}: {bad}"
+
+
+def test_landing_tally_and_reasons(facts):
+    """The landing page's tally: the four counts in their elements, adding up to the claims
+    counted in claims.json's summary; no reason cut short (no ellipsis)."""
+    import json
+
+    if "intro.html" not in PAGES:
+        pytest.skip("no intro.html in the built site")
+    f = facts("intro.html")
+    got = f["tally"]
+    assert all(v is not None and re.fullmatch(r"\d+", v) for v in got.values()), got
+    summary = json.loads((SITE / "claims.json").read_text(encoding="utf-8"))["summary"]
+    assert {k: int(v) for k, v in got.items()} == {k: summary[k] for k in got}
+    assert sum(int(v) for v in got.values()) + summary["claims_not_measured"] == (
+        summary["claims_counted"])
+    for t in f["dashboards"]:
+        for row in t["rows"][1:]:
+            assert not row[3].rstrip(".").endswith("…"), f"a reason cut short: {row[3]!r}"
+
+
 @pytest.mark.parametrize("rel", _params())
 def test_no_clipped_tables_or_equations(rel, facts):
     """Every display equation and table fits its box, or its box scrolls sideways (overflow-x
@@ -842,3 +949,37 @@ def test_library_calls_link_to_the_reference(rel):
                         r"\s*<code", box.group(1))
     assert names and len(linked) == len(names), (
         f"{rel}: {len(names) - len(linked)} of {len(names)} library calls do not link")
+
+
+# ------------------------------------------------------------------ the checks catch each fault
+def test_text_checks_flag_backticks_and_en_dashes_and_pass_clean_text():
+    assert text_problems("shape ``(..., N)``: features") and text_problems("a `` b")
+    assert text_problems("Command: python scripts/seed_audit.py –seeds 0 1 2")
+    assert text_problems("clean text", code="python x.py –seeds 0")
+    assert not text_problems("ranges 0.2–0.8 and τ ∈ [0, 1] – an aside", "python x.py --seeds 0")
+
+
+PLANTED = """<html><body><main><article class="bd-article" style="width: 600px">
+<div style="overflow-x: auto"><table id="wide"><tr><td style="white-space: nowrap">
+%s</td></tr></table></div>
+<mjx-container display="true" style="display: block; overflow-x: auto; max-width: 100%%">
+<mjx-math style="display: inline-block; width: 900px">x</mjx-math></mjx-container>
+<table id="narrow"><tr><td>fits</td></tr></table>
+<div class="math" style="overflow-x: auto"><mjx-container display="true" style="display: block">
+<mjx-math style="display: inline-block; width: 200px">y</mjx-math></mjx-container></div>
+</article></main></body></html>""" % ("a wide cell " * 40)
+
+
+def test_sideways_check_flags_a_wide_table_and_equation_in_scroll_boxes(chromium):
+    """A planted page: a table and an equation wider than the 600 px column, each in a box that
+    scrolls, are flagged; a narrow table and a narrow equation are not (Chromium, no site)."""
+    page = chromium.new_page(viewport=VIEWPORT)
+    try:
+        page.set_content(PLANTED)
+        f = page.evaluate(_JS_PAGE_FACTS)
+    finally:
+        page.close()
+    bad = sideways_problems(f)
+    assert len(bad) == 2, bad
+    assert any(x.startswith("'TABLE: a wide cell") for x in bad)
+    assert any(x.startswith("'MJX-CONTAINER") for x in bad)

@@ -71,7 +71,7 @@ def _seed_checked(key: str, v: V.Verdict, profile: str | None,
 
 
 def decide(key: str, statistic: Estimate, *, profile: str | None = None,
-           audit: Mapping[str, Any] | None = None, glue: bool = True,
+           audit: Mapping[str, Any] | None = None, glue: bool = True, why: str | None = None,
            **context: Any) -> V.Verdict:
     """Judge ``key`` by its registry rule, check it against the seed audit, and glue it.
 
@@ -87,6 +87,8 @@ def decide(key: str, statistic: Estimate, *, profile: str | None = None,
     profile : the chapter's profile (the audit applies to its own profile only; ``None``: any).
     audit : the audit (default: the committed :data:`AUDIT_FILE`).
     glue : glue the values (``False``: only return the verdict).
+    why : the landing row's reason when the shortened sentence would drop what matters (a
+        qualifier the row must keep); a seed disagreement is appended (see :func:`check`).
     **context : passed to the rule (see :func:`judge`).
 
     Returns
@@ -99,7 +101,9 @@ def decide(key: str, statistic: Estimate, *, profile: str | None = None,
     if glue:
         glue_estimate(f"{key}_estimate", statistic)
         glue_value(f"{key}_rule_status", v.status)
-        glue_verdict(key, final)
+        if why is not None and final is not v:
+            why = f"{why.rstrip('.')}; the {seed_agreement(key, audit)['seeds']} audited seeds disagree"
+        glue_verdict(key, final, why=why)
     return final
 
 

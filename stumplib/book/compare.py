@@ -33,8 +33,10 @@ def load_claims(path: str | os.PathLike) -> list[dict[str, Any]]:
     if not p.is_file():
         raise FileNotFoundError(f"no claims.json at {p} (build the book, or give the file)")
     rows = json.loads(p.read_text(encoding="utf-8"))
+    if isinstance(rows, dict):  # {"summary": tally, "claims": rows}; older builds: the list
+        rows = rows.get("claims")
     if not isinstance(rows, list):
-        raise ValueError(f"{p}: expected a list of claims")
+        raise ValueError(f"{p}: expected a list of claims (or an object with 'claims')")
     return rows
 
 

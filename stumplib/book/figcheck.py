@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LEGIBLE_PT", "figure_problems", "legend_problems"]
+__all__ = ["LEGIBLE_PT", "figure_problems", "legend_problems", "panel_letter_problems"]
 
 #: the smallest font a reader can read at the column width, in points (:func:`figure_problems`)
 LEGIBLE_PT = 8.0
@@ -122,25 +122,49 @@ def _plotted(ax) -> list:
                                     or (isinstance(a, Polygon) and not a.get_fill()))]
 
 
+def _apparent(h) -> tuple[float, float, float]:
+    """The colour a line's legend handle shows on white: its RGB blended with white by its alpha
+    and, for a line thinner than 1.5 pt, by its width (an anti-aliased thin line renders lighter: a
+    0.6 pt black line at alpha 0.7 shows the grey of a 1 pt line of grey 0.6)."""
+    from matplotlib.colors import to_rgba
+
+    r, g, b, a = to_rgba(h.get_color())
+    a *= 1.0 if h.get_alpha() is None else float(h.get_alpha())
+    cover = a * min(1.0, float(h.get_linewidth()) / 1.5)
+    return tuple(1.0 - (1.0 - v) * cover for v in (r, g, b))
+
+
 def _look_alike(leg) -> tuple[str, str] | None:
-    """Two labels of ``leg`` whose line handles look the same (colour, line style, marker and its
-    fill, width to half a point, transparency), so the reader cannot tell their data apart;
-    ``None`` when every entry differs."""
+    """Two labels of ``leg`` whose line handles look the same, so the reader cannot tell their data
+    apart: the same line style and marker (and marker fill) and, for lines, the same apparent
+    colour on white (:func:`_apparent`: colour, transparency and width together, within 0.06 per
+    channel); for markers alone, the same colour. ``None`` when every entry differs."""
     from matplotlib.colors import to_hex
     from matplotlib.lines import Line2D
 
     handles = getattr(leg, "legend_handles", None) or getattr(leg, "legendHandles", [])
-    seen: dict[tuple, str] = {}
+    seen: list[tuple[tuple, tuple | str, str]] = []
     for h, t in zip(handles, leg.get_texts()):
         if not isinstance(h, Line2D):
             continue
         fill = h.get_markerfacecolor()
-        key = (to_hex(h.get_color()), h.get_linestyle(), str(h.get_marker()),
-               "none" if isinstance(fill, str) and fill == "none" else to_hex(fill),
-               round(float(h.get_linewidth()) / 0.5), h.get_alpha())  # half-point widths
-        if key in seen:
-            return seen[key], t.get_text()
-        seen[key] = t.get_text()
+        marker = str(h.get_marker())
+        no_marker = marker in ("None", "none", "", " ")
+        drawn = h.get_linestyle() not in ("None", "none", " ", "") and h.get_linewidth() > 0
+        lw = float(h.get_linewidth())
+        shape = (h.get_linestyle(), marker,
+                 "none" if no_marker or (isinstance(fill, str) and fill == "none")
+                 else to_hex(fill),
+                 "thin" if lw < 1.5 else round(lw / 0.5))  # a thin line's width is its shade
+        look = _apparent(h) if drawn else to_hex(h.get_color())
+        for shape2, look2, name in seen:
+            if shape2 != shape:
+                continue
+            same = (max(abs(u - v) for u, v in zip(look, look2)) <= 0.06 if drawn
+                    else look == look2)
+            if same:
+                return name, t.get_text()
+        seen.append((shape, look, t.get_text()))
     return None
 
 
@@ -190,6 +214,65 @@ def legend_problems(fig, owner, leg) -> list[str]:
     return out
 
 
+def _is_panel_letter(t) -> bool:
+    import re
+
+    return bool(re.fullmatch(r"\([a-z]\)(\s.*)?", t.get_text().strip(), re.S))
+
+
+def _texts(fig) -> list:
+    """The visible, non-empty texts of a drawn figure (tick labels, axis labels, titles,
+    annotations, legend entries), each with its display box."""
+    from matplotlib.text import Text
+
+    out = []
+    for t in fig.findobj(Text):
+        if not t.get_visible() or not t.get_text().strip():
+            continue
+        try:
+            bb = t.get_window_extent()
+        except (RuntimeError, ValueError):
+            continue
+        if bb.width > 0 and bb.height > 0:
+            out.append((t, bb))
+    return out
+
+
+def panel_letter_problems(fig) -> list[str]:
+    """Panel letters (``(a)``, ``(b)``, ...) that a reader cannot read: over another text (an axis
+    label, a tick label, a title, a legend entry) or outside the figure. The figure must have been
+    drawn.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The drawn figure.
+
+    Returns
+    -------
+    list of str
+        One sentence per letter in the way (empty: none).
+    """
+    texts = _texts(fig)
+    fb = fig.bbox
+    out = []
+    for t, bb in texts:
+        if not _is_panel_letter(t):
+            continue
+        letter = t.get_text().strip()[:3]
+        if bb.x0 < fb.x0 - 1 or bb.y0 < fb.y0 - 1 or bb.x1 > fb.x1 + 1 or bb.y1 > fb.y1 + 1:
+            out.append(f"panel letter {letter} sticks out of the figure")
+        for u, ub in texts:
+            if u is t or _is_panel_letter(u):
+                continue
+            ox = min(bb.x1, ub.x1) - max(bb.x0, ub.x0)
+            oy = min(bb.y1, ub.y1) - max(bb.y0, ub.y0)
+            if ox > 1 and oy > 1:  # more than a pixel each way: the glyphs touch
+                out.append(f"panel letter {letter} lies over the text {u.get_text()[:30]!r}")
+                break
+    return out
+
+
 def figure_problems(fig) -> list[str]:
     """What a reader would stumble on in ``fig``, checked in display coordinates (empty: none).
 
@@ -200,6 +283,8 @@ def figure_problems(fig) -> list[str]:
     - a legend lists a label twice, lists two entries drawn alike (colour, line and marker), or
       lists an artist with no finite data in its panel's view;
     - a legend sticks out of the figure;
+    - a panel letter lies over another text (a y label, a tick label, a title) or outside the
+      figure (:func:`panel_letter_problems`);
     - any text is smaller than :data:`LEGIBLE_PT` points once the figure is shown at the column
       width (a figure wider than :data:`stumplib.book.style.COLUMN_WIDTH` is shrunk, its fonts with it).
 
@@ -252,6 +337,7 @@ def figure_problems(fig) -> list[str]:
                       & (pts[:, 1] >= ab.y0 - 1) & (pts[:, 1] <= ab.y1 + 1))
             if not np.any(inside):
                 out.append(f"panel {axes.index(ax) + 1}: legend entry {lab!r} has no drawn data")
+    out += panel_letter_problems(fig)
     for t in fig.findobj(Text):
         if not t.get_visible() or not t.get_text().strip() or isinstance(t, Legend):
             continue

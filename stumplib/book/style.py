@@ -152,7 +152,11 @@ def panels(n: int, width: float | None = None, height: float = 2.9, **kw):
 
 
 def label_panels(axes) -> None:
-    """Write (a), (b), ... in the top-left corner of each panel.
+    """Write (a), (b), ... above the top-left corner of each panel, as the panel's left-aligned
+    title: it starts at the panel's left edge, so it never reaches over the y label or the tick
+    labels (which lie left of that edge), and constrained layout makes room for it above the
+    panel. A centred title set before this call joins the letter on the left ("(b)  N = 64"), so
+    the two never overlap; call it once the titles are set.
 
     Parameters
     ----------
@@ -166,15 +170,14 @@ def label_panels(axes) -> None:
 
     flat = list(np.ravel(np.asarray(axes, dtype=object)))
     for i, ax in enumerate(flat):
-        ax.text(-0.12, 1.04, f"({chr(97 + i)})", transform=ax.transAxes, fontsize=11,
-                fontweight="bold", va="bottom")
-
-
-
-
-
-
-
+        letter = f"({chr(97 + i)})"
+        title = ax.get_title(loc="center")
+        if title:
+            size = ax.title.get_fontsize()
+            ax.set_title("", loc="center")
+            ax.set_title(f"{letter}  {title}", loc="left", fontsize=size)
+            continue
+        ax.set_title(letter, loc="left", fontsize=11, fontweight="bold")
 
 
 def _placement_free(kw: dict) -> None:

@@ -150,7 +150,8 @@ def _one_sided(est: Estimate, bound: float, *, symbol: str, above: bool, fmt: st
         return Verdict("holds", _sentence(base))
     if bad:
         return Verdict("fails", _sentence(base))
-    return Verdict("undecided", _sentence(f"{base}; the interval straddles {bound:{fmt}}"))
+    what = "range" if est.kind == "range" else "interval"
+    return Verdict("undecided", _sentence(f"{base}; the {what} straddles {bound:{fmt}}"))
 
 
 def at_least(est: Estimate, bound: float, *, symbol: str, fmt: str = ".3g",
@@ -441,10 +442,14 @@ MAX_REASON_WORDS = 22
 
 
 def short_reason(sentence: str, max_words: int = MAX_REASON_WORDS) -> str:
-    """The landing page's one-line reason from a verdict's sentence: trailing parenthetical
-    qualifiers dropped (the sample, the head, the grid: the chapter says them), a seed audit's
-    disagreement said in two words, and, if still longer than ``max_words``, every parenthesis
-    dropped and then the sentence cut after its last clause that fits (marked with an ellipsis).
+    """The landing page's one-line reason from a verdict's sentence, shortened without cutting a
+    statement: trailing parenthetical qualifiers dropped (the sample, the head, the grid: the
+    chapter says them), a seed audit's disagreement said in two words, then, if still longer than
+    ``max_words``, every parenthesis dropped, and then whole trailing clauses after a semicolon
+    (each a statement of its own), the first clause always kept whole. Nothing is cut inside a
+    clause and no ellipsis is added: a first clause longer than ``max_words`` is returned whole (the
+    chapter then passes its own ``why``, :func:`stumplib.book.glue.glue_verdict`; the site test
+    flags a reason too long for its row).
 
     Parameters
     ----------
@@ -456,12 +461,13 @@ def short_reason(sentence: str, max_words: int = MAX_REASON_WORDS) -> str:
     Returns
     -------
     str
-        The reason, at most ``max_words`` words, ending with a full stop.
+        The reason, ending with a full stop; at most ``max_words`` words unless its first clause is
+        longer.
     """
 
     s = sentence.strip().rstrip(".")
     s = re.sub(r"; across (\d+) seeds the rule says [^;]*?, so the status is not decided",
-                r"; the \1 audited seeds disagree", s)
+               r"; the \1 audited seeds disagree", s)
 
     def words(t: str) -> int:
         return len(t.split())
@@ -473,13 +479,11 @@ def short_reason(sentence: str, max_words: int = MAX_REASON_WORDS) -> str:
     if words(s) > max_words:
         seeds = re.search(r"; the \d+ audited seeds disagree$", s)  # kept: it is why
         tail = seeds.group(0) if seeds else ""
-        s = s[:len(s) - len(tail)]
-        parts = re.split(r"(?<=[;,])\s+", s)
-        keep = ""
-        for part in parts:
-            nxt = f"{keep} {part}".strip()
-            if words(nxt) + words(tail) > max_words - 1:
+        clauses = [c.strip() for c in s[:len(s) - len(tail)].split(";")]
+        keep = clauses[0]
+        for c in clauses[1:]:
+            if words(f"{keep}; {c}") + words(tail) > max_words:
                 break
-            keep = nxt
-        s = (keep or " ".join(s.split()[:max_words - 1 - words(tail)])).rstrip(";,") + " …" + tail
-    return s + ("" if s.endswith("…") else ".")
+            keep = f"{keep}; {c}"
+        s = keep + tail
+    return s + "."

@@ -45,7 +45,8 @@ from stumplib.stump.tasks import reflect
 from stumplib.core.validation import check_choice, check_int, check_prior, check_real, check_tensor_finite
 
 __all__ = ["ESTIMATORS", "HEAD_ESTIMATORS", "train_heads", "profile_record", "threshold_grid", "reflected_estimate", "combine", "estimate_all",
-           "profile_errors", "side_empty_probability", "exact_mse", "interior_ratio", "boundary_excess", "mse_profile",
+           "profile_errors", "side_empty_probability", "exact_mse", "interior_ratio", "corpus_ratios",
+           "boundary_excess", "mse_profile",
 ]
 
 #: every estimator of the chapter, in plotting order
@@ -361,7 +362,8 @@ def _tau_mask(tau: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
 def interior_ratio(err_num: torch.Tensor, err_den: torch.Tensor, tau: torch.Tensor,
                    interior: tuple[float, float] = (0.2, 0.8), *, n_boot: int = 2000,
                    level: float = 0.95, seed: int = 0) -> Estimate:
-    """MSE of one estimator over another's, averaged over the interior thresholds.
+    """MSE of one estimator over another's, averaged over the interior thresholds (interval within
+    the support: never below 0).
 
     Parameters
     ----------
@@ -383,6 +385,60 @@ def interior_ratio(err_num: torch.Tensor, err_den: torch.Tensor, tau: torch.Tens
     m = _tau_mask(tau, lo, hi)
     return ratio_of_means((err_num[m] ** 2).mean(0), (err_den[m] ** 2).mean(0),
                           n_boot=n_boot, level=level, seed=seed)
+
+
+def corpus_ratios(x: torch.Tensor, tau: torch.Tensor, heads: Any,
+                  interior: tuple[float, float] = (0.2, 0.8), *, n_boot: int = 2000,
+                  level: float = 0.95, seed: int = 0) -> dict[str, Any]:
+    """The interior ratios of the heads trained on several corpora, pooled: one number per ratio
+    with an interval over contexts *and* corpora.
+
+    Each head's errors come from :func:`profile_errors` on the same contexts; each context's squared
+    errors are averaged over the interior thresholds, giving ``(C, R)`` arrays, and the ratios of
+    their means get :func:`stumplib.core.stats.two_way_ratio`'s interval (contexts and corpora
+    resampled, the few-corpora correction on the log scale, never below 0). The trained heads
+    differ between corpora far more than the contexts make a head's ratio vary, so an interval over
+    contexts alone (one head) would say little about "the trained head".
+
+    Parameters
+    ----------
+    x : torch.Tensor, shape ``(C, N)``
+        Shared contexts.
+    tau : torch.Tensor, shape ``(T,)``
+        The threshold grid.
+    heads : array_like, shape ``(R, 2)``
+        ``(beta, b)`` of the head trained on each of ``R`` corpora.
+    interior : tuple of float
+        The thresholds ``interior[0] <= tau <= interior[1]`` averaged per context.
+    n_boot, level, seed : int, float, int
+        Bootstrap resamples, interval level and seed.
+
+    Returns
+    -------
+    dict
+        ``ratio_sym`` (one-head over symmetrized interior MSE) and ``ratio_bayes`` (symmetrized over
+        the Bayes estimator's, the prior ``[0, 1]``: no floor at fixed thresholds), both
+        :class:`~stumplib.core.stats.Estimate`; ``mse_one`` (the pooled interior one-head MSE) and
+        ``n_corpora``.
+    """
+    from stumplib.core.stats import two_way_ratio
+
+    h = np.asarray(heads, dtype=float)
+    if h.ndim != 2 or h.shape[1] != 2 or h.shape[0] < 1:
+        raise ValueError(f"heads must have shape (R, 2): (beta, b) per corpus; got {h.shape}")
+    lo, hi = check_prior(*interior)
+    m = _tau_mask(tau, lo, hi)
+    inner: dict[str, list[np.ndarray]] = {}
+    for beta, b in h:
+        err = profile_errors(x, tau, float(beta), float(b), ("one-head", "symmetrized", "Bayes"))
+        for k in ("one-head", "symmetrized", "Bayes"):
+            inner.setdefault(k, []).append((err[k][m] ** 2).mean(0).cpu().numpy())
+    one, sym = np.stack(inner["one-head"], 1), np.stack(inner["symmetrized"], 1)
+    bayes = inner["Bayes"][0]  # the Bayes estimator does not depend on the head
+    boot = dict(n_boot=n_boot, level=level, seed=seed)
+    return {"ratio_sym": two_way_ratio(one, sym, **boot),
+            "ratio_bayes": two_way_ratio(sym, bayes, **boot),
+            "mse_one": float(one.mean()), "n_corpora": int(h.shape[0])}
 
 
 def boundary_excess(err: torch.Tensor, tau: torch.Tensor, N: int, *, width: float = 2.0,

@@ -51,7 +51,7 @@ import torch
 
 from stumplib.core.device import DEFAULT_DTYPE, resolve_device
 from stumplib.core.errors import TrainingDiverged
-from stumplib.core.stats import Estimate, interval, resample_indices
+from stumplib.core.stats import Estimate, two_way_ratio
 from stumplib.core.validation import (as_real_tensor, check_choice, check_int, check_prior,
                                       check_real, check_tensor_finite)
 from stumplib.stump.model import check_context, estimate_and_grad_unchecked
@@ -601,25 +601,19 @@ def profile_summary(x: torch.Tensor, tau: torch.Tensor, one_heads: Any, heads: A
     return mse, {k: np.stack(v, 1) for k, v in inner.items()}
 
 
-def paired_ratio(num: Any, den: Any, *, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> Estimate:
-    """``mean(num) / mean(den)`` with an interval over contexts *and* corpora.
-
-    Each bootstrap draw resamples the contexts (rows) and, independently, the corpora (columns) with
-    :func:`stumplib.core.stats.resample_indices`, the same draws for numerator and denominator.
-    A percentile bootstrap over few corpora under-covers (three corpora have ten distinct
-    resamples, and their spread is biased low by ``(R - 1)/R``): the replicates' deviations from
-    the estimate are therefore scaled by ``t_{R-1} / z * sqrt(R / (R - 1))`` (Student's quantile
-    over the normal one at ``level``), which tends to 1 as ``R`` grows; the context part is
-    widened with it, which is conservative. The seed audit measured the need: at ``R = 3`` the
-    uncorrected interval of the whole-prior ratio covered half the seed-to-seed spread; on
-    simulated corpora (``tests/stump/test_two_head.py``) the corrected 95% interval holds the true
-    ratio in 92% of draws, the uncorrected one in 71%.
+def paired_ratio(num: Any, den: Any, *, n_boot: int = 2000, level: float = 0.95, seed: int = 0,
+                 floor: float = 0.0) -> Estimate:
+    """``mean(num) / mean(den)`` with an interval over contexts *and* corpora, within the ratio's
+    support: :func:`stumplib.core.stats.two_way_ratio` (contexts and corpora resampled, the
+    few-corpora Student correction on the log scale, the interval clipped to ``[floor, inf)``).
 
     Parameters
     ----------
     num, den : array_like, shape ``(C, R)``: squared errors of ``C`` contexts under the models of
         ``R`` corpora (a ``(C,)`` array, e.g. the Bayes estimator's, is broadcast over corpora).
     n_boot, level, seed : resamples, interval level and seed.
+    floor : the smallest value the true ratio can take: 0 for a ratio of risks, 1 for a risk over
+        the Bayes risk of the prior the thresholds are drawn from.
 
     Returns
     -------
@@ -627,25 +621,4 @@ def paired_ratio(num: Any, den: Any, *, n_boot: int = 2000, level: float = 0.95,
     """
     n_boot = check_int("n_boot", n_boot, minimum=10)
     level = check_real("level", level, low=0.0, high=1.0, low_open=True, high_open=True)
-    a, d = (np.asarray(v.detach().cpu() if hasattr(v, "detach") else v, dtype=float) for v in (num, den))
-    a, d = (v[:, None] if v.ndim == 1 else v for v in (a, d))
-    if a.ndim != 2 or d.ndim != 2 or a.shape[0] != d.shape[0] or a.shape[0] < 2 or d.shape[1] not in (1, a.shape[1]):
-        raise ValueError("num and den must have shapes (C, R) and (C, R) or (C,), with C >= 2")
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(d))) or d.mean() <= 0:
-        raise ValueError("num and den must be finite with a positive mean denominator")
-    d = np.broadcast_to(d, a.shape)
-    C, R = a.shape
-    ic = resample_indices(C, n_boot, seed)
-    ir = resample_indices(R, n_boot, seed + 1)
-    reps = np.empty(n_boot)
-    for k in range(n_boot):
-        ra, rd = a[ic[k]][:, ir[k]], d[ic[k]][:, ir[k]]
-        reps[k] = ra.mean() / rd.mean()
-    value = float(a.mean() / d.mean())
-    if R >= 2:  # few corpora: Student's correction of the corpus resampling (see above)
-        from scipy.stats import norm, t
-
-        q = (1 + level) / 2
-        reps = value + (reps - value) * float(t.ppf(q, R - 1) / norm.ppf(q) * np.sqrt(R / (R - 1)))
-    lo, hi = interval(reps, level)
-    return Estimate(value, lo, hi, "bootstrap", level, None, n_boot)
+    return two_way_ratio(num, den, n_boot=n_boot, level=level, seed=seed, floor=floor)

@@ -80,11 +80,47 @@ def test_claims_export_reads_the_glued_values_and_leaves_missing_ones_empty(tmp_
     assert bound["status"] == "undecided" and bound["estimate"] == "" and bound["lower"] == ""
     assert all(gone[k] == "" for k in ("status", "estimate", "lower", "upper", "seed_agreement"))
     js, cs = sphinxext.write_claims(rows, tmp_path / "site")
-    assert json.loads(js.read_text(encoding="utf-8")) == rows
+    data = json.loads(js.read_text(encoding="utf-8"))
+    assert data["claims"] == rows and data["summary"] == sphinxext.claims_tally(rows)
+    assert compare.load_claims(js) == rows
     with cs.open(encoding="utf-8") as f:
         table = list(csv.DictReader(f))
     assert list(table[0]) == list(sphinxext.CLAIM_FIELDS)
     assert table[0]["estimate"] == "0.99" and table[1]["estimate"] == "" and len(table) == 3
+
+
+def test_the_tally_counts_the_separate_tests_and_names_its_numbers(tmp_path):
+    """Four statuses counted over the claims that are separate tests; a consequence of other claims
+    (``follows_from``) and a claim no chapter glued are reported apart; the sentence's numbers carry
+    the ids the site test reads."""
+    reg = REG + (Claim("bound_N", "stump", "chapters/04_error_bound", "N⁻¹ rate", "slope", "-1",
+                       "logs", "rate_up_to_logs"),
+                 Claim("cons", "stump", "chapters/04_error_bound", "c", "s", "t", "tol", "at_least",
+                       follows_from=("head",)))
+    _fake_executed(tmp_path, "chapters/04_error_bound", {
+        "head_status": "holds", "bound_mn_status": "partly", "bound_N_status": "holds",
+        "cons_status": "fails"})
+    rows = sphinxext.claims_rows(tmp_path, registry=reg)
+    assert rows[-1]["follows_from"] == "head" and rows[0]["follows_from"] == ""
+    t = sphinxext.claims_tally(rows)
+    assert t == {"claims_holds": 2, "claims_fails": 0, "claims_partly": 1, "claims_undecided": 0,
+                 "claims_counted": 4, "claims_not_measured": 1, "claims_consequences": 1}
+    from stumplib.book.sphinxext.claims_data import tally_sentence
+
+    parts = tally_sentence(t)
+    text = "".join(p for p, _ in parts)
+    assert text == ("Of the 4 claims tested, 2 hold, 0 fail, 1 is partly met and 0 are "
+                    "undecided; 1 could not be measured in this build; 1 row follows from others "
+                    "and is not counted (marked †).")
+    ids = {i: p for p, i in parts if i}
+    assert ids == {"claims_holds": "2", "claims_fails": "0", "claims_partly": "1",
+                   "claims_undecided": "0"} and set(ids) == set(sphinxext.TALLY_NAMES.values())
+    # any registry: the real one counts every claim but its consequences
+    from stumplib.book import registry
+
+    full = sphinxext.claims_tally(sphinxext.claims_rows(tmp_path / "none"))
+    assert full["claims_counted"] == len(registry.counted()) == full["claims_not_measured"]
+    assert full["claims_consequences"] == len(registry.REGISTRY) - len(registry.counted()) >= 1
 
 
 def test_compare_reports_a_changed_status_and_an_estimate_beyond_its_interval(tmp_path, capsys):

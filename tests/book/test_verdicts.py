@@ -165,8 +165,9 @@ def test_verdict_sentences_are_typeset_and_numbers_plain():
 
 
 def test_short_reason_fits_the_landing_page_and_keeps_why():
-    """Trailing qualifiers go first, a seed disagreement stays (it is the reason), and a long
-    sentence is cut after a whole clause with an ellipsis; a short one is unchanged."""
+    """Trailing qualifiers go first, a seed disagreement stays (it is the reason), a long sentence
+    loses whole clauses after a semicolon, never part of one, and no ellipsis is added; a short one
+    is unchanged."""
     from stumplib.book.verdicts import MAX_REASON_WORDS, short_reason
 
     assert short_reason("slope 0.9 [0.8, 1.0] (worst shapes).") == "slope 0.9 [0.8, 1.0] (worst shapes)."
@@ -175,6 +176,10 @@ def test_short_reason_fits_the_landing_page_and_keeps_why():
     seeds = ("largest d = -0.47 at 13 points (stable up to +1); minimisation agrees at 2 of 3 points; "
              "across 5 seeds the rule says partly at 4, holds at 1, so the status is not decided.")
     r = short_reason(seeds, max_words=14)
-    assert r.endswith("the 5 audited seeds disagree.") and len(r.split()) <= 14 and "…" in r
-    words = " ".join(f"w{i}," for i in range(40))
-    assert len(short_reason(words).split()) <= MAX_REASON_WORDS
+    assert r == "largest d = -0.47 at 13 points; the 5 audited seeds disagree."
+    assert "…" not in r
+    clauses = "; ".join(f"clause {i} holds here" for i in range(10)) + "."
+    r = short_reason(clauses)
+    assert len(r.split()) <= MAX_REASON_WORDS and r.endswith("holds here.") and "…" not in r
+    one = ", ".join(f"w{i}" for i in range(40))  # one clause: returned whole, not cut
+    assert short_reason(one) == one + "."

@@ -9,6 +9,7 @@ from stumplib.stump.boundary import (ESTIMATORS, boundary_excess, combine, estim
                                interior_ratio, mse_profile, profile_errors, reflected_estimate,
                                side_empty_probability, threshold_grid)
 from stumplib.core.stats import Estimate, ratio_of_means
+from stumplib.stump import boundary as B
 from stumplib.stump.baselines import max_negative, midpoint
 from stumplib.stump.model import estimate
 from stumplib.stump.tasks import labels, reflect, sample_contexts
@@ -199,3 +200,24 @@ def test_boundary_excess_interval_is_a_bootstrap_over_contexts():
         assert r.lo <= r.value <= r.hi
         widths.append(r.hi - r.lo)
     assert 0.3 < widths[1] / widths[0] < 0.8
+
+
+def test_corpus_ratios_pool_the_corpora_with_one_interval():
+    """One head: the pooled ratio is the head's own interior ratio (same contexts, same value); two
+    heads of very different scale: one number for both, with an interval over corpora that holds
+    each head's value between its ends' reach and stays above 0."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.rand(300, 32, generator=g, dtype=torch.float64)
+    tau = B.threshold_grid(31, 32)
+    one = B.corpus_ratios(x, tau, [[40.0, 44.0]], n_boot=200)
+    err = B.profile_errors(x, tau, 40.0, 44.0, ("one-head", "symmetrized"))
+    ref = B.interior_ratio(err["one-head"], err["symmetrized"], tau, n_boot=200)
+    assert one["ratio_sym"].value == pytest.approx(ref.value, rel=1e-12) and one["n_corpora"] == 1
+    two = B.corpus_ratios(x, tau, [[10.0, 11.0], [400.0, 440.0]], n_boot=200)
+    r = two["ratio_sym"]
+    assert 0 < r.lo <= r.value <= r.hi and two["ratio_bayes"].lo > 0
+    soft = B.corpus_ratios(x, tau, [[10.0, 11.0]], n_boot=50)["ratio_sym"].value
+    sharp = B.corpus_ratios(x, tau, [[400.0, 440.0]], n_boot=50)["ratio_sym"].value
+    assert min(soft, sharp) < r.value < max(soft, sharp)
+    with pytest.raises(ValueError, match="heads"):
+        B.corpus_ratios(x, tau, [1.0, 2.0])

@@ -56,10 +56,12 @@ def head_law(betas, Ns, rmse, fit):
     return fig
 
 
-def headline(mn, Ns, err, lo, hi, fit, beta_star, show_N, shapes=None):
+def headline(mn, Ns, err, lo, hi, fit, beta_star, show_N, shapes=None, worst=None):
     """The headline: panel (a) the error at the certified stop against m∧n for several N, with the
-    bound's rate and the fit; panel (b) against N for each shape. ``err, lo, hi`` have shape (shapes, KN); ``shapes``: the
-    ``(m, n)`` of each row, named in (b)'s legend (default: m∧n only).
+    bound's rate and the fit; panel (b) against N for each shape. ``err, lo, hi`` have shape
+    (shapes, KN); ``shapes``: the ``(m, n)`` of each row, named in (b)'s legend (default: m∧n
+    only). With ``worst``, panel (a) shows what the verdict on the ``(m∧n)^-1`` term uses: the
+    worst shape at each m∧n with the worst-shape fit, every other shape in grey.
 
     Parameters
     ----------
@@ -78,6 +80,10 @@ def headline(mn, Ns, err, lo, hi, fit, beta_star, show_N, shapes=None):
         The context sizes drawn in (a), each one of ``Ns``; the last one anchors the bound's rate.
     shapes : list of (int, int), length ``S``, optional
         The ``(m, n)`` of each row.
+    worst : dict, optional
+        ``{"fit": {A, p, B, q}, "rows": indices}``: the worst-shape fit and the rows of the worst
+        shape at each m∧n (panel (a) then draws those with that fit; ``None``: every shape with
+        ``fit``).
 
     Returns
     -------
@@ -85,15 +91,28 @@ def headline(mn, Ns, err, lo, hi, fit, beta_star, show_N, shapes=None):
         Two panels, half a column each.
     """
     fig, (a0, a1) = style.figure(ncols=2, width=style.COLUMN_WIDTH / 2, height=3.3)
-    law = lambda x, N: np.sqrt(fit["A"] * x ** (-2 * fit["p"]) + fit["B"] * N ** (-2 * fit["q"]))  # noqa: E731
+
+    def law_of(f):
+        return lambda x, N: np.sqrt(f["A"] * x ** (-2 * f["p"]) + f["B"] * N ** (-2 * f["q"]))
+    law = law_of(fit)
     order = np.argsort(mn, kind="stable")
+    rows_a, law_a = order, law
+    if worst is not None:
+        rows_a = np.array(sorted(worst["rows"], key=lambda i: mn[i]), int)
+        law_a = law_of(worst["fit"])
+        rest = np.setdiff1d(order, rows_a)
+        for j, N in enumerate(show_N):
+            k = list(Ns).index(N)
+            a0.plot(mn[rest], err[rest, k], "o", color="0.7", ms=3,
+                    label="other shapes" if j == 0 and len(rest) else None)
     xf = np.geomspace(mn.min(), mn.max(), 40)
     for N, col in zip(show_N, _cycle(len(show_N))):
         k = list(Ns).index(N)
-        a0.errorbar(mn[order], err[order, k], yerr=[err[order, k] - lo[order, k], hi[order, k] - err[order, k]],
+        r = rows_a
+        a0.errorbar(mn[r], err[r, k], yerr=[err[r, k] - lo[r, k], hi[r, k] - err[r, k]],
                     fmt="o", color=col, ms=4, capsize=2, label=f"$N$ = {N}")
-        a0.plot(xf, law(xf, N), "-", color=col, lw=1)
-    ref = err[order[0], list(Ns).index(show_N[-1])] * mn[order[0]]
+        a0.plot(xf, law_a(xf, N), "-", color=col, lw=1)
+    ref = err[rows_a[0], list(Ns).index(show_N[-1])] * mn[rows_a[0]]
     a0.plot(xf, ref / xf, "k--", lw=1.2, label=r"bound's rate $(m\wedge n)^{-1}$")
     a0.set_xscale("log", base=2)
     a0.set_yscale("log")

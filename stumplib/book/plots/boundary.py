@@ -286,9 +286,10 @@ def two_head_training(res, groups, N):
     for ax in axes:
         ax.set_xscale("log")
         ax.set_xlabel("gradient-descent step")
-        ax.legend(fontsize=9, loc="best")
+        style.legend(ax, fontsize=9)  # placed by style.finish where it covers no line
     axes[2].set_ylim(-0.3, 1.35)
     style.label_panels(axes)
+    style.finish(fig)
     plt.close(fig)
     return fig
 
@@ -327,7 +328,7 @@ def two_head_profiles(PROF2, N_show, names):
         ax.set_xlabel(r"threshold $\tau$")
         ax.set_title(rf"$N = {N}$", fontsize=10)
     axes[0].set_ylabel(r"MSE $\times N^2$")
-    axes[0].legend(fontsize=9, loc="upper center", ncol=2)
+    style.legend(axes[0], fontsize=9, ncol=2)
     ax = axes[-1]
     for i, N in enumerate(N_show):
         rec = PROF2[N]
@@ -340,8 +341,9 @@ def two_head_profiles(PROF2, N_show, names):
     ax.set_xlabel(r"expected positives $N(1-\tau)$")
     ax.set_ylabel(r"MSE $\times N^2$")
     ax.set_title("upper end (line width grows with N)", fontsize=10)
-    ax.legend(fontsize=9, loc="upper right")
+    style.legend(ax, fontsize=9)
     style.label_panels(axes)
+    style.finish(fig)  # each legend where it covers no curve, else below its panel
     plt.close(fig)
     return fig
 
@@ -391,10 +393,11 @@ def two_head_weights(A_learned, N, rules, K=10):
     for r in range(W.shape[0]):
         axes[1].plot(k, W[r, :, 1] + W[r, :, 2], "s-", ms=3, color="k", lw=0.8,
                      label=r"$w_2 + w_0$, learned" if r == 0 else None)
-    axes[1].legend(loc="center right", fontsize=9)
+    style.legend(axes[1], fontsize=9)
     axes[0].set_ylabel(rf"weight ($N = {N}$)")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3,
                fontsize=9)
     style.label_panels(axes)
+    style.finish(fig)
     plt.close(fig)
     return fig

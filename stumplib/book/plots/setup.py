@@ -81,7 +81,7 @@ def estimator(taus, R, betas, c, N, tau_lo, tau_hi):
     """
     cols = [style.COLORS[k] for k in ("beta small", "beta mid", "beta large")]
     fig, ax = style.figure(height=3.9)
-    ax.plot([0, 1], [0, 1], color="0.6", lw=1, label=r"$f = \tau$")
+    ax.plot([0, 1], [0, 1], color="0.45", ls="-.", lw=1.2, label=r"$f = \tau$")
     for i, (beta, col) in enumerate(zip(betas, cols)):
         ax.fill_between(taus, R["q10"][i], R["q90"][i], color=col, alpha=0.18, lw=0)
         ax.plot(taus, R["mean"][i], color=col, label=rf"$\beta={beta:g}$, $N={N}$ (mean)")

@@ -1,39 +1,59 @@
-"""Chapter 5's two-head section: the verdict on whether gradient descent finds a good combination.
+"""Chapter 5's two-head section: the words that describe what gradient descent learned.
 
 The science (the two-head model, its training and its errors on chapter 5's axes) is
-:mod:`stumplib.stump.two_head`; this module judges its numbers with the book's verdict language
-(:mod:`stumplib.book.verdicts`), by a rule fixed before the numbers.
+:mod:`stumplib.stump.two_head`; the claim "a trained two-head model learns the symmetrization" is
+judged by the registry's rule (:mod:`stumplib.book.registry`, key ``two_head``: the paired ratio of
+its whole-prior MSE to the best hand-made rule's). This module chooses the section's phrases from
+the measured numbers, by thresholds stated here, so that no sentence is typed by hand to match a
+number.
 """
 from __future__ import annotations
 
-from stumplib.book.verdicts import Verdict, at_least, at_most, combine
-from stumplib.core.stats import Estimate
+import math
+
 from stumplib.core.validation import check_real
 
-__all__ = ["two_head_verdict"]
+__all__ = ["PHRASE_RULES", "two_head_phrases"]
+
+#: the thresholds behind the phrases: a count slope below ``count`` in absolute value is "not
+#: count weighting" (count weighting has slope 1); a fallback weight above ``fallback`` moves
+#: "towards the Bayes rule's range-end fallback" (Bayes: 1/2, the other rules 0); two heads whose
+#: mean scale is below ``scales`` times the lone head's "stay below" it
+PHRASE_RULES = {"count": 0.5, "fallback": 0.1, "scales": 0.8}
 
 
-def two_head_verdict(bayes_ratio: Estimate, interior_gain: Estimate, *, gain_needed: float = 4.0,
-                     bayes_factor: float = 2.0) -> Verdict:
-    """Verdict on "gradient descent finds a good combination": the rule, fixed before the numbers.
+def two_head_phrases(count_slope: float, fallback: float, beta_two: float, beta_one: float,
+                     aware_own: float, bayes_ratio: float) -> dict[str, str]:
+    """The section's phrases, chosen from the numbers by :data:`PHRASE_RULES`.
 
     Parameters
     ----------
-    bayes_ratio : the trained two-head model's whole-prior MSE over the Bayes MSE.
-    interior_gain : the trained one head's interior MSE over the trained two-head model's.
-    gain_needed : the interior gain required (the sharp-limit four-fold gain by default).
-    bayes_factor : the largest whole-prior ratio to Bayes that counts as close to Bayes.
+    count_slope : float
+        The learned ``dw1/dq`` (mean over corpora).
+    fallback : float
+        The learned constant ``w0`` where the positive side is empty.
+    beta_two, beta_one : float
+        The two-head model's mean scale and the lone head's (trained with the same steps).
+    aware_own : float
+        The boundary-aware rule on the two-head model's own heads, over the Bayes risk.
+    bayes_ratio : float
+        The two-head model's whole-prior MSE over the Bayes risk.
 
     Returns
     -------
-    stumplib.book.verdicts.Verdict: ``holds`` when the gain's whole interval is at least
-    ``gain_needed`` and the ratio's whole interval at most ``bayes_factor``; ``fails`` when both are
-    wholly on the wrong side; ``undecided`` when both straddle; ``partly`` otherwise.
+    dict of str
+        ``count_phrase``, ``fallback_phrase``, ``sharpen_phrase`` and ``own_phrase``.
     """
-    gain_needed = check_real("gain_needed", gain_needed, low=1.0)
-    bayes_factor = check_real("bayes_factor", bayes_factor, low=1.0)
-    parts = [at_least(interior_gain, gain_needed, symbol="interior gain"),
-             at_most(bayes_ratio, bayes_factor, symbol="whole-prior MSE / Bayes")]
-    return combine(parts, f"trained two heads: interior gain over one head {interior_gain:.3g} "
-                          f"(at least {gain_needed:g} required), whole-prior MSE {bayes_ratio:.3g} "
-                          f"times Bayes (at most {bayes_factor:g} required)")
+    vals = dict(count_slope=count_slope, fallback=fallback, beta_two=beta_two,
+                beta_one=beta_one, aware_own=aware_own, bayes_ratio=bayes_ratio)
+    for name, v in vals.items():
+        check_real(name, v, low=-math.inf)
+    return {"count_phrase": ("does not move towards count weighting"
+                             if abs(count_slope) < PHRASE_RULES["count"]
+                             else "moves towards count weighting"),
+            "fallback_phrase": ("moves towards the Bayes rule's range-end fallback"
+                                if fallback > PHRASE_RULES["fallback"]
+                                else "learns no range-end fallback"),
+            "sharpen_phrase": ("stay below" if beta_two < PHRASE_RULES["scales"] * beta_one
+                               else "reach about the scale of"),
+            "own_phrase": "above" if aware_own > bayes_ratio else "below"}

@@ -34,10 +34,15 @@ their run times) and which were reused from the cache, e.g.::
 
     stumpbook: executed chapters/01_setup (12.3 s); reused from cache: chapters/02_...
 
-4. **The rules before the numbers.** Two directives render the claims registry
+5. **The rules before the numbers.** Two directives render the claims registry
    (:mod:`stumplib.book.claims`) at build time on the page "How each claim is judged":
    ``{claims-rules}`` (claim, statistic, target, tolerance, rule) and ``{seed-audit}`` (the
    committed seed audit: status per seed, agreement, coverage of the intervals).
+
+6. **The tally.** ``{claims-tally}`` on the landing page: how many claims hold, fail, are partly
+   met or undecided, counted from the executed chapters' statuses when the page is written
+   (:func:`claims_tally`; element ids ``claims_holds``, ``claims_fails``, ``claims_partly``,
+   ``claims_undecided``; the same counts under ``"summary"`` in ``claims.json``).
 
 Enable it with ``sphinx: extra_extensions: [stumplib.book.sphinxext]`` in ``_config.yml``.
 """
@@ -46,7 +51,8 @@ from __future__ import annotations
 from typing import Any
 
 from stumplib.book.sphinxext import claims_data, docstrings, executed, stamp
-from stumplib.book.sphinxext.claims_data import CLAIM_FIELDS, claims_rows, glued_values, write_claims
+from stumplib.book.sphinxext.claims_data import (CLAIM_FIELDS, TALLY_NAMES, claims_rows, claims_tally,
+                                                 glued_values, write_claims)
 from stumplib.book.sphinxext.directives import directives, library_calls
 from stumplib.book.sphinxext.docstrings import numpy_sections, unbold_returns
 from stumplib.book.sphinxext.executed import EXECUTED_DIR, executed_notebook_href
@@ -54,7 +60,8 @@ from stumplib.book.sphinxext.preexecute import preexecute
 from stumplib.book.sphinxext.stamp import build_stamp, write_stamp
 
 __all__ = ["setup", "build_stamp", "write_stamp", "preexecute", "executed_notebook_href",
-           "numpy_sections", "unbold_returns", "glued_values", "claims_rows", "write_claims",
+           "numpy_sections", "unbold_returns", "glued_values", "claims_rows", "claims_tally",
+           "TALLY_NAMES", "write_claims",
            "library_calls", "CLAIM_FIELDS", "EXECUTED_DIR"]
 
 
@@ -66,9 +73,10 @@ def setup(app) -> dict[str, Any]:
     ``env-purge-doc``, ``env-merge-info``, ``env-before-read-docs``), the link to the executed
     notebook under each notebook page's title (``doctree-resolved``), at ``build-finished`` the
     log of executed and reused notebooks, the copy of the executed notebooks into the site and
-    the claims files, and the numpy-section handling of docstrings around napoleon
-    (``autodoc-process-docstring``); the ``claims-rules`` and ``seed-audit`` directives of the
-    judging page, and the ``library-calls`` directive of the chapters.
+    the claims files, the tally of the landing page (``doctree-resolved``), and the
+    numpy-section handling of docstrings around napoleon (``autodoc-process-docstring``); the ``claims-rules`` and ``seed-audit`` directives of the
+    judging page, the ``claims-tally`` directive of the landing page and the ``library-calls``
+    directive of the chapters.
 
     Parameters
     ----------
@@ -80,8 +88,9 @@ def setup(app) -> dict[str, Any]:
     dict
         The extension's metadata: ``version``, parallel read and write safe, ``env_version``.
     """
-    rules, audit, calls = directives()
+    rules, audit, calls, tally = directives()
     app.add_directive("claims-rules", rules)
+    app.add_directive("claims-tally", tally)
     app.add_directive("seed-audit", audit)
     app.add_directive("library-calls", calls)
     stamp.connect(app)

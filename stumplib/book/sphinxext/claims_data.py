@@ -1,7 +1,17 @@
 """Claims as data: at the end of the build the landing page's claims (the rows of
 :data:`stumplib.book.registry.REGISTRY`) are written into the site root as ``claims.json`` and
 ``claims.csv`` (:data:`CLAIM_FIELDS`), from the glued values of the executed notebooks.
-``python -m stumplib.book compare A B`` compares two builds'."""
+``python -m stumplib.book compare A B`` compares two builds'.
+
+**The tally.** :func:`claims_tally` counts the statuses of the claims that are separate tests
+(every registry claim but those that follow from others, :attr:`stumplib.book.registry.Claim.
+follows_from`): :data:`TALLY_NAMES`. A chapter cannot see the other chapters' statuses and the
+landing page runs no code, so the count is made by this extension when the pages are written,
+after every chapter has executed: the directive ``{claims-tally}`` (on the landing page) leaves a
+placeholder that a ``doctree-resolved`` handler (:func:`resolve_tally`) replaces by a sentence
+whose numbers carry the element ids ``claims_holds``, ``claims_fails``, ``claims_partly``,
+``claims_undecided`` (the site test reads them); ``claims.json`` records the same counts under
+``"summary"``."""
 from __future__ import annotations
 
 import json
@@ -16,13 +26,21 @@ from stumplib.book.sphinxext.stamp import build_stamp, read_json
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CLAIM_FIELDS", "glued_values", "claims_rows", "write_claims", "connect"]
+__all__ = ["CLAIM_FIELDS", "TALLY_NAMES", "glued_values", "claims_rows", "claims_tally",
+           "tally_sentence", "write_claims", "claims_tally_node", "resolve_tally", "executed_dir",
+           "connect"]
 
 
-#: the columns of ``claims.json`` / ``claims.csv``, in order
+#: the columns of ``claims.json`` / ``claims.csv``, in order (``follows_from``: the keys of the
+#: claims a row is a consequence of, space-separated; such a row is not counted in the tally)
 CLAIM_FIELDS = ("key", "paper", "claim", "chapter", "status", "statistic", "estimate", "lower",
                 "upper", "target", "tolerance", "seed_agreement", "verdict", "profile",
-                "code_version")
+                "code_version", "follows_from")
+
+#: the tally's counts, by status word: the names of ``claims.json``'s summary and of the landing
+#: page's element ids
+TALLY_NAMES = {"holds": "claims_holds", "fails": "claims_fails", "partly": "claims_partly",
+               "undecided": "claims_undecided"}
 
 
 def _plain(value: str) -> Any:
@@ -124,12 +142,80 @@ def claims_rows(executed: str | os.PathLike, *, profile: str = "", code_version:
                      "upper": _number(g.get(f"{num}_hi", "")), "target": c.target,
                      "tolerance": c.tolerance, "seed_agreement": get("seed_agreement"),
                      "verdict": get("verdict"), "profile": profile,
-                     "code_version": code_version})
+                     "code_version": code_version,
+                     "follows_from": " ".join(getattr(c, "follows_from", ()))})
     return rows
 
 
+def claims_tally(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """How many of the claims that are separate tests hold, fail, are partly met or undecided.
+
+    Parameters
+    ----------
+    rows : list of dict
+        :func:`claims_rows`' output (any registry).
+
+    Returns
+    -------
+    dict
+        ``{claims_holds, claims_fails, claims_partly, claims_undecided}`` (:data:`TALLY_NAMES`),
+        ``claims_counted`` (the claims that are separate tests), ``claims_not_measured`` (of
+        those, the ones with no glued status: a chapter that did not run or a key it does not
+        glue) and ``claims_consequences`` (the rows that follow from others, not counted).
+    """
+    out = {name: 0 for name in TALLY_NAMES.values()}
+    out.update(claims_counted=0, claims_not_measured=0, claims_consequences=0)
+    for r in rows:
+        if r.get("follows_from"):
+            out["claims_consequences"] += 1
+            continue
+        out["claims_counted"] += 1
+        name = TALLY_NAMES.get(str(r.get("status") or ""))
+        if name is None:
+            out["claims_not_measured"] += 1
+        else:
+            out[name] += 1
+    return out
+
+
+def tally_sentence(tally: dict[str, int]) -> list[tuple[str, str | None]]:
+    """The landing page's tally as pieces of text, each number with the element id it carries.
+
+    Parameters
+    ----------
+    tally : dict
+        :func:`claims_tally`'s output.
+
+    Returns
+    -------
+    list of (text, id or None)
+        Concatenated they read: "Of the 23 claims tested, 14 hold, 3 fail, 1 is partly met and
+        4 are undecided; 1 row follows from others and is not counted (marked †)."
+    """
+    parts: list[tuple[str, str | None]] = [(f"Of the {tally['claims_counted']} claims tested, ",
+                                            None)]
+    words = [("holds", "holds", "hold"), ("fails", "fails", "fail"),
+             ("partly", "is partly met", "are partly met"),
+             ("undecided", "is undecided", "are undecided")]
+    for i, (status, one, many) in enumerate(words):
+        sep = "" if i == 0 else (" and " if i == len(words) - 1 else ", ")
+        k = tally[TALLY_NAMES[status]]
+        parts += [(sep, None), (str(k), TALLY_NAMES[status]), (f" {one if k == 1 else many}",
+                                                                None)]
+    missing = tally.get("claims_not_measured", 0)
+    if missing:
+        parts.append((f"; {missing} could not be measured in this build", None))
+    cons = tally.get("claims_consequences", 0)
+    if cons:
+        rows, verb = ("row follows", "is") if cons == 1 else ("rows follow", "are")
+        parts.append((f"; {cons} {rows} from others and {verb} not counted (marked †)", None))
+    parts.append((".", None))
+    return parts
+
+
 def write_claims(rows: list[dict[str, Any]], outdir: str | os.PathLike) -> tuple[Path, Path]:
-    """Write ``rows`` as ``claims.json`` (a list of objects) and ``claims.csv`` into ``outdir``.
+    """Write ``rows`` as ``claims.json`` (``{"summary": claims_tally(rows), "claims": rows}``) and
+    ``claims.csv`` (the rows) into ``outdir``.
 
     Parameters
     ----------
@@ -146,7 +232,8 @@ def write_claims(rows: list[dict[str, Any]], outdir: str | os.PathLike) -> tuple
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     js, cs = out / "claims.json", out / "claims.csv"
-    js.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    data = {"summary": claims_tally(rows), "claims": rows}
+    js.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     with cs.open("w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=list(CLAIM_FIELDS), extrasaction="ignore")
         w.writeheader()
@@ -154,14 +241,44 @@ def write_claims(rows: list[dict[str, Any]], outdir: str | os.PathLike) -> tuple
     return js, cs
 
 
+def executed_dir(app) -> Path:
+    """Where this build's executed notebooks and their glue stores are: myst-nb's
+    ``<outdir>/../jupyter_execute``, else the site's copy (:data:`EXECUTED_DIR`).
+
+    Parameters
+    ----------
+    app : sphinx.application.Sphinx
+        The running application.
+
+    Returns
+    -------
+    Path
+    """
+    site = Path(app.outdir)
+    executed = site.parent / "jupyter_execute"  # myst-nb's glue stores, beside the notebooks
+    return executed if executed.is_dir() else site / EXECUTED_DIR
+
+
+def _registry(app):
+    """The claims the build counts: Sphinx's ``stumpbook_claims_registry`` (``"module:name"``,
+    a tiny test book's own), else :data:`stumplib.book.registry.REGISTRY`."""
+    spec = getattr(app.config, "stumpbook_claims_registry", "") or ""
+    if not spec:
+        from stumplib.book.registry import REGISTRY
+
+        return REGISTRY
+    import importlib
+
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name or "REGISTRY")
+
+
 def _write_claims(app, exception) -> None:
     """At the end of an HTML build: the claims of the executed notebooks into the site root."""
     if exception is not None or app.builder.format != "html":
         return
     site = Path(app.outdir)
-    executed = site.parent / "jupyter_execute"  # myst-nb's glue stores, beside the notebooks
-    if not executed.is_dir():
-        executed = site / EXECUTED_DIR
+    executed = executed_dir(app)
     stamp = getattr(app, "_stumpbook_stamp", None) or build_stamp()
     from stumplib.book.page import resolve_profile
 
@@ -170,18 +287,66 @@ def _write_claims(app, exception) -> None:
         profile = resolve_profile(profile)
     except ValueError:
         pass
-    rows = claims_rows(executed, profile=profile, code_version=stamp.get("code_version", ""))
+    rows = claims_rows(executed, profile=profile, code_version=stamp.get("code_version", ""),
+                       registry=_registry(app))
     js, _ = write_claims(rows, site)
     logger.info(f"stumpbook: wrote {len(rows)} claims to {js} and claims.csv")
 
 
 
+try:  # a docutils node class must live at module level (doctrees are pickled)
+    from docutils import nodes as _nodes
+
+    class claims_tally_node(_nodes.General, _nodes.Element):
+        """Placeholder of ``{claims-tally}``, replaced when the page is written
+        (:func:`resolve_tally`)."""
+except ImportError:  # pragma: no cover - docutils comes with Sphinx
+    claims_tally_node = None  # type: ignore[assignment,misc]
+
+
+def resolve_tally(app, doctree, docname: str) -> None:
+    """``doctree-resolved``: replace each ``{claims-tally}`` placeholder by the tally of the
+    executed chapters' statuses (every chapter has executed by the time pages are written), each
+    number in an inline element with its :data:`TALLY_NAMES` id.
+
+    Parameters
+    ----------
+    app : sphinx.application.Sphinx
+        The running application.
+    doctree : docutils.nodes.document
+        The resolved page.
+    docname : str
+        Its name.
+    """
+    from docutils import nodes
+
+    found = list(doctree.findall(claims_tally_node))
+    if not found:
+        return
+    tally = claims_tally(claims_rows(executed_dir(app), registry=_registry(app)))
+    for node in found:
+        para = nodes.paragraph(classes=["claims-tally"])
+        para += nodes.strong(text="Tally. ")
+        for text, ident in tally_sentence(tally):
+            if ident is None:
+                para += nodes.Text(text)
+            else:
+                span = nodes.inline(text=text, classes=["claims-count"])
+                span["ids"] = [ident]
+                para += span
+        node.replace_self(para)
+
+
 def connect(app) -> None:
-    """Connect the claims files' writer (after the copy of the executed notebooks).
+    """Connect the claims files' writer (after the copy of the executed notebooks), the tally's
+    node and its resolution when pages are written.
 
     Parameters
     ----------
     app : sphinx.application.Sphinx
         The application being set up.
     """
+    app.add_config_value("stumpbook_claims_registry", "", "env")
+    app.add_node(claims_tally_node)
+    app.connect("doctree-resolved", resolve_tally)
     app.connect("build-finished", _write_claims, priority=600)  # after the copy (500)

@@ -128,13 +128,13 @@ def library_calls(notebook: str | os.PathLike) -> dict[str, list[str]]:
 
 
 def directives():
-    """The ``claims-rules``, ``seed-audit`` and ``library-calls`` directive classes (Sphinx
-    imported lazily).
+    """The ``claims-rules``, ``seed-audit``, ``library-calls`` and ``claims-tally`` directive
+    classes (Sphinx imported lazily).
 
     Returns
     -------
     tuple of type
-        ``(ClaimsRules, SeedAudit, LibraryCalls)``.
+        ``(ClaimsRules, SeedAudit, LibraryCalls, ClaimsTally)``.
     """
     from docutils import nodes
     from sphinx.util.docutils import SphinxDirective
@@ -145,7 +145,7 @@ def directives():
         def run(self):
             from stumplib.book import registry
 
-            return [_table(registry.RULE_HEADER, registry.registry_rows(), [16, 6, 30, 12, 26, 10])]
+            return [_table(registry.RULE_HEADER, registry.registry_rows(), [18, 4, 32, 12, 22, 12])]
 
     class SeedAudit(SphinxDirective):
         """``{seed-audit}``: the committed seed audit (``scripts/SEED_AUDIT.json``)."""
@@ -159,18 +159,24 @@ def directives():
             if not audit:
                 return [nodes.paragraph(text="No seed audit is committed: no claim is audited.")]
             seeds = ", ".join(str(k) for k in audit.get("seeds", []))
-            info = (f"Audited commit {audit.get('commit', '?')}, profile "
-                    f"{audit.get('profile', '?')}, seeds {seeds}; "
-                    f"chapters {', '.join(audit.get('chapters_done', [])) or 'none'}; "
-                    f"{audit.get('duration_s', float('nan')) / 60:.0f} minutes on "
-                    f"{audit.get('machine', '?')} ({audit.get('finished', '?')}). Command: "
-                    f"{audit.get('command', '?')}")
+            para = nodes.paragraph()
+            para += nodes.Text(
+                f"Audited commit {audit.get('commit', '?')}, profile "
+                f"{audit.get('profile', '?')}, seeds {seeds}; "
+                f"chapters {', '.join(audit.get('chapters_done', [])) or 'none'}; "
+                f"{audit.get('duration_s', float('nan')) / 60:.0f} minutes on "
+                f"{audit.get('machine', '?')} ({audit.get('finished', '?')}). Command: ")
+            # a literal: typographic quotes would print "--seeds" with an en dash, which a shell
+            # does not take
+            para += nodes.literal(text=str(audit.get("command", "?")))
             for r in audit.get("reruns", []):
-                info += (f" Rerun of {', '.join(r.get('chapters_done', []))} after a change, at "
-                         f"commit {r.get('commit', '?')}: {r.get('command', '?')}")
-            return [nodes.paragraph(text=info),
-                    _table(audit_mod.AUDIT_HEADER, audit_mod.audit_rows(audit),
-                           [22, 26, 8, 10, 10, 10, 8])]
+                para += nodes.Text(f". Rerun of {', '.join(r.get('chapters_done', []))} after a "
+                                   f"change, at commit {r.get('commit', '?')}: ")
+                para += nodes.literal(text=str(r.get("command", "?")))
+            para += nodes.Text(".")
+            return [para, _table(audit_mod.AUDIT_HEADER, audit_mod.audit_rows(audit),
+                                 [22, 26, 8, 10, 10, 10, 8])]
+
     class LibraryCalls(SphinxDirective):
         """``{library-calls}``: on a notebook page, the ``stumplib`` functions its code calls, each
         linked to its entry on the reference page (:func:`library_calls`)."""
@@ -187,5 +193,13 @@ def directives():
             box = nodes.container(classes=["library-calls"])
             self.state.nested_parse(StringList(lines, source=str(path)), self.content_offset, box)
             return [box]
-    return ClaimsRules, SeedAudit, LibraryCalls
+    class ClaimsTally(SphinxDirective):
+        """``{claims-tally}``: how many claims hold, fail, are partly met or undecided, counted
+        when the page is written (:func:`stumplib.book.sphinxext.claims_data.resolve_tally`)."""
+
+        def run(self):
+            from stumplib.book.sphinxext.claims_data import claims_tally_node
+
+            return [claims_tally_node()]
+    return ClaimsRules, SeedAudit, LibraryCalls, ClaimsTally
 

@@ -11,7 +11,7 @@ import numpy as np
 __all__ = ["KINDS", "Estimate", "mean_interval", "quantile_interval"]
 
 
-KINDS = ("plain", "seeds", "bootstrap", "windows", "censored", "quadrature")
+KINDS = ("plain", "seeds", "bootstrap", "windows", "censored", "quadrature", "range")
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,9 @@ class Estimate:
     value : the point estimate.
     lo, hi : the interval's ends (``lo <= value <= hi`` for every kind but ``"plain"``, where the
         caller vouches for it).
-    kind : one of ``"plain", "seeds", "bootstrap", "windows", "censored", "quadrature"``.
+    kind : one of :data:`KINDS`: ``"plain", "seeds", "bootstrap", "windows", "censored",
+        "quadrature"`` (an interval) or ``"range"`` (not an interval: the smallest and largest of
+        several values, :meth:`range`; printed as ``"102 (range 48.2 to 138)"``, never in brackets).
     level : the interval's nominal coverage (``nan`` where it has none, e.g. a quadrature error bar).
     censored : ``None``, ``"lower"`` (``value`` is a lower bound: the truth lies in ``[value, inf]``) or
         ``"upper"`` (an upper bound).
@@ -60,6 +62,37 @@ class Estimate:
             Of kind ``"censored"``, ``censored="lower"``, interval ``[value, inf]``.
         """
         return cls(float(value), float(value), math.inf, "censored", float("nan"), "lower", n)
+
+    @classmethod
+    def range(cls, values: Any, center: str = "median") -> "Estimate":
+        """The middle of several values with their range (not a confidence interval).
+
+        Parameters
+        ----------
+        values : array_like
+            The values (shapes, corpora); non-finite ones are ignored, at least one finite.
+        center : str
+            ``"median"`` or ``"mean"``: the value reported.
+
+        Returns
+        -------
+        Estimate
+            Of kind ``"range"``: ``lo`` and ``hi`` the smallest and largest value, ``level``
+            NaN (a range has no coverage), ``n`` the number of values.
+        """
+        v = np.asarray(values, dtype=float).ravel()
+        v = v[np.isfinite(v)]
+        if v.size == 0:
+            raise ValueError("values must hold at least one finite number")
+        if center not in ("median", "mean"):
+            raise ValueError(f"center must be 'median' or 'mean'; got {center!r}")
+        mid = float(np.median(v) if center == "median" else v.mean())
+        return cls(mid, float(v.min()), float(v.max()), "range", float("nan"), None, int(v.size))
+
+    @property
+    def is_range(self) -> bool:
+        """Whether ``[lo, hi]`` is a range of values (kind ``"range"``), not an interval."""
+        return self.kind == "range"
 
     @classmethod
     def nan(cls, kind: str = "plain", n: int | None = None) -> "Estimate":
@@ -157,6 +190,8 @@ class Estimate:
             return f">= {self.value:{spec}}"
         if self.censored == "upper":
             return f"<= {self.value:{spec}}"
+        if self.kind == "range":
+            return f"{self.value:{spec}} (range {self.lo:{spec}} to {self.hi:{spec}})"
         return f"{self.value:{spec}} [{self.lo:{spec}}, {self.hi:{spec}}]"
 
     def __str__(self) -> str:

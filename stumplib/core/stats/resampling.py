@@ -1,4 +1,5 @@
-"""Resampling: bootstrap indices and intervals, ratios of means, binomial and coverage intervals."""
+"""Resampling: bootstrap indices and intervals, binomial and coverage intervals (ratios of means:
+:mod:`stumplib.core.stats.ratios`)."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -7,8 +8,8 @@ import numpy as np
 
 from stumplib.core.stats.estimate import Estimate, quantile_interval
 
-__all__ = ["resample_indices", "resample", "interval", "bootstrap", "ratio_of_means",
-           "coverage_ratio_range", "wilson_interval"]
+__all__ = ["resample_indices", "resample", "interval", "bootstrap", "coverage_ratio_range",
+           "wilson_interval"]
 
 
 def resample_indices(n_units: int, n_boot: int, seed: int = 0) -> np.ndarray:
@@ -127,31 +128,6 @@ def bootstrap(data: Any, statistic: Callable[..., Any], *, n_boot: int = 2000,
     else:
         point = float(statistic(*arrays))
     return Estimate(point, lo, hi, "bootstrap", level, None, n_boot)
-
-
-def ratio_of_means(num: Any, den: Any, *, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> Estimate:
-    """``mean(num) / mean(den)`` over paired samples with a pairs-bootstrap interval.
-
-    Parameters
-    ----------
-    num, den : array_like or torch.Tensor, shape ``(C,)``
-        Paired samples, finite, with a positive mean denominator.
-    n_boot, level, seed : int, float, int
-        Resamples, interval level, seed.
-
-    Returns
-    -------
-    Estimate
-        Of kind ``"bootstrap"``.
-    """
-    a = np.asarray(num.detach().cpu() if hasattr(num, "detach") else num, dtype=float).ravel()
-    d = np.asarray(den.detach().cpu() if hasattr(den, "detach") else den, dtype=float).ravel()
-    if a.shape != d.shape or a.size < 2:
-        raise ValueError("num and den must be paired samples of the same length >= 2")
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(d))) or d.mean() <= 0:
-        raise ValueError("num and den must be finite with a positive mean denominator")
-    return bootstrap((a, d), lambda x, y: x.mean(-1) / y.mean(-1), n_boot=n_boot, level=level,
-                     seed=seed, vectorised=True)
 
 
 def coverage_ratio_range(k: int, level: float = 0.95) -> tuple[float, float]:
