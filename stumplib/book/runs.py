@@ -32,7 +32,8 @@ from stumplib.core.version import PACKAGE
 
 __all__ = ["RUNS_ENV", "AUDIT_NAME", "DECIDING_RUN_NAME", "MINIMISER_NAMES", "FLAT_WINDOW_NAME",
            "RUN_PARAMETERS", "runs_dir", "run_file", "read_audit", "read_runs", "run_parameters",
-           "parameter_mismatches", "deciding_run", "read_minimisers", "read_flat_window"]
+           "parameter_mismatches", "deciding_run", "read_minimisers", "read_flat_window",
+           "flat_window_record"]
 
 RUNS_ENV = "STUMPBOOK_RUNS"
 #: the seed audit's file name (``scripts/seed_audit.py`` writes it)
@@ -310,3 +311,36 @@ def read_flat_window(path: str | os.PathLike | None = None) -> dict[str, Any] | 
     keys = ("alpha", "omega", "sigma", "lam", "seed", "gtol", "A", "thetas")
     out["meta"]["missing"] = [k for k in keys if k not in out["meta"]]
     return out
+
+
+def flat_window_record(path: str | os.PathLike | None = None) -> list[dict[str, str]]:
+    """The build record's rows for chapter 6's recorded lowest-minima sweep: the store, its code
+    version, its tasks and their time, and each driver run (command, commit, machine, start).
+
+    Parameters
+    ----------
+    path : str, os.PathLike or None
+        The store (default :data:`FLAT_WINDOW_NAME` under :func:`runs_dir`).
+
+    Returns
+    -------
+    list of dict
+        ``{"what", "value"}`` rows; one row saying the run is absent when there is no store.
+    """
+    rec = read_flat_window(path)
+    if rec is None:
+        return [{"what": "recorded sweep", "value": "absent: chapter 6 computes its own"}]
+    st = rec["store"]
+    rows = [{"what": "store", "value": f"`{FLAT_WINDOW_NAME}` (`{st['kind']}`)"},
+            {"what": "code version (`stumplib.core`, `stumplib.phase`)",
+             "value": f"`{st['params'].get('code_version', 'not recorded')}`"},
+            {"what": "tasks", "value": f"{st['done']} done, {st['failed']} failed; "
+                                       f"{float(st['seconds']) / 3600:.1f} core-hours"}]
+    for i, r in enumerate(st["runs"], 1):
+        what = f"run {i}" if "revalidated" not in r else f"run {i} (revalidation)"
+        rows.append({"what": what, "value": f"`{r['command']}`" if "revalidated" not in r
+                     else r["command"]})
+        rows.append({"what": f"run {i}: commit, start",
+                     "value": f"`{str(r.get('commit', ''))[:10]}`, {r.get('started', '?')}"})
+    rows.append({"what": "machine", "value": f"`{st['runs'][0].get('machine', '?')}`"})
+    return rows

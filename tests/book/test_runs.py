@@ -154,8 +154,15 @@ def test_committed_runs_read_back_and_their_folder_can_be_elsewhere(monkeypatch,
     assert fw["root"] is not None and fw["control"] is not None
     assert float(fw["meta"]["sigma"]) == 0.5 and float(fw["meta"]["lam"]) == 0.01
     assert fw["meta"]["missing"] == []
+    # the build record's rows: every driver run of the sweep with its command and commit
+    record = {r["what"]: r["value"] for r in runs.flat_window_record()}
+    assert record["run 1"].startswith("`python3 scripts/phase_flat_window.py --d 8000")
+    assert len(record["run 1: commit, start"].split("`")[1]) == 10
+    assert record["tasks"].startswith(f"{fw['store']['done']} done, 0 failed")
     monkeypatch.setenv(runs.RUNS_ENV, str(tmp_path))
     assert deciding_run() is None and read_minimisers() is None and read_flat_window() is None
+    assert runs.flat_window_record() == [{"what": "recorded sweep",
+                                          "value": "absent: chapter 6 computes its own"}]
     assert deciding_run(runs.runs_dir() / "x.npz") is None
 
 

@@ -69,22 +69,28 @@ def scaling_rows(table: Mapping[str, np.ndarray], alpha_index: int = 0, *,
     return rows, fits
 
 
-def lowest_minima_rows(summ: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
-    """One table row per ``d`` of :func:`stumplib.phase.lowest_minima.summary`: seeds, how many
-    have a lower minimum than the informed start's, the search's saturation, the minima found,
-    theta and test error of the informed start's minimum and of the lowest, and their paired
-    theta gap with its 95% interval.
+def lowest_minima_rows(summ: Mapping[str, np.ndarray],
+                       part: str = "search") -> list[dict[str, Any]]:
+    """One table row per ``d`` of :func:`stumplib.phase.lowest_summary.summary`, in two parts
+    that each fit the page's column.
 
     Parameters
     ----------
     summ : mapping
-        :func:`stumplib.phase.lowest_minima.summary`'s output.
+        :func:`stumplib.phase.lowest_summary.summary`'s output.
+    part : {"search", "minima"}
+        ``"search"``: seeds, the share with a lower minimum than the informed start's, the
+        search's saturation, the minima found per seed and the paired theta gap with its 95%
+        interval; ``"minima"``: theta and test error of the informed start's minimum and of the
+        lowest one.
 
     Returns
     -------
     list of dict
         The rows (numbers formatted: ``mean ± standard error``; the gap ``[lo, hi]``).
     """
+    if part not in ("search", "minima"):
+        raise ValueError(f"part must be 'search' or 'minima', got {part!r}")
     rows = []
     for i, d in enumerate(summ["ds"]):
         n, ok = int(summ["seeds"][i]), int(summ["seeds_ok"][i])
@@ -92,17 +98,20 @@ def lowest_minima_rows(summ: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
         def pm(k: str, f: str = ".4f") -> str:
             return f"{summ[k][i]:{f}} ± {summ[k + '_se'][i]:{f}}"
 
-        rows.append({"d": int(d), "seeds": n if ok == n else f"{ok} of {n}",
-                     "lower minimum than from Q*": f"{summ['share_lower'][i]:.0%}",
-                     "saturated": f"{summ['saturated'][i]:.0%}",
-                     "minima per seed (mean, max)": f"{summ['distinct_mean'][i]:.1f}, "
-                                                    f"{int(summ['distinct_max'][i])}",
-                     "theta from Q*": pm("informed_theta"), "theta lowest": pm("lowest_theta"),
-                     "theta gap [95%]": f"{summ['theta_gap'][i]:.4f} "
-                                        f"[{summ['theta_gap_lo'][i]:.4f}, "
-                                        f"{summ['theta_gap_hi'][i]:.4f}]",
-                     "test error from Q*": pm("informed_test_error", ".6f"),
-                     "test error lowest": pm("lowest_test_error", ".6f")})
+        if part == "search":
+            rows.append({"d": int(d), "seeds": n if ok == n else f"{ok} of {n}",
+                         "lower than from Q*": f"{summ['share_lower'][i]:.0%}",
+                         "saturated": f"{summ['saturated'][i]:.0%}",
+                         "minima per seed (mean, max)": f"{summ['distinct_mean'][i]:.1f}, "
+                                                        f"{int(summ['distinct_max'][i])}",
+                         "theta gap [95%]": f"{summ['theta_gap'][i]:.4f} "
+                                            f"[{summ['theta_gap_lo'][i]:.4f}, "
+                                            f"{summ['theta_gap_hi'][i]:.4f}]"})
+        else:
+            rows.append({"d": int(d), "theta from Q*": pm("informed_theta"),
+                         "theta lowest": pm("lowest_theta"),
+                         "test error from Q*": pm("informed_test_error", ".6f"),
+                         "test error lowest": pm("lowest_test_error", ".6f")})
     return rows
 
 

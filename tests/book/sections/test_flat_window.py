@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from stumplib.book.sections.flat_window import lowest_min_verdict, lowest_minima_rows, scaling_rows
 from stumplib.core.stats import Estimate
@@ -50,3 +51,8 @@ def test_lowest_minima_rows_show_each_d_with_its_seeds_and_gap():
     assert [r["d"] for r in rows] == [500, 1000]
     assert rows[0]["seeds"] == 8 and rows[1]["seeds"] == "3 of 4"
     assert rows[0]["theta gap [95%]"] == "0.1000 [0.1000, 0.1000]"
+    minima = lowest_minima_rows(summ, "minima")
+    assert [r["d"] for r in minima] == [500, 1000]
+    assert minima[1]["test error lowest"] == "0.200000 ± 0.200000"
+    with pytest.raises(ValueError, match="part"):
+        lowest_minima_rows(summ, "both")
