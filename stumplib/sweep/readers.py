@@ -240,7 +240,7 @@ def landscape_from_store(path: str | os.PathLike) -> dict[str, Any]:
     def join(g: int | str) -> dict[str, np.ndarray]:
         ids = [groups[g][s] for s in sorted(groups[g])]
         out = stack_seeds([results[t] for t in ids], shared=shared)
-        out["seconds"] = np.asarray(sum(tasks[t].get("seconds") or 0.0 for t in ids))
+        total = np.asarray(sum(tasks[t].get("seconds") or 0.0 for t in ids))
         for k in ("line_theta", "start_kind", "d", "alpha", "n", "informed"):
             v = out.get(k)  # the same for every seed: stored with a leading seed axis of 1
             if v is not None and np.ndim(v) >= 1 and np.shape(v)[0] == 1:
@@ -248,7 +248,10 @@ def landscape_from_store(path: str | os.PathLike) -> dict[str, Any]:
         if "line_theta" in out:  # a lowest-minimum search: the landscape's layout, and the search
             from stumplib.phase.lowest_summary import as_landscape
 
-            out = dict(as_landscape(out), search=out, seconds=out["seconds"])
+            # the search keeps each seed's own seconds; the landscape gets the tasks' total
+            out = dict(as_landscape(out), search=out, seconds=total)
+        else:
+            out["seconds"] = total
         out.setdefault("seeds", np.asarray(sorted(groups[g])))
         return out
 

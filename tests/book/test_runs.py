@@ -184,7 +184,8 @@ def test_read_flat_window_reads_a_search_store_and_names_what_it_did_not_record(
             line_sweeps_differ=np.zeros(3, bool), start_kind=np.array(["informed", "release"]),
             loss=np.array([1.0, low]), theta=np.array([0.1, 0.09]), q=np.ones(2), m=np.zeros(2),
             test_error=np.array([3e-3, 2.9e-3]), converged=np.ones(2, bool),
-            lowest=np.array(int(seed)), d=np.array(60), alpha=np.array(1.0164)).items()}
+            lowest=np.array(int(seed)), d=np.array(60), alpha=np.array(1.0164),
+            seconds=np.array(3.0 + seed)).items()}
     with Store(tmp_path / "fw.npz", kind="phase_flat_window", params={"thetas": th}) as st:
         for seed in (0, 1):
             st.put(seed_task(60, seed), one(seed), {"seconds": 2.0})
@@ -193,6 +194,8 @@ def test_read_flat_window_reads_a_search_store_and_names_what_it_did_not_record(
     assert land["train_loss"].shape == (2, 3) and land["search"]["loss"].shape == (2, 2)
     assert land["free_train_loss"].tolist() == [1.0, 1.0]
     assert land["best_train_loss"].tolist() == [1.0, 0.5] and land["best_theta"][1] == 0.09
+    # each seed's search keeps its own time; the landscape holds the tasks' total
+    assert land["search"]["seconds"].tolist() == [3.0, 4.0] and float(land["seconds"]) == 4.0
     assert fw["theory"] is None and fw["root"] is None and fw["control"] is None
     assert {"alpha", "omega", "sigma", "lam"} <= set(fw["meta"]["missing"])
     assert read_flat_window(tmp_path / "none.npz") is None
