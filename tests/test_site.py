@@ -410,11 +410,15 @@ def facts(server, browser):
             if "Timeout" not in type(exc).__name__:
                 raise
         page.evaluate(_JS_WAIT_MATH)
+        # a page taller than Chromium's largest image (the reference page): the first screen only
+        # (trying the whole page first costs a 30 s timeout on a loaded machine)
+        tall = page.evaluate("document.documentElement.scrollHeight") > 16_000
         try:
-            page.screenshot(path=str(SHOTS / f"{_page_id(rel)}.png"), full_page=True)
-        except Exception:  # noqa: BLE001 - a page taller than Chromium's largest image (the
-            # reference page): the first screen only
-            page.screenshot(path=str(SHOTS / f"{_page_id(rel)}.png"), full_page=False)
+            page.screenshot(path=str(SHOTS / f"{_page_id(rel)}.png"), full_page=not tall,
+                            timeout=120_000)
+        except Exception:  # noqa: BLE001 - the whole page failed: the first screen only
+            page.screenshot(path=str(SHOTS / f"{_page_id(rel)}.png"), full_page=False,
+                            timeout=120_000)
         f = page.evaluate(_JS_PAGE_FACTS)
         f["pageErrors"] = [e for e in errors if not any(k in e for k in errors_ignored)]
         f["badHttp"] = bad_http
