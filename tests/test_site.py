@@ -412,7 +412,7 @@ def facts(server, browser):
         page.evaluate(_JS_WAIT_MATH)
         # a page taller than Chromium's largest image (the reference page): the first screen only
         # (trying the whole page first costs a 30 s timeout on a loaded machine)
-        tall = page.evaluate("document.documentElement.scrollHeight") > 16_000
+        tall = page.evaluate("document.documentElement.scrollHeight") > 32_000
         try:
             page.screenshot(path=str(SHOTS / f"{_page_id(rel)}.png"), full_page=not tall,
                             timeout=120_000)
