@@ -196,10 +196,18 @@ def cpu_reference(n: int = 20_000_000) -> float:
 
 
 def bench_audit(a: argparse.Namespace) -> str:
-    """(b): serial against --workers 2, as Markdown."""
-    walls = {}
+    """(b): serial against --workers 2, as Markdown.
+
+    Before each run the machine's own 2-way parallelism is measured (``cpu_reference``: 2.0 on
+    two free cores) and the load average noted, so that a run disturbed by another job shows.
+    Each audit records its tasks' own seconds (``chapter_seconds``); their sum over the wall time
+    is the number of cores the run kept busy."""
+    walls, refs, loads, busy, audits = {}, {}, {}, {}, {}
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                            capture_output=True).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:
         for w in (0, 2):
+            refs[w], loads[w] = cpu_reference(), os.getloadavg()[0]
             t0 = time.perf_counter()
             r = subprocess.run([sys.executable, str(ROOT / "scripts" / "seed_audit.py"), "--seeds",
                                 *map(str, a.audit_seeds), "--profile", "quick", "--workers", str(w),
@@ -208,13 +216,26 @@ def bench_audit(a: argparse.Namespace) -> str:
             walls[w] = time.perf_counter() - t0
             if r.returncode:
                 raise SystemExit(f"the audit with --workers {w} failed (exit {r.returncode})")
-        same = (json.loads(Path(f"{tmp}/audit0.json").read_text())["claims"]
-                == json.loads(Path(f"{tmp}/audit2.json").read_text())["claims"])
+            audits[w] = json.loads(Path(f"{tmp}/audit{w}.json").read_text())
+            busy[w] = sum(audits[w]["chapter_seconds"].values()) / walls[w]
+            print(f"--workers {w}: {walls[w]:.0f} s wall, {busy[w]:.2f} cores busy", flush=True)
+        refs["end"], loads["end"] = cpu_reference(), os.getloadavg()[0]
+    same = audits[0]["claims"] == audits[2]["claims"]
+    chapters = sorted(audits[0]["chapter_seconds"])
+    rows = [f"| {c.split('/')[-1]} | {audits[0]['chapter_seconds'][c]:.0f} | "
+            f"{audits[2]['chapter_seconds'][c]:.0f} |" for c in chapters]
     return "\n".join([
-        f"Five-seed quick audit ({', '.join(map(str, a.audit_seeds))}), every chapter; "
-        f"{platform.node()}, {os.cpu_count()} CPUs.", "",
-        "| run | wall s |", "| --- | --- |", f"| --workers 0 (serial) | {walls[0]:.0f} |",
-        f"| --workers 2 | {walls[2]:.0f} |", "",
+        f"Five-seed quick audit (seeds {', '.join(map(str, a.audit_seeds))}), every chapter, "
+        f"commit {commit}, library code {audits[0]['code_version']}; {platform.node()}, "
+        f"{os.cpu_count()} CPUs; measured {time.strftime('%Y-%m-%d', time.gmtime())}.", "",
+        "| run | wall s | task seconds / wall (cores kept busy) | machine's 2-way parallelism "
+        "before | load average before |", "| --- | --- | --- | --- | --- |",
+        f"| --workers 0 (serial) | {walls[0]:.0f} | {busy[0]:.2f} | {refs[0]:.2f}x | "
+        f"{loads[0]:.1f} |",
+        f"| --workers 2 | {walls[2]:.0f} | {busy[2]:.2f} | {refs[2]:.2f}x | {loads[2]:.1f} |", "",
+        f"At the end: 2-way parallelism {refs['end']:.2f}x, load average {loads['end']:.1f}.", "",
+        "Task seconds per chapter (the sum over the five seeds):", "",
+        "| chapter | serial | --workers 2 |", "| --- | --- | --- |", *rows, "",
         f"- ratio --workers 2 / serial: **{walls[2] / walls[0]:.2f}** (target: at most 0.6).",
         f"- the two audits' claims are {'identical' if same else 'NOT identical'}."])
 
