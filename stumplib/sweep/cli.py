@@ -64,7 +64,7 @@ def run(store: Store, tasks: Sequence[Task], fn: Callable[..., Any], args: argpa
 
     Parameters
     ----------
-    store : Store
+    store : stumplib.sweep.store.Store
         The run's store, not yet open.
     tasks : sequence of Task
         Every task the command asks for (those done in the store are skipped).

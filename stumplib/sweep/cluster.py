@@ -11,6 +11,14 @@ an existing Dask cluster.
   ``SLURMCluster``), started by the user, whose workers should be started with the same
   environment (:func:`single_thread_environment`) and, for CUDA tasks, ``--resources GPU=1``.
 
+Dask's nanny starts its workers with ``MALLOC_TRIM_THRESHOLD_=65536`` (its setting
+``distributed.nanny.pre-spawn-environ``). Setting it switches off glibc's dynamic mmap threshold,
+so every large numpy temporary is mapped and zeroed afresh: measured on the 2-core machine, a
+chapter-5 notebook ran 1.8 times slower under it and a minimiser task 1.07 times
+(``scripts/BENCH_sweeps.md``). Local clusters are started without it, a task's own processes
+(the audit's notebook kernels) never inherit it (:data:`MALLOC_VARIABLES`), and :func:`connect`
+warns when an existing cluster's workers carry it.
+
 Dask and distributed are imported only when a cluster is used.
 """
 from __future__ import annotations
@@ -21,7 +29,7 @@ import os
 from typing import Any, Callable, Iterator
 
 __all__ = ["THREAD_VARIABLES", "ALLOWED_FAILURES", "single_thread_environment", "pin_threads",
-           "single_threaded",
+           "single_threaded", "MALLOC_VARIABLES", "malloc_warning",
            "available_cores", "check_workers", "connect", "describe"]
 
 #: environment variables that cap the threads of BLAS, OpenMP, numexpr and the phase solver
@@ -29,6 +37,9 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"
                     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "STUMPLIB_THREADS")
 #: times a task may lose its worker before the scheduler gives up on it (then the driver's retry)
 ALLOWED_FAILURES = 2
+
+#: allocator variables Dask's nanny sets by default that a task runs without (see the module's text)
+MALLOC_VARIABLES = ("MALLOC_TRIM_THRESHOLD_",)
 
 
 def single_thread_environment() -> dict[str, str]:
@@ -57,14 +68,15 @@ def pin_threads() -> None:
 
 @contextlib.contextmanager
 def single_threaded() -> Iterator[None]:
-    """Run a block pinned to one thread (:func:`pin_threads`), then restore the thread variables
-    and torch's thread count (a task run in the driver leaves the driver as it was).
+    """Run a block pinned to one thread (:func:`pin_threads`) and without
+    :data:`MALLOC_VARIABLES` (so processes the block starts do not inherit them), then restore the
+    environment and torch's thread count (a task run in the driver leaves the driver as it was).
 
     Yields
     ------
     None
     """
-    saved = {k: os.environ.get(k) for k in THREAD_VARIABLES}
+    saved = {k: os.environ.get(k) for k in THREAD_VARIABLES + MALLOC_VARIABLES}
     try:
         import torch
 
@@ -72,6 +84,8 @@ def single_threaded() -> Iterator[None]:
     except ImportError:  # pragma: no cover (torch is a requirement)
         torch, threads = None, 1
     pin_threads()
+    for k in MALLOC_VARIABLES:
+        os.environ.pop(k, None)
     try:
         yield
     finally:
@@ -136,6 +150,15 @@ def check_workers(workers: Any, scheduler: Any = None) -> int | None:
 
 
 def _local_cluster(workers: int, gpus: int, dashboard_address: str | None):
+    import dask
+
+    # the nannies read their pre-spawn environment when they are made: without the allocator's
+    with dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": None
+                          for k in MALLOC_VARIABLES}):
+        return _make_local_cluster(workers, gpus, dashboard_address)
+
+
+def _make_local_cluster(workers: int, gpus: int, dashboard_address: str | None):
     from distributed import LocalCluster, Nanny, Scheduler, SpecCluster
 
     env = single_thread_environment()
@@ -198,7 +221,36 @@ def connect(workers: int | None = None, scheduler: str | None = None, *, gpus: i
                 client = stack.enter_context(Client(cluster))
             if announce:
                 announce(f"sweep: {describe(client)}")
+                if scheduler is not None and (warning := malloc_warning(client)):
+                    announce(f"sweep: warning: {warning}")
             yield client
+
+
+def _malloc_environment() -> dict[str, str]:
+    return {k: os.environ[k] for k in MALLOC_VARIABLES if k in os.environ}
+
+
+def malloc_warning(client: Any) -> str | None:
+    """What an existing cluster's workers carry of :data:`MALLOC_VARIABLES`, as a warning.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A client of the cluster.
+
+    Returns
+    -------
+    str or None
+        A sentence naming the variables, their values and how to start the workers without
+        them; ``None`` when no worker has any.
+    """
+    found = sorted({f"{k}={v}" for env in client.run(_malloc_environment).values()
+                    for k, v in env.items()})
+    if not found:
+        return None
+    return (f"the workers run with {', '.join(found)} (Dask's default), which slows numpy-heavy "
+            "tasks (1.07x to 1.8x measured); start them with the Dask setting "
+            "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_: null (README)")
 
 
 def describe(client: Any) -> str:

@@ -176,7 +176,7 @@ def run_sweep(tasks: Sequence[Task], fn: Callable[..., Any], store: Store, *, cl
         The task function, ``fn(*task.args, **task.kwargs)``; its result must suit the store
         (arrays for ``.npz``, JSON for ``.json``). It must be importable or picklable by the
         workers (a function of a script is sent by value).
-    store : Store
+    store : stumplib.sweep.store.Store
         The open store (:meth:`Store.open`): the only place results go.
     client : distributed.Client or None, optional
         The cluster (:func:`.cluster.connect`); ``None`` runs the tasks in this process.
