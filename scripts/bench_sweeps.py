@@ -20,7 +20,8 @@ limit), and the seed audit serial against ``--workers 2``.
     in two processes).
 (b) ``python3 scripts/bench_sweeps.py --audit [--write]``: the five-seed ``quick`` audit
     (``scripts/seed_audit.py``) with ``--workers 0`` and with ``--workers 2``, wall time of each (about
-    1.5 hours of an idle 2-core machine in all); both outputs go to a temporary folder.
+    1.5 hours of an idle 2-core machine in all); both outputs, and each run's own empty result
+    cache, go to a temporary folder.
 
 ``--write`` replaces the matching section of ``scripts/BENCH_sweeps.md``.
 """
@@ -32,6 +33,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -200,6 +202,8 @@ def bench_audit(a: argparse.Namespace) -> str:
 
     Before each run the machine's own 2-way parallelism is measured (``cpu_reference``: 2.0 on
     two free cores) and the load average noted, so that a run disturbed by another job shows.
+    Each run starts from an empty result cache of its own (``STUMPBOOK_RESULTS``): both compute
+    everything, as an audit of new code does.
     Each audit records its tasks' own seconds (``chapter_seconds``); their sum over the wall time
     is the number of cores the run kept busy."""
     walls, refs, loads, busy, audits = {}, {}, {}, {}, {}
@@ -212,11 +216,16 @@ def bench_audit(a: argparse.Namespace) -> str:
             r = subprocess.run([sys.executable, str(ROOT / "scripts" / "seed_audit.py"), "--seeds",
                                 *map(str, a.audit_seeds), "--profile", "quick", "--workers", str(w),
                                 "--no-progress", "--workdir", f"{tmp}/nb{w}",
-                                "--out", f"{tmp}/audit{w}.json"], cwd=ROOT)
+                                "--out", f"{tmp}/audit{w}.json"], cwd=ROOT,
+                               env=dict(os.environ, STUMPBOOK_RESULTS=f"{tmp}/results{w}"))
             walls[w] = time.perf_counter() - t0
             if r.returncode:
                 raise SystemExit(f"the audit with --workers {w} failed (exit {r.returncode})")
             audits[w] = json.loads(Path(f"{tmp}/audit{w}.json").read_text())
+            if a.keep:  # the audit itself (for example as the committed audit of this code)
+                Path(a.keep).mkdir(parents=True, exist_ok=True)
+                for suffix in (".json", ".md"):
+                    shutil.copy(f"{tmp}/audit{w}{suffix}", Path(a.keep) / f"audit{w}{suffix}")
             busy[w] = sum(audits[w]["chapter_seconds"].values()) / walls[w]
             print(f"--workers {w}: {walls[w]:.0f} s wall, {busy[w]:.2f} cores busy", flush=True)
         refs["end"], loads["end"] = cpu_reference(), os.getloadavg()[0]
@@ -259,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--audit", action="store_true", help="(b): the seed audit, about 1.5 hours")
     ap.add_argument("--audit-seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--write", action="store_true", help="update scripts/BENCH_sweeps.md")
+    ap.add_argument("--keep", metavar="DIR", help="(b): copy both audits' JSON and Markdown there")
     a = ap.parse_args(argv)
     if a.d < 4 or a.tasks < 2 or a.rounds < 1:
         ap.error("--d >= 4, --tasks >= 2, --rounds >= 1")
