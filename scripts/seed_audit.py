@@ -26,8 +26,9 @@ whose audited seeds disagree (or fail) is reported undecided. Usage (from the re
 
     python scripts/seed_audit.py --seeds 0 1 2 3 4 --chapters 03 04 02 05 06 --workers 2
 
-Cost at the ``quick`` profile, one idle core: chapter 2 ~15 s, 3 ~170 s, 4 ~130 s, 5 ~30 s,
-6 ~150 s per seed (about 40 core-minutes for five seeds).
+Cost at the ``quick`` profile from an empty result cache, one idle core (measured 2026-12-05,
+``scripts/BENCH_sweeps.md``): chapter 2 10 s, 3 201 s, 4 232 s, 5 86 s, 6 128 s per seed (55
+core-minutes for five seeds).
 """
 from __future__ import annotations
 
