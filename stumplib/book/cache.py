@@ -181,7 +181,8 @@ def cache_warnings(current_only: bool = True) -> list[dict[str, str]]:
 def prune_results(*, dry_run: bool = False) -> list[Path]:
     """Delete the files under :func:`results_dir` that :func:`cached` can never reload: results
     made by another :func:`code_version` (every library edit leaves such files behind), unreadable
-    files and temporary files of interrupted writes.
+    files, temporary files of interrupted writes, and the lock files of :func:`store` that no
+    process holds now (one is left behind per result computed under a lock).
 
     Parameters
     ----------
@@ -199,21 +200,42 @@ def prune_results(*, dry_run: bool = False) -> list[Path]:
         stored = read_config(p)
         if stored is None or stored.get("code") != current:
             stale.append(p)
+    stale += [p for p in sorted(root.glob("*.lock")) if p.is_file() and not _held(p)]
     if not dry_run:
         for p in stale:
             p.unlink(missing_ok=True)
     return stale
 
 
+def _held(path: Path) -> bool:
+    """Whether a process holds :func:`lock`'s lock on ``path`` now (``False`` where POSIX locks
+    do not exist)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover
+        return False
+    try:
+        with open(path, "a") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(fh, fcntl.LOCK_UN)
+    except OSError:  # pragma: no cover  (unreadable: not ours to judge)
+        return True
+    return False
+
+
 @contextlib.contextmanager
 def lock(name: str):
     """An exclusive lock on ``results/<name>.lock`` (POSIX; a no-op elsewhere): the second of two
-    processes computing the same result waits for the first, then reloads its result.
+    processes holding the same name waits for the first.
 
     Parameters
     ----------
     name : str
-        The lock's name (the result's).
+        The lock's name (:func:`store` uses the result file's stem, ``<name>-<key>``, so that only
+        processes computing the same result wait for each other).
 
     Yields
     ------
@@ -243,7 +265,10 @@ def store(name: str, config: Mapping[str, Any], compute: Callable[[], Any], *,
     ----------
     name, config, compute : as for :func:`cached`.
     exclusive : bool
-        Compute under a file lock named ``name``.
+        Compute under a file lock named after this result's file (``results/<name>-<key>.lock``,
+        the key of :func:`cached`): a second process asking for the same result waits for the
+        first and then reloads it; processes asking for other configurations of ``name`` (other
+        seeds, say) do not wait.
 
     Returns
     -------
@@ -252,7 +277,8 @@ def store(name: str, config: Mapping[str, Any], compute: Callable[[], Any], *,
     """
     if not exclusive:
         return cached(name, config, compute, verbose=False)
-    with lock(name):
+    path, _ = _result_path(name, config, compute)
+    with lock(path.stem):
         return cached(name, config, compute, verbose=False)
 
 

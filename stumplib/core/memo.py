@@ -69,8 +69,9 @@ def remember(name: str, config: Mapping[str, Any], compute: Callable[[], Any], *
     compute : Callable[[], Any]
         Computes the result when no stored one matches.
     exclusive : bool
-        Let one process compute while others wait for its result (a file lock in the book's
-        store): for a result that two chapters executed side by side both need.
+        Let one process compute while others asking for the same result wait for it (a file
+        lock per result in the book's store; other configurations do not wait): for a result
+        that two chapters executed side by side both need.
 
     Returns
     -------

@@ -9,8 +9,9 @@ draws ``n_corpora`` seeded corpora, evaluates every corpus's gradient along the 
   progress direction first comes back up to ``level`` (:func:`stumplib.stump.transfer.certified_interval`);
 - its bootstrap replicates, corpora resampled with replacement (:func:`stumplib.core.stats.resample`).
 
-The result is cached (:func:`stumplib.core.memo.remember`, under a file lock so that two chapters executed
-at once compute it once): the same shapes, corpora and seed give the same numbers in both chapters.
+The result is cached (:func:`stumplib.core.memo.remember`, under a file lock of its own so that two
+chapters executed at once compute it once, while other seeds' scales compute alongside): the same
+shapes, corpora and seed give the same numbers in both chapters.
 
 **The scan.** The scales are scanned upwards one octave at a time from ``beta_min`` until the RMS
 error has come back above ``level`` and stayed there for an octave; then ``per_octave`` points per

@@ -3,6 +3,7 @@ and code keys, ``STUMPBOOK_CACHE=0``, pruning and its command line. (The cache a
 change and the book build: ``test_build_cache.py``.)"""
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -100,6 +101,69 @@ def test_prune_deletes_only_what_cannot_be_reloaded(results):
     assert cache.prune_results() == listed and not any(p.exists() for p in listed)
     assert sorted(p.name.split("-")[0] for p in results.iterdir()) == ["current", "current_tree"]
     assert cache.prune_results() == []
+
+
+def test_prune_deletes_lock_files_no_process_holds(results):
+    cache.cached("current", {}, lambda: {"x": np.ones(1)}, verbose=False)
+    results.joinpath("left-0123456789abcdef.lock").write_text("")
+    with cache.lock("busy-0123456789abcdef"):
+        listed = cache.prune_results()
+        assert [p.name for p in listed] == ["left-0123456789abcdef.lock"]
+        assert results.joinpath("busy-0123456789abcdef.lock").exists()
+    assert [p.name for p in cache.prune_results()] == ["busy-0123456789abcdef.lock"]
+
+
+# ------------------------------------------------------------------ exclusive store (the lock)
+def _blocking_compute(started: threading.Event, release: threading.Event, calls: list):
+    """A computation that says it started, then waits (at most 20 s) to be released."""
+    def compute():
+        calls.append(1)
+        started.set()
+        release.wait(20)
+        return {"x": np.full(2, float(len(calls)))}
+    return compute
+
+
+def _in_thread(fn):
+    out: dict = {}
+    t = threading.Thread(target=lambda: out.setdefault("value", fn()), daemon=True)
+    t.start()
+    return t, out
+
+
+def test_exclusive_store_does_not_wait_for_another_configuration(results):
+    """Two seeds' results under one name compute at the same time: the lock is the result's own
+    (the first computation is still running when the second one finishes)."""
+    started, release, calls = threading.Event(), threading.Event(), []
+    first, _ = _in_thread(lambda: cache.store(
+        "scales", {"seed": 0}, _blocking_compute(started, release, calls), exclusive=True))
+    assert started.wait(10)
+    other, got = _in_thread(lambda: cache.store(
+        "scales", {"seed": 1}, lambda: {"x": np.zeros(2)}, exclusive=True))
+    other.join(10)
+    finished_meanwhile = not other.is_alive()
+    release.set()
+    first.join(20)
+    assert finished_meanwhile, "a result of another configuration waited for the lock"
+    assert np.array_equal(got["value"]["x"], np.zeros(2)) and len(calls) == 1
+
+
+def test_exclusive_store_of_the_same_result_waits_then_reloads(results):
+    """The second process asking for the same result waits for the first and reloads its result
+    instead of computing it again."""
+    started, release, calls = threading.Event(), threading.Event(), []
+    compute = _blocking_compute(started, release, calls)
+    first, a = _in_thread(lambda: cache.store("scales", {"seed": 0}, compute, exclusive=True))
+    assert started.wait(10)
+    second, b = _in_thread(lambda: cache.store("scales", {"seed": 0}, compute, exclusive=True))
+    second.join(1.0)
+    waited = second.is_alive()
+    release.set()
+    first.join(20)
+    second.join(20)
+    assert waited, "the second request did not wait for the result being computed"
+    assert len(calls) == 1
+    assert np.array_equal(a["value"]["x"], b["value"]["x"])
 
 
 def test_prune_command_line(results, capsys):
