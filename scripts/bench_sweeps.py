@@ -21,7 +21,11 @@ limit), and the seed audit serial against ``--workers 2``.
 (b) ``python3 scripts/bench_sweeps.py --audit [--write]``: the five-seed ``quick`` audit
     (``scripts/seed_audit.py``) with ``--workers 0`` and with ``--workers 2``, wall time of each (about
     1.5 hours of an idle 2-core machine in all); both outputs, and each run's own empty result
-    cache, go to a temporary folder.
+    cache, go to a temporary folder. ``--keep DIR`` copies both audits there with ``bench.json``
+    (each run's wall time, the machine's parallelism and load before it, the commit);
+    ``--serial-from DIR`` takes the serial run from such a folder instead of rerunning it (for a
+    change that leaves the serial path alone, such as the driver's scheduling: the table says
+    which commit and code the serial run measured).
 
 ``--write`` replaces the matching section of ``scripts/BENCH_sweeps.md``.
 """
@@ -209,8 +213,16 @@ def bench_audit(a: argparse.Namespace) -> str:
     walls, refs, loads, busy, audits = {}, {}, {}, {}, {}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                             capture_output=True).stdout.strip()
+    commits = {0: commit, 2: commit}
+    if a.serial_from:  # the serial run of an earlier benchmark, as --keep left it
+        src = Path(a.serial_from)
+        audits[0] = json.loads((src / "audit0.json").read_text())
+        rec = json.loads((src / "bench.json").read_text())["0"]
+        walls[0], refs[0], loads[0], commits[0] = (rec["wall_s"], rec["parallelism"],
+                                                   rec["load"], rec["commit"])
+        busy[0] = sum(audits[0]["chapter_seconds"].values()) / walls[0]
     with tempfile.TemporaryDirectory() as tmp:
-        for w in (0, 2):
+        for w in ((2,) if a.serial_from else (0, 2)):
             refs[w], loads[w] = cpu_reference(), os.getloadavg()[0]
             t0 = time.perf_counter()
             r = subprocess.run([sys.executable, str(ROOT / "scripts" / "seed_audit.py"), "--seeds",
@@ -228,6 +240,12 @@ def bench_audit(a: argparse.Namespace) -> str:
                     shutil.copy(f"{tmp}/audit{w}{suffix}", Path(a.keep) / f"audit{w}{suffix}")
             busy[w] = sum(audits[w]["chapter_seconds"].values()) / walls[w]
             print(f"--workers {w}: {walls[w]:.0f} s wall, {busy[w]:.2f} cores busy", flush=True)
+            if a.keep:
+                rec_path = Path(a.keep) / "bench.json"
+                rec = json.loads(rec_path.read_text()) if rec_path.exists() else {}
+                rec[str(w)] = {"wall_s": round(walls[w], 1), "parallelism": round(refs[w], 3),
+                               "load": round(loads[w], 2), "commit": commit}
+                rec_path.write_text(json.dumps(rec, indent=1))
         refs["end"], loads["end"] = cpu_reference(), os.getloadavg()[0]
     same = audits[0]["claims"] == audits[2]["claims"]
     chapters = sorted(audits[0]["chapter_seconds"])
@@ -235,7 +253,10 @@ def bench_audit(a: argparse.Namespace) -> str:
             f"{audits[2]['chapter_seconds'][c]:.0f} |" for c in chapters]
     return "\n".join([
         f"Five-seed quick audit (seeds {', '.join(map(str, a.audit_seeds))}), every chapter, "
-        f"commit {commit}, library code {audits[0]['code_version']}; {platform.node()}, "
+        (f"commit {commit}, library code {audits[0]['code_version']}; " if commits[0] == commit
+         else f"--workers 2: commit {commit}, library code {audits[2]['code_version']}; serial "
+              f"(from `{a.serial_from}`, not rerun): commit {commits[0]}, library code "
+              f"{audits[0]['code_version']}; ") + f"{platform.node()}, "
         f"{os.cpu_count()} CPUs; measured {time.strftime('%Y-%m-%d', time.gmtime())}.", "",
         "| run | wall s | task seconds / wall (cores kept busy) | machine's 2-way parallelism "
         "before | load average before |", "| --- | --- | --- | --- | --- |",
@@ -269,9 +290,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--audit-seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--write", action="store_true", help="update scripts/BENCH_sweeps.md")
     ap.add_argument("--keep", metavar="DIR", help="(b): copy both audits' JSON and Markdown there")
+    ap.add_argument("--serial-from", metavar="DIR",
+                    help="(b): take the serial run from an earlier --keep DIR")
     a = ap.parse_args(argv)
     if a.d < 4 or a.tasks < 2 or a.rounds < 1:
         ap.error("--d >= 4, --tasks >= 2, --rounds >= 1")
+    if a.serial_from and not (a.audit and all(
+            (Path(a.serial_from) / f).is_file() for f in ("audit0.json", "bench.json"))):
+        ap.error("--serial-from DIR needs --audit and DIR/audit0.json, DIR/bench.json "
+                 "(an earlier --keep DIR)")
     text = bench_audit(a) if a.audit else bench_minimisers(a)
     print(text)
     if a.write:
