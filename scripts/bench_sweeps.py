@@ -251,13 +251,14 @@ def bench_audit(a: argparse.Namespace) -> str:
     chapters = sorted(audits[0]["chapter_seconds"])
     rows = [f"| {c.split('/')[-1]} | {audits[0]['chapter_seconds'][c]:.0f} | "
             f"{audits[2]['chapter_seconds'][c]:.0f} |" for c in chapters]
+    which = (f"commit {commit}, library code {audits[0]['code_version']}" if commits[0] == commit
+             else f"--workers 2: commit {commit}, library code {audits[2]['code_version']}; "
+                  f"serial (from `{a.serial_from}`, not rerun): commit {commits[0]}, library "
+                  f"code {audits[0]['code_version']}")
     return "\n".join([
         f"Five-seed quick audit (seeds {', '.join(map(str, a.audit_seeds))}), every chapter, "
-        (f"commit {commit}, library code {audits[0]['code_version']}; " if commits[0] == commit
-         else f"--workers 2: commit {commit}, library code {audits[2]['code_version']}; serial "
-              f"(from `{a.serial_from}`, not rerun): commit {commits[0]}, library code "
-              f"{audits[0]['code_version']}; ") + f"{platform.node()}, "
-        f"{os.cpu_count()} CPUs; measured {time.strftime('%Y-%m-%d', time.gmtime())}.", "",
+        f"{which}; {platform.node()}, {os.cpu_count()} CPUs; measured "
+        f"{time.strftime('%Y-%m-%d', time.gmtime())}.", "",
         "| run | wall s | task seconds / wall (cores kept busy) | machine's 2-way parallelism "
         "before | load average before |", "| --- | --- | --- | --- | --- |",
         f"| --workers 0 (serial) | {walls[0]:.0f} | {busy[0]:.2f} | {refs[0]:.2f}x | "
