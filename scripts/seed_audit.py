@@ -28,7 +28,7 @@ whose audited seeds disagree (or fail) is reported undecided. Usage (from the re
 
 Cost at the ``quick`` profile from an empty result cache, one idle core (measured 2026-12-05,
 ``scripts/BENCH_sweeps.md``): chapter 2 10 s, 3 201 s, 4 232 s, 5 86 s, 6 128 s per seed (55
-core-minutes for five seeds).
+core-minutes for five seeds); with ``--workers 2`` on two idle cores, 31 minutes.
 """
 from __future__ import annotations
 
