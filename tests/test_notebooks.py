@@ -80,20 +80,6 @@ def test_committed_without_outputs_and_with_parameters_cell(path):
     assert 'profile = os.environ.get("STUMPBOOK_PROFILE", "quick")' in src
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
-def test_papermill_lists_every_parameter(path):
-    """``papermill --help-notebook`` shows every parameter with its comment (papermill skips a line
-    it cannot parse, for example a comment holding ``>=``, and the reader never learns of it)."""
-    from papermill.translators import PythonTranslator
-
-    src = "".join(_code(path)[0]["source"])
-    names = [t.id for node in ast.parse(src).body if isinstance(node, ast.Assign)
-             for t in node.targets if isinstance(t, ast.Name)]
-    listed = {p.name: p.help for p in PythonTranslator.inspect({"source": src})}
-    assert [n for n in names if n not in listed] == [], "parameters papermill does not list"
-    assert all(listed[n].strip() for n in names), "a parameter without its comment"
-
-
 def _setup_cells(path) -> set[int]:
     """Indices (among the code cells) of the chapter's set-up: the code cells right after the
     parameters cell, before the next markdown cell (imports, parameter checks, the settings table).
