@@ -7,14 +7,13 @@ smoke fixture (``executed_chapter`` in ``conftest.py``: no extra chapter runs) a
 - a verdict status (``*_status``) differs from the snapshot, or appears or disappears: exactly
   equal, no tolerance;
 - a glued number differs from the snapshot by more than its tolerance, or a number appears or
-  disappears; timings and wall-clock values are not compared. **Each tolerance is derived from the
-  quantity's own conditioning** (``tests/glue_tolerances.json``, written by
-  ``scripts/glue_tolerances.py``): the chapters are executed under the kernels of three instruction
-  sets (AVX-512, AVX2, x86-64-v2) and two thread counts on one machine; a number's spread is the
-  largest relative difference between those runs and the snapshot (made on another machine), its
-  tolerance ten times that spread, at least 1e-6; one number glued under several names shares one
-  tolerance. The rules themselves (``|a - b| <= rtol max(|a|, |b|) + 1e-12``) live in
-  ``scripts/glue_snapshot.py``;
+  disappears; timings and wall-clock values are not compared. **Each tolerance comes from what the
+  number means** (``scripts/glue_snapshot.py``, the one home of the rules: :func:`tolerance`): an
+  estimate within 2% of its own interval's half-width or standard error, a z-score within 0.02, a
+  count exactly, any other number within 10 times the tolerance the book's float64 pipelines are
+  computed to; a status whose statistic lies within its own tolerance of the rule's threshold is
+  reported by name (a warning) instead of failing. ``python scripts/glue_snapshot.py --explain
+  scripts/glue_smoke_baseline.json`` prints every number's kind and tolerance;
 - a number the landing page (``intro.md``) shows is NaN or a placeholder (``""``, ``"nan"``,
   ``"None"``, ``"?"``), whatever the snapshot holds; the only exceptions are the numbers the smoke
   profile does not compute (:data:`NOT_AT_SMOKE`, each with its reason, checked to be still NaN).
@@ -27,8 +26,7 @@ on purpose, regenerate it with
 
     python scripts/glue_snapshot.py --profile smoke --out scripts/glue_smoke_baseline.json
 
-then regenerate the tolerances (``python scripts/glue_tolerances.py --runs /tmp/glue_runs``), and
-commit the two files alone, with a one-line reason in the commit message saying which values moved
+and commit the file alone, with a one-line reason in the commit message saying which values moved
 and why (``git log -- scripts/glue_smoke_baseline.json`` is then the history of reviewed changes).
 """
 from __future__ import annotations
@@ -37,6 +35,8 @@ import importlib.util
 import json
 import math
 import re
+import sys
+import warnings
 
 import pytest
 
@@ -44,10 +44,6 @@ from conftest import CHAPTERS, ROOT
 
 BASELINE = ROOT / "scripts" / "glue_smoke_baseline.json"
 
-#: the reviewed per-quantity tolerances, derived from each number's measured conditioning by
-#: ``scripts/glue_tolerances.py`` (its docstring states the method): ``{"floor", "margin",
-#: "tolerances": {chapter: {name: {"rtol", "spread", "aliases"}}}, "measured_margins", ...}``
-TOLERANCE_FILE = ROOT / "tests" / "glue_tolerances.json"
 #: what a glued number must never be on the landing page
 PLACEHOLDERS = ("", "nan", "none", "?", "-", "null")
 #: landing-page numbers that the smoke profile does not compute (the chapter glues NaN there by
@@ -67,6 +63,7 @@ def _snapshot_module():
     """``scripts/glue_snapshot.py``: the one home of the reader and of the comparison rules."""
     spec = importlib.util.spec_from_file_location("glue_snapshot", ROOT / "scripts" / "glue_snapshot.py")
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # a dataclass looks its module up there
     spec.loader.exec_module(mod)
     return mod
 
@@ -79,16 +76,10 @@ def _is_number(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def chapter_tolerances(stem: str) -> dict[str, float]:
-    """``{name: rtol}`` of one chapter, key ``""`` the floor (every name not listed)."""
-    floor, per = _snapshot_module().tolerances(TOLERANCE_FILE)
-    return {"": floor, **per.get(stem, {})}
-
-
 def differences(expected: dict[str, object], got: dict[str, object],
-                rtol: dict[str, float] | float) -> list[str]:
+                rtol: float | None = None, reported: list[str] | None = None) -> list[str]:
     """:func:`glue_snapshot.differences`: statuses exactly, numbers within their tolerance."""
-    return _snapshot_module().differences(expected, got, rtol)
+    return _snapshot_module().differences(expected, got, rtol, reported=reported)
 
 
 def intro_numbers() -> dict[str, list[str]]:
@@ -113,7 +104,10 @@ def test_glued_statuses_and_numbers_match_the_reviewed_snapshot(path, executed_c
     assert path.stem in snapshot, (f"{path.stem} is not in {BASELINE.name}: regenerate it "
                                    "(a reviewed step, see this module's docstring)")
     got = _glued_values(executed_chapter(path))
-    diffs = differences(snapshot[path.stem], got, chapter_tolerances(path.stem))
+    reported: list[str] = []
+    diffs = differences(snapshot[path.stem], got, reported=reported)
+    for r in reported:
+        warnings.warn(f"{path.stem}: a status decided by rounding, not by the data: {r}")
     assert not diffs, (f"{path.stem} differs from the reviewed snapshot (regenerating it is a "
                        "reviewed step with a one-line reason):\n" + "\n".join(diffs))
     shown = intro_numbers().get(path.stem, [])
@@ -127,51 +121,95 @@ def test_glued_statuses_and_numbers_match_the_reviewed_snapshot(path, executed_c
 
 def test_the_comparison_catches_what_it_should():
     """The checker on synthetic snapshots: a flipped status, a moved number, a new or lost name and
-    a placeholder are each found; a timing and a difference within tolerance are not; a
-    per-name tolerance applies to its name only."""
-    base = {"a_status": "holds", "x": 1.0, "y": float("nan"), "ch_runtime_s": 3.0, "z": 2.0,
+    a placeholder are each found; a timing and a difference within tolerance are not."""
+    base = {"a_status": "holds", "x": 1.5, "y": float("nan"), "ch_runtime_s": 3.0, "z": 2.5,
             "t": "text"}
-    tol = {"": 1e-6}
-    same = dict(base, x=1.0 + 1e-9, ch_runtime_s=9.0, t="other text")
-    assert differences(base, same, tol) == []
-    assert differences(base, dict(base, a_status="fails"), tol)[0].startswith("a_status: status")
-    assert differences(base, dict(base, x=1.0 + 1e-5), tol)[0].startswith("x: 1.0")
-    assert differences(base, dict(base, x=1.0 + 1e-5), {"": 1e-6, "x": 2e-5}) == []
-    assert differences(base, dict(base, z=2.0 + 2e-5), {"": 1e-6, "x": 2e-5}) != []
-    assert differences(base, dict(base, y=0.5), tol)[0].startswith("y:")
-    assert differences(base, {k: v for k, v in base.items() if k != "z"}, tol) == [
-        "z: 2.0 in the snapshot, '<absent>' now (rtol 1e-06)"]
-    assert differences(base, dict(base, b_status="holds"), tol) == [
+    same = dict(base, x=1.5 + 1e-9, ch_runtime_s=9.0, t="other text")
+    assert differences(base, same) == []
+    assert differences(base, dict(base, a_status="fails"))[0].startswith("a_status: status")
+    assert differences(base, dict(base, x=1.5 + 1e-5))[0].startswith("x: 1.5")
+    assert differences(base, dict(base, x=1.5 + 1e-5), rtol=2e-5) == []
+    assert differences(base, dict(base, y=0.5))[0].startswith("y:")
+    lost = differences(base, {k: v for k, v in base.items() if k != "z"})
+    assert len(lost) == 1 and lost[0].startswith("z: 2.5 in the snapshot, '<absent>' now")
+    assert differences(base, dict(base, b_status="holds")) == [
         "b_status: status '<absent>' in the snapshot, 'holds' now"]
-    assert differences({"e": -7.8e-16}, {"e": -7.4e-16}, tol) == []  # zero up to rounding
+    assert differences({"e": -7.8e-16}, {"e": -7.4e-16}) == []  # zero up to rounding
     assert all(_placeholder(v) for v in (float("nan"), "", "nan", "None", "?"))
     assert not any(_placeholder(v) for v in (0.0, -1.5, float("inf"), "holds"))
     assert intro_numbers(), "the landing page shows glued numbers"
 
 
-def test_tolerances_are_derived_from_the_measured_spread_and_shared_by_aliases():
-    """The committed tolerance file against its own method: every listed name is a number of the
-    snapshot, its tolerance is ``max(floor, margin x spread)`` or an alias's larger one, aliases
-    are symmetric, hold equal values in the snapshot and share one tolerance; the measured runs
-    passed the test's rules with room (largest fraction of tolerance below 1) and no status or
-    NaN differed between instruction sets."""
-    rec = json.loads(TOLERANCE_FILE.read_text())
+def test_each_kind_gets_the_tolerance_its_meaning_gives():
+    """Every kind of the rule on a synthetic chapter: an estimate with an interval (and its ends
+    and width) moves by 2% of the half-width and no more; a mean by 2% of its standard error; a
+    z-score by 0.02; a count not at all; any other number by 10 x 1e-7 relative."""
+    g = _snapshot_module()
+    snap = {"s": 0.5, "s_lo": 0.3, "s_hi": 0.7, "s_ci_width": 0.4, "m_mean_8": 2.0,
+            "m_se_8": 0.01, "q": 3.0, "q_se": 0.5, "gd_z_acc": 1.5, "n_runs": 9.0, "c": 0.8,
+            "flat": 0.25, "flat_lo": 0.25, "flat_hi": 0.25}
+    kinds = {k: g.tolerance(k, snap).kind for k in snap}
+    assert kinds == {"s": "interval", "s_lo": "interval", "s_hi": "interval",
+                     "s_ci_width": "interval", "m_mean_8": "standard error",
+                     "m_se_8": "deterministic", "q": "standard error", "q_se": "deterministic",
+                     "gd_z_acc": "z-score", "n_runs": "count", "c": "deterministic",
+                     "flat": "deterministic", "flat_lo": "deterministic",
+                     "flat_hi": "deterministic"}
+    for k, inside, outside in (("s", 0.5 + 0.0039, 0.5 + 0.0041),
+                               ("s_lo", 0.3 - 0.0039, 0.3 - 0.0041),
+                               ("s_ci_width", 0.4 + 0.0039, 0.4 + 0.0041),
+                               ("m_mean_8", 2.0 + 1.9e-4, 2.0 + 2.1e-4),
+                               ("q", 3.0 - 0.0099, 3.0 - 0.0101),
+                               ("gd_z_acc", 1.5 + 0.0199, 1.5 + 0.0201),
+                               ("n_runs", 9.0, 10.0),
+                               ("c", 0.8 * (1 + 0.99e-6), 0.8 * (1 + 1.01e-6))):
+        assert differences(snap, dict(snap, **{k: inside})) == [], k
+        assert differences(snap, dict(snap, **{k: outside})) != [], k
+
+
+def test_the_two_values_that_split_machines_pass_and_a_real_change_does_not():
+    """The two values that differed between machines (issue 46): the all-shape MAE slope moved by
+    3.7e-6 (its 95% interval is about 0.26 wide) and the replicon's lower end by 2.0e-7 (interval
+    0.85 wide); both pass without a special case. A move of a tenth of the half-width fails."""
     snapshot = json.loads(BASELINE.read_text())
-    floor, margin = rec["floor"], rec["margin"]
-    assert margin >= 2 and 0 < floor <= 1e-5 and set(rec["settings"]) >= {
-        "native_1thread", "avx2_1thread", "x86v2_1thread"}
-    assert not rec["unstable"], rec["unstable"]
-    for setting, m in rec["measured_margins"].items():
-        assert m["differences_under_the_test_rules"] == 0, setting
-        assert m["largest_fraction_of_tolerance"] < 1, (setting, m)
-    for ch, names in rec["tolerances"].items():
-        for k, t in names.items():
-            assert _is_number(snapshot[ch].get(k)), f"{ch}:{k} is not a number of the snapshot"
-            own = max(floor, margin * t["spread"])
-            assert t["rtol"] >= own * (1 - 1e-12), (ch, k)
-            group = [k] + t.get("aliases", [])
-            for a in t.get("aliases", []):
-                assert k in names[a]["aliases"], f"{ch}: alias {a} of {k} not symmetric"
-                assert names[a]["rtol"] == t["rtol"], f"{ch}: aliases {k}, {a} differ"
-                assert snapshot[ch][a] == snapshot[ch][k], f"{ch}: aliases {k}, {a} differ in value"
-            assert t["rtol"] == max(max(floor, margin * names[g]["spread"]) for g in group), (ch, k)
+    ch4, ch6 = snapshot["04_error_bound"], snapshot["06_positional_semantic"]
+    assert ch4["calib_mae_slope_all"] == pytest.approx(-0.23626800077801155, abs=1e-12)
+    assert ch6["flat_window_replicon_10164_lo"] == pytest.approx(0.19085427124329923, abs=1e-12)
+    now4 = dict(ch4, calib_mae_slope_all=-0.23627173216639114)
+    now6 = dict(ch6, flat_window_replicon_10164_lo=0.19085447366590624)
+    assert differences(ch4, now4) == [] and differences(ch6, now6) == []
+    half = (ch4["calib_mae_slope_all_hi"] - ch4["calib_mae_slope_all_lo"]) / 2
+    moved = dict(ch4, calib_mae_slope_all=ch4["calib_mae_slope_all"] + 0.1 * half)
+    assert [d.split(":")[0] for d in differences(ch4, moved)] == ["calib_mae_slope_all"]
+
+
+def test_a_status_decided_by_rounding_is_reported_not_failed():
+    """A flipped status whose statistic sits within its own tolerance of the rule's threshold
+    (pop_calibration: at most 0.1; an estimate 0.1 - 1e-7 with an interval of half-width 0.01) is
+    reported by name; the same flip with the estimate far from 0.1 fails."""
+    snap = {"pop_calibration_status": "holds", "pop_calibration_estimate": 0.1 - 1e-7,
+            "pop_calibration_estimate_lo": 0.09, "pop_calibration_estimate_hi": 0.11}
+    now = dict(snap, pop_calibration_status="fails", pop_calibration_estimate=0.1 + 1e-7)
+    reported: list[str] = []
+    assert differences(snap, now, reported=reported) == []
+    assert len(reported) == 1 and "pop_calibration_status" in reported[0]
+    assert "threshold 0.1" in reported[0]
+    far = dict(snap, pop_calibration_estimate=0.05, pop_calibration_estimate_lo=0.04,
+               pop_calibration_estimate_hi=0.06)
+    far_now = dict(far, pop_calibration_status="fails")
+    assert differences(far, far_now, reported=[])[0].startswith("pop_calibration_status")
+
+
+def test_every_snapshot_number_has_a_kind_and_a_positive_tolerance():
+    """The rule covers the whole reviewed snapshot: every compared number gets a kind and a
+    tolerance that allows rounding (zero only for statuses)."""
+    g = _snapshot_module()
+    snapshot = json.loads(BASELINE.read_text())
+    assert len(g.explain(snapshot)) > 500
+    for ch, values in snapshot.items():
+        for k, v in values.items():
+            if _is_number(v) and not g.excluded(k):
+                t = g.tolerance(k, values)
+                assert t.kind in {"interval", "standard error", "z-score", "count",
+                                  "deterministic"}, (ch, k)
+                assert t.atol > 0 or t.rtol > 0, (ch, k)
