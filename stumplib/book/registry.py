@@ -66,6 +66,11 @@ CH5, CH6 = "chapters/05_boundary_symmetrization", "chapters/06_positional_semant
 _NO_TOL = "none: the interval alone decides"
 
 
+#: the width rule of the claims on an exponent (issue 47, part 5)
+_WIDTH = ("; an interval wider than 1/2 cannot hold: it does not tell the exponent from half of "
+          "it (the generic square-root rate)")
+
+
 _LOGS = ("none beyond the logarithms the Õ allows: with x̄ the grid's geometric middle, "
          "x^-1 (log x)^k has local slope -1 + k/ln x̄ (chapter 4, 'Judging a rate up to "
          "logarithms')")
@@ -94,17 +99,17 @@ REGISTRY: tuple[Claim, ...] = (
           "log-log slope of β* in m∧n over the worst shape (smallest β*) at each m∧n, the "
           "minimum taken in every bootstrap replicate", "growth like m∧n up to one logarithm",
           "none beyond the logarithms: x (log x)^-k has local slope 1 - k/ln x̄ "
-          "(holds at or above k = 1, fails below k = 2)", "growth_up_to_logs"),
+          "(holds at or above k = 1, fails below k = 2)" + _WIDTH, "growth_up_to_logs"),
     Claim("bound_mn", "stump", CH4, "the frozen error has a (m∧n)^-1 term, Õ",
           "slope in m∧n of the two-term law fitted at the certified stop over the worst shape "
           "(largest error) at each m∧n; all-shape fit reported as robustness. A consequence, "
           "not a separate test: at the stop the error is about 1/β* (the head law), so the "
           "slope is minus that of β* (the certified scale); not counted in the tally",
           "-1 up to logs",
-          _LOGS, "rate_up_to_logs", follows_from=("certified_scale", "head")),
+          _LOGS + _WIDTH, "rate_up_to_logs", follows_from=("certified_scale", "head")),
     Claim("bound_N", "stump", CH4, "the frozen error has an N^-1 term, Õ",
           "slope in N of the two-term law fitted at the certified stop over every shape",
-          "-1 up to logs", _LOGS, "rate_up_to_logs"),
+          "-1 up to logs", _LOGS + _WIDTH, "rate_up_to_logs"),
     Claim("onehead_boundary", "stump", CH5, "one head fails near the boundary",
           "one-head MSE within 2/N of τ = 1 over its interior MSE, hand-set sharp head",
           "at least 10", "none; 10 (an order of magnitude) is the stated meaning of 'fails'",
@@ -157,8 +162,8 @@ REGISTRY: tuple[Claim, ...] = (
           "0.1: a stated practical margin for 'keeps' (the N^-1 term moves β × error by "
           "under 1% at the largest N)", "against_target"),
     Claim("calib_mae", "stump", CH4, "m enters the error through calibration",
-          "slope in m of the prior-averaged MAE of trained heads", "-1", _NO_TOL,
-          "against_target"),
+          "slope in m of the prior-averaged MAE of trained heads", "-1",
+          "none: the interval alone decides" + _WIDTH, "against_target"),
     Claim("sym_bayes", "stump", CH5, "the symmetrized head sits at the Bayes floor inside",
           "interior symmetrized MSE over Bayes MSE, hand-set head β = 20N", "1",
           "5%: a stated practical margin for 'at the floor'", "against_target"),
@@ -204,9 +209,9 @@ RULE_ARGS: dict[str, dict[str, Any]] = {
     "pop_calibration": dict(bound=0.1, fmt=".3f"),
     "pop_scale": dict(target=0.25, tol=1e-3, fmt=".4f", target_text="1/4", max_width=0.002),
     "pop_error": dict(target=-0.25, tol=1e-3, fmt=".4f", target_text="-1/4", max_width=0.002),
-    "certified_scale": dict(exponent=1.0, fmt=".2f"),
-    "bound_mn": dict(exponent=-1.0, fmt=".2f"),
-    "bound_N": dict(exponent=-1.0, fmt=".2f"),
+    "certified_scale": dict(exponent=1.0, fmt=".2f", max_width=0.5),
+    "bound_mn": dict(exponent=-1.0, fmt=".2f", max_width=0.5),
+    "bound_N": dict(exponent=-1.0, fmt=".2f", max_width=0.5),
     "onehead_boundary": dict(bound=10.0, fmt=".0f"),
     "sym_interior": dict(target=4.0, tol=0.2, fmt=".3f", target_text="4", max_width=0.4),
     "prior_risk_sym": dict(bound=2.0, fmt=".3g"),
@@ -214,7 +219,7 @@ RULE_ARGS: dict[str, dict[str, Any]] = {
     "own_over_path": dict(bound=1.0, fmt=".3g"),
     "head": dict(target=1.0, tol=0.05, fmt=".3g", max_width=0.1),
     "gd_beats_bound": dict(target=1.0, tol=0.1, fmt=".3f", target_text="1", max_width=0.2),
-    "calib_mae": dict(target=-1.0, fmt=".2f"),
+    "calib_mae": dict(target=-1.0, fmt=".2f", max_width=0.5),
     "sym_bayes": dict(target=1.0, tol=0.05, fmt=".4f", target_text="1", max_width=0.1),
     "sym_trained": dict(target=4.0, tol=0.2, fmt=".3g", max_width=0.4),
     "two_head": dict(bound=1.1, fmt=".2f"),

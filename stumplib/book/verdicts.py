@@ -230,13 +230,15 @@ def log_slopes(x_mid: float, exponent: float = -1.0) -> tuple[float, float]:
 
 
 def rate_up_to_logs(slope: Estimate, *, x_mid: float, exponent: float = -1.0, variable: str,
-                    fmt: str = ".2f", qualifier: str = "") -> Verdict:
+                    fmt: str = ".2f", qualifier: str = "",
+                    max_width: float | None = None) -> Verdict:
     """A fitted log-log slope against a rate claimed up to logarithms, :math:`\\tilde O(x^{a})`.
 
     A rate ``x**a (log x)**k`` has local slope ``s_k = a + k / ln x_mid`` at the grid's geometric
     middle ``x_mid``. Rule: **holds** when the slope's interval reaches ``s_1`` or below (the data
-    decay at least as fast as ``x**a log x`` allows); **fails** when the whole interval lies above
-    ``s_2`` (slower than even two logarithms allow); **undecided** otherwise.
+    decay at least as fast as ``x**a log x`` allows) and is no wider than ``max_width``; **fails**
+    when the whole interval lies above ``s_2`` (slower than even two logarithms allow);
+    **undecided** otherwise.
 
     Parameters
     ----------
@@ -246,6 +248,8 @@ def rate_up_to_logs(slope: Estimate, *, x_mid: float, exponent: float = -1.0, va
     variable : the variable's symbol (``"m∧n"``, ``"N"``).
     fmt : number format of the sentence (default ``".2f"``).
     qualifier : what differs from the paper's object, shown in brackets.
+    max_width : an interval wider than this cannot hold (it does not resolve the exponent); ``None``
+        for no such limit.
 
     Returns
     -------
@@ -259,22 +263,32 @@ def rate_up_to_logs(slope: Estimate, *, x_mid: float, exponent: float = -1.0, va
     if not _finite(slope):
         return Verdict("undecided", _sentence(f"the slope in {variable} has no finite interval"
                                               f"{_qual(qualifier)}"))
-    if slope.lo <= s1:
-        return Verdict("holds", _sentence(text))
     if slope.lo > s2:
         return Verdict("fails", _sentence(text))
+    if slope.lo <= s1:
+        return _unless_too_wide(slope, max_width, text, fmt)
     return Verdict("undecided", _sentence(text))
 
 
+def _unless_too_wide(est: Estimate, max_width: float | None, text: str, fmt: str) -> Verdict:
+    """``holds``, unless the interval is wider than ``max_width`` (then ``undecided``)."""
+    if max_width is not None and est.width > max_width:
+        return Verdict("undecided", _sentence(f"{text}; the interval is {est.width:{fmt}} wide, "
+                                              f"wider than {max_width:{fmt}}"))
+    return Verdict("holds", _sentence(text))
+
+
 def growth_up_to_logs(slope: Estimate, *, x_mid: float, exponent: float = 1.0, variable: str,
-                      fmt: str = ".2f", qualifier: str = "") -> Verdict:
+                      fmt: str = ".2f", qualifier: str = "",
+                      max_width: float | None = None) -> Verdict:
     """A fitted log-log slope against a growth claimed up to logarithms, ``x^a / (log x)^k``.
 
     The mirror of :func:`rate_up_to_logs` for a quantity that must grow at least as fast as
     ``x**a`` over a few logarithms (the certified scale ``beta*``, whose inverse is the error an
     :math:`\\tilde O(x^{-a})` bound allows): ``x**a / (log x)**k`` has local slope
-    ``g_k = a - k / ln x_mid``. Rule: **holds** when the slope's interval reaches ``g_1`` or above;
-    **fails** when the whole interval lies below ``g_2``; **undecided** otherwise.
+    ``g_k = a - k / ln x_mid``. Rule: **holds** when the slope's interval reaches ``g_1`` or above
+    and is no wider than ``max_width``; **fails** when the whole interval lies below ``g_2``;
+    **undecided** otherwise.
 
     Parameters
     ----------
@@ -284,6 +298,7 @@ def growth_up_to_logs(slope: Estimate, *, x_mid: float, exponent: float = 1.0, v
     variable : the variable's symbol (``"m∧n"``).
     fmt : number format of the sentence.
     qualifier : what differs from the paper's object, shown in brackets.
+    max_width : an interval wider than this cannot hold; ``None`` for no such limit.
 
     Returns
     -------
@@ -297,10 +312,10 @@ def growth_up_to_logs(slope: Estimate, *, x_mid: float, exponent: float = 1.0, v
     if not _finite(slope):
         return Verdict("undecided", _sentence(f"the slope in {variable} has no finite interval"
                                               f"{_qual(qualifier)}"))
-    if slope.hi >= g1:
-        return Verdict("holds", _sentence(text))
     if slope.hi < g2:
         return Verdict("fails", _sentence(text))
+    if slope.hi >= g1:
+        return _unless_too_wide(slope, max_width, text, fmt)
     return Verdict("undecided", _sentence(text))
 
 

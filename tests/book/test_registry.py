@@ -20,8 +20,10 @@ def est(v, lo, hi):
 
 
 def landing_rows() -> list[tuple[str, str]]:
-    """``(chapter, key)`` of every ``<key>_status`` glued into intro.md's tables."""
-    text = (ROOT / "intro.md").read_text()
+    """``(chapter, key)`` of every ``<key>_status`` glued into intro.md's tables (the rows; a
+    status quoted in a sentence below the tables is not a row)."""
+    text = "\n".join(line for line in (ROOT / "intro.md").read_text().splitlines()
+                     if line.startswith("| "))
     return re.findall(r"\{glue:text\}`(chapters/[^`:]+)\.ipynb::(\w+)_status(?::s)?`", text)
 
 

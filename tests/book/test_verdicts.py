@@ -183,3 +183,24 @@ def test_short_reason_fits_the_landing_page_and_keeps_why():
     assert len(r.split()) <= MAX_REASON_WORDS and r.endswith("holds here.") and "…" not in r
     one = ", ".join(f"w{i}" for i in range(40))  # one clause: returned whole, not cut
     assert short_reason(one) == one + "."
+
+def test_a_rate_or_growth_interval_too_wide_cannot_hold():
+    """The width rule of the exponent claims (issue 47, part 5): an interval that reaches the
+    claimed slope holds only when it is no wider than ``max_width``; wider, it is undecided; an
+    interval beyond two logarithms still fails, however wide. Chapter 4's m-slope at quick,
+    -1.29 [-1.57, -0.85] (0.72 wide), held with no width rule and is undecided with 1/2."""
+    from stumplib.book.verdicts import growth_up_to_logs, rate_up_to_logs
+    from stumplib.core.stats import Estimate
+
+    m_slope = Estimate(-1.29, -1.57, -0.85, "bootstrap")
+    kw = dict(x_mid=181.0, variable="m∧n")
+    assert rate_up_to_logs(m_slope, **kw).status == "holds"
+    v = rate_up_to_logs(m_slope, max_width=0.5, **kw)
+    assert v.status == "undecided" and "wider than 0.50" in v.text
+    assert rate_up_to_logs(Estimate(-1.1, -1.3, -0.9, "bootstrap"), max_width=0.5,
+                           **kw).status == "holds"
+    assert rate_up_to_logs(Estimate(0.2, -0.3, 0.9, "bootstrap"), max_width=0.5,
+                           **kw).status == "fails"
+    grow = Estimate(1.23, 0.38, 2.40, "bootstrap")
+    assert growth_up_to_logs(grow, **kw).status == "holds"
+    assert growth_up_to_logs(grow, max_width=0.5, **kw).status == "undecided"

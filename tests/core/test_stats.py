@@ -150,3 +150,13 @@ def test_coverage_ratio_range_holds_95_percent_of_nominal_monte_carlo_ratios():
     assert coverage_ratio_range(50)[1] - coverage_ratio_range(50)[0] < hi - lo  # more seeds
     with pytest.raises(ValueError, match="k must be at least 2"):
         coverage_ratio_range(1)
+
+
+def test_a_deterministic_result_prints_without_an_interval():
+    """An estimate whose interval is the point itself (a deterministic result) prints as the value
+    and the word "deterministic", never as "0.2500 [0.2500, 0.2500]"; a real interval keeps its
+    brackets (issue 47, part 5)."""
+    from stumplib.core.stats import Estimate
+
+    assert format(Estimate(0.25, 0.25, 0.25, "quadrature"), ".4f") == "0.2500 (deterministic)"
+    assert format(Estimate(0.25, 0.24, 0.26, "seeds"), ".2f") == "0.25 [0.24, 0.26]"

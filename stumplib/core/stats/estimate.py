@@ -192,6 +192,8 @@ class Estimate:
             return f"<= {self.value:{spec}}"
         if self.kind == "range":
             return f"{self.value:{spec}} (range {self.lo:{spec}} to {self.hi:{spec}})"
+        if self.lo == self.value == self.hi:  # a deterministic result: no interval to print
+            return f"{self.value:{spec}} (deterministic)"
         return f"{self.value:{spec}} [{self.lo:{spec}}, {self.hi:{spec}}]"
 
     def __str__(self) -> str:
