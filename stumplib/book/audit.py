@@ -31,7 +31,9 @@ def seed_agreement(key: str, audit: Mapping[str, Any] | None = None) -> dict[str
     -------
     ``{"text", "status", "agree", "seeds", "counts"}``: ``text`` is ``"5/5"`` (seeds with the
     most common status over seeds audited; a seed whose chapter failed counts in the denominator:
-    ``"4/5, 1 failed"``) or ``"not audited"``; ``status`` that most common status (``None`` when
+    ``"4/5, 1 failed"``), ``"not audited"``, or, where the seed does not change the data (every
+    audited seed gave the same value and status), ``"recorded sweep"`` for a claim read from one
+    (:attr:`stumplib.book.registry.Claim.recorded`) and ``"none: deterministic"`` otherwise; ``status`` that most common status (``None`` when
     not audited); ``agree`` whether every audited seed gave it; ``counts`` a ``{status: seeds}``
     mapping (``"failed"`` for failed seeds).
     """
@@ -46,7 +48,11 @@ def seed_agreement(key: str, audit: Mapping[str, Any] | None = None) -> dict[str
     if failed:
         counts["failed"] = failed
     total = len(st) + failed
-    return {"text": f"{n}/{total}" + (f", {failed} failed" if failed else ""), "status": top,
+    text = f"{n}/{total}" + (f", {failed} failed" if failed else "")
+    values = [v for v in entry.get("value", []) if v is not None]
+    if n == total > 1 and len(values) == total and len(set(values)) == 1:
+        text = "recorded sweep" if claim(key).recorded else "none: deterministic"
+    return {"text": text, "status": top,
             "agree": n == total, "seeds": total, "counts": dict(counts)}
 
 

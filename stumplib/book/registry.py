@@ -37,6 +37,9 @@ class Claim:
     follows_from : the keys of the claims this one is a consequence of (``()``: none). Such a row
         is still measured and judged, but it is not a separate test: the landing page marks it,
         and the tally of statuses does not count it (:func:`stumplib.book.sphinxext.claims_tally`).
+    recorded : whether the chapter reads the claim's data from a recorded sweep (a committed
+        store) at the ``smoke`` and ``quick`` profiles: the seed audit cannot vary them, and the
+        landing says "recorded sweep" instead of a seed count.
     """
 
     key: str
@@ -49,6 +52,7 @@ class Claim:
     rule: str
     number: str = ""
     follows_from: tuple[str, ...] = ()
+    recorded: bool = False
 
     @property
     def key_number(self) -> str:
@@ -198,7 +202,7 @@ REGISTRY: tuple[Claim, ...] = (
           "minimum",
           "θ of the minimum reached from Q = Q* minus θ of the lowest minimum found, paired per "
           "seed, pooled over the two largest d, at α = 1.0164 (Student interval over seeds)",
-          "> 0", _NO_TOL, "at_least", number="informed_start_estimate"),
+          "> 0", _NO_TOL, "at_least", number="informed_start_estimate", recorded=True),
 )
 
 

@@ -23,6 +23,25 @@ def test_seed_agreement_counts_the_most_common_status():
     assert A.seed_agreement("sym_bayes", _audit(["holds"] * 5))["text"] == "not audited"
 
 
+def test_a_seed_that_does_not_change_the_data_is_not_counted_as_agreement():
+    """Issue 47, part 5: "5/5" only where the seed changes the data. Five seeds that give the same
+    value and status say "none: deterministic", or "recorded sweep" for a claim the chapter reads
+    from a committed store; values that differ keep the count, and so does one seed."""
+    def audit(key, values, statuses=None):
+        st = statuses or ["holds"] * len(values)
+        return {"claims": {key: {"status": st, "value": values}}}
+
+    assert A.seed_agreement("pop_scale", audit("pop_scale", [0.25] * 5))["text"] == (
+        "none: deterministic")
+    assert A.seed_agreement("informed_start", audit("informed_start", [0.002] * 5))["text"] == (
+        "recorded sweep")
+    assert A.seed_agreement("sym_interior", audit("sym_interior", [4.0, 4.01, 4.0, 4.0, 4.0])
+                            )["text"] == "5/5"
+    split = audit("pop_scale", [0.25] * 5, ["holds"] * 4 + ["undecided"])
+    assert A.seed_agreement("pop_scale", split)["text"] == "4/5"
+    assert A.seed_agreement("pop_scale", audit("pop_scale", [0.25]))["text"] == "1/1"
+
+
 def test_seed_audit_summary_measures_agreement_and_coverage(tmp_path):
     import importlib.util
     import json
