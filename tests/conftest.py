@@ -4,12 +4,18 @@ glued).
 
 :func:`executed_chapter` executes a chapter at most once per test session at the ``smoke`` profile
 (papermill, a fresh kernel, ``STUMPBOOK_CACHE=0`` so nothing is reloaded, results written under a
-temporary ``STUMPBOOK_RESULTS``); every test that needs an executed notebook shares that run.
+temporary ``STUMPBOOK_RESULTS``); every test that needs an executed notebook shares that run. It
+runs in :func:`clone`, a copy of the repository's files alone in a temporary folder, importing
+``stumplib`` from there: the run sees what a user's clone holds and nothing beside it (no
+``../shared``, no ignored or uncommitted build outputs).
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,7 +23,7 @@ import numpy as np
 import pytest
 import torch
 
-from stumplib.book import shared_dir
+from stumplib.phase.published import FILES, reference_file
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -66,9 +72,14 @@ def payload(data: dict, mimes: tuple[str, ...] = ("image/png", "image/svg+xml", 
 
 
 @contextmanager
-def _environment(**env: str):
+def _environment(**env: str | None):
+    """Set the variables ``env`` (``None``: unset) for the duration, then restore them."""
     old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
     try:
         yield
     finally:
@@ -79,21 +90,73 @@ def _environment(**env: str):
                 os.environ[k] = v
 
 
-def execute(path: Path, out: Path, parameters: dict, results: Path, timeout: int = 900) -> dict:
+def _pythonpath(root: Path) -> str:
+    """``PYTHONPATH`` with ``root`` first (before the editable install of the working tree)."""
+    return os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
+def execute(path: Path, out: Path, parameters: dict, results: Path, timeout: int = 900,
+            root: Path | None = None) -> dict:
     """Execute ``path`` with papermill into ``out`` (caching off, results under ``results``) and return
-    the executed notebook; a failing cell raises :class:`papermill.PapermillExecutionError`."""
+    the executed notebook; a failing cell raises :class:`papermill.PapermillExecutionError`.
+
+    With ``root`` (a copy of the repository, :func:`clone`), the copy's notebook of the same name is
+    executed there, with ``stumplib`` imported from the copy (first on ``PYTHONPATH``) and
+    ``$STUMPBOOK_RUNS`` unset (the copy's ``scripts/``)."""
     import papermill as pm
 
-    with _environment(STUMPBOOK_CACHE="0", STUMPBOOK_RESULTS=str(results), MPLBACKEND="Agg"):
+    env: dict[str, str | None] = dict(STUMPBOOK_CACHE="0", STUMPBOOK_RESULTS=str(results),
+                                      MPLBACKEND="Agg")
+    if root is not None:
+        path = root / path.resolve().relative_to(ROOT)
+        env.update(PYTHONPATH=_pythonpath(root), STUMPBOOK_RUNS=None)
+    with _environment(**env):
         pm.execute_notebook(str(path), str(out), parameters=parameters, cwd=str(path.parent),
                             kernel_name="python3", progress_bar=False, execution_timeout=timeout)
     return json.loads(out.read_text())
 
 
+# ------------------------------------------------------------------------------------ a clone
+def clone_files(root: Path = ROOT) -> list[str] | None:
+    """The files a clone of ``root``'s working tree holds: ``git ls-files --cached --others
+    --exclude-standard`` (tracked files, and untracked ones git does not ignore: what committing
+    the working tree would hold; ignored build outputs, results and caches are left out); ``None``
+    outside a git checkout."""
+    try:
+        got = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
+                              "--exclude-standard"], capture_output=True, check=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return sorted({f for f in got.stdout.decode().split("\0") if f and (root / f).is_file()})
+
+
 @pytest.fixture(scope="session")
-def executed_chapter(tmp_path_factory):
+def clone(tmp_path_factory) -> Path:
+    """A copy of the repository as a clone holds it (:func:`clone_files`), alone in a temporary
+    folder: nothing beside it (no ``../shared``), and ``import stumplib`` with the copy first on
+    ``PYTHONPATH`` resolves to the copy (checked). Outside a git checkout: the repository itself."""
+    files = clone_files()
+    if files is None:
+        return ROOT
+    root = tmp_path_factory.mktemp("clone") / ROOT.name
+    for f in files:
+        (root / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, root / f, follow_symlinks=False)
+    assert sorted(p.name for p in root.parent.iterdir()) == [ROOT.name]
+    env = dict(os.environ, PYTHONPATH=_pythonpath(root))
+    where = subprocess.run([sys.executable, "-c", "import stumplib; print(stumplib.__file__)"],
+                           capture_output=True, text=True, env=env, cwd=root / "chapters",
+                           check=True).stdout.strip()
+    assert Path(where).resolve().is_relative_to(root.resolve()), (
+        f"stumplib imported from {where}, not from the copy {root}")
+    return root
+
+
+@pytest.fixture(scope="session")
+def executed_chapter(tmp_path_factory, clone):
     """``executed_chapter(path)`` -> the chapter's notebook executed once at ``smoke`` on the CPU (the
-    same dict for every caller); the execution error, re-raised, if it failed."""
+    same dict for every caller), in :func:`clone` (``executed_chapter.root``); the execution error,
+    re-raised, if it failed."""
     runs: dict[Path, object] = {}
 
     def get(path: Path) -> dict:
@@ -101,7 +164,7 @@ def executed_chapter(tmp_path_factory):
             tmp = tmp_path_factory.mktemp(path.stem)
             try:
                 runs[path] = execute(path, tmp / path.name, {"profile": "smoke", "device": "cpu"},
-                                     tmp / "results")
+                                     tmp / "results", root=clone)
             except Exception as exc:  # noqa: BLE001  (recorded once, re-raised to every user)
                 runs[path] = exc
         got = runs[path]
@@ -109,29 +172,23 @@ def executed_chapter(tmp_path_factory):
             raise got
         return got  # type: ignore[return-value]
 
+    get.root = clone  # type: ignore[attr-defined]
     return get
 
 
 # ------------------------------------------------------------------------------------ reference data
-#: the published reference curves of chapter 6 (``book.shared_dir()``: ``$STUMPBOOK_SHARED`` or the
-#: ``shared/`` folder next to the repository)
-REF = shared_dir() / "reference" / "cui2024"
+#: chapter 6's published reference curves ship with stumplib (``stumplib/phase/reference/cui2024/``,
+#: read through importlib.resources: :func:`stumplib.phase.published.reference_file`)
 A0 = np.array([[0.6, 0.4], [0.4, 0.6]])
-SEM_FILE = "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv"
-POS_FILE = "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv"
-#: tests that read the published files skip only where the shared folder itself is absent (a user's
-#: clone); where it exists and a file is missing they fail
-needs_shared = pytest.mark.skipif(not REF.parent.parent.exists(),
-                                  reason=f"{REF.parent.parent} absent (not a developer checkout)")
+SEM_FILE = FILES["sem"]
+POS_FILE = FILES["pos"]
 
 
 def read_reference(name: str) -> dict:
-    """The published reference file ``name`` as ``{column: array}``."""
+    """The published theory file ``name`` (shipped with stumplib) as ``{column: array}``."""
     import csv
 
-    if not (REF / name).exists():
-        pytest.fail(f"published reference file missing: {REF / name} (the shared folder exists)")
-    with open(REF / name) as fh:
+    with reference_file(name).open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     return {k: np.array([float(r[k]) for r in rows]) for k in rows[0] if k}
 

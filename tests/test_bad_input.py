@@ -40,6 +40,17 @@ def _start(**kw):
     return book.start(**{"profile": "smoke", "device": "cpu", "seed": 0, "table": table, **kw})
 
 
+#: what a kernel executed under papermill: a parameters cell, the injected cell, the set-up cell
+_PARAMS_CELL = ('import os\nprofile: str = os.environ.get("STUMPBOOK_PROFILE", "quick")  # a\n'
+                'seed: int = 0  # b\ntoken: bool = False  # c')
+
+
+def _check_parameters(**kw):
+    from stumplib import book
+    cells = ["", _PARAMS_CELL, '# Parameters\nprofile = "smoke"\nseed = 1\n', "book.start(...)"]
+    return book.check_parameters(**{"history": cells, **kw})
+
+
 def _resolve_profile(**kw):
     from stumplib.book import resolve_profile
     return resolve_profile(**{"profile": "quick", **kw})
@@ -497,6 +508,12 @@ TABLE = [
         "token": [("yes", "token"), (1, "token")],
         "threads": [(0, "threads")],
         "n_steps": [(5, "n_steps")]}),  # an override that names no setting
+    ("book.check_parameters", _check_parameters, {"history": [  # a misspelt papermill -p name
+        (["", _PARAMS_CELL, '# Parameters\nprofle = "smoke"\n', "x"],
+         r"^unknown parameter 'profle' \(did you mean 'profile'\?\); valid names: profile, seed, "
+         r"token$"),
+        (["", _PARAMS_CELL, '# Parameters\nprofile = "smoke"\nsed = 1\nbeta = 2\n', "x"],
+         r"^unknown parameters 'sed' \(did you mean 'seed'\?\), 'beta'; valid names: profile")]}),
     ("book.resolve_profile", _resolve_profile, {"profile": [("fast", "profile")]}),
     ("book.settings", _settings, {
         "profile": [("bogus", "profile")],

@@ -41,7 +41,7 @@ def test_smoke_rerun_glues_identical_values(path: Path, tmp_path: Path, executed
     fresh kernels."""
     first = _values(executed_chapter(path))
     second = _values(execute(path, tmp_path / path.name, {"profile": "smoke", "device": "cpu"},
-                             tmp_path / "results"))
+                             tmp_path / "results", root=executed_chapter.root))  # the same copy
     assert first.keys() == second.keys(), f"glue keys differ: {sorted(set(first) ^ set(second))}"
     differ = [k for k in sorted(first) if first[k] != second[k] and not any(t in k for t in TIMING)]
     assert not differ, f"{path.name}: glued values differ between two runs: " + "; ".join(

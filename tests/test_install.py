@@ -4,7 +4,8 @@ The package is built and installed, non-editable, into a fresh virtual environme
 machine's numpy, scipy and torch (``--system-site-packages``: the test must not download torch).
 In that environment, with matplotlib, IPython, myst-nb, Sphinx and jupyter blocked from import (a
 meta-path finder raising ``ImportError``), ``import stumplib.phase`` and one state-evolution point
-must work, and ``stumplib`` must be the installed copy, not the working tree.
+must work, ``stumplib`` must be the installed copy, not the working tree, and chapter 6's published
+reference files (package data) must be in it and readable.
 """
 from __future__ import annotations
 
@@ -34,6 +35,11 @@ CHECK = textwrap.dedent(f"""
     print("OUTCOME", r.outcome)
     print("TEST_ERROR", float(r.test_error))
     print("LOADED", sorted(m for m in sys.modules if m.split(".")[0] in {BLOCKED!r}))
+    from stumplib.phase import published
+    refs = [published.reference_file(n) for n in published.REFERENCE_FILES]
+    print("REF_FILE", refs[0])
+    print("REF_ROWS", len(published.read_published(refs[0])["alpha"]))
+    print("REF_README", (refs[0].parent / "README.md").is_file())
 """)
 
 
@@ -61,3 +67,6 @@ def test_a_non_editable_install_runs_the_science_without_the_books_stack(tmp_pat
     assert out["OUTCOME"] == "converged", run.stdout
     assert 0.001 < float(out["TEST_ERROR"]) < 0.002  # the semantic branch at alpha = 2 (~0.0014)
     assert out["LOADED"] == "[]"
+    # chapter 6's published reference curves ship as package data (pyproject.toml)
+    assert str(venv) in out["REF_FILE"], f"reference file from {out['REF_FILE']}, not the install"
+    assert out["REF_ROWS"] == "20" and out["REF_README"] == "True", run.stdout

@@ -24,6 +24,9 @@ IDS = [p.stem for p in CHAPTERS]
 #: chapters whose structure (issue 15) is checked here; the others join as their owners land it
 STRUCTURED = ["01_setup", "02_population_dynamics", "03_finite_corpus", "04_error_bound", "05_boundary_symmetrization", "06_positional_semantic"]
 
+#: characters a code box of the site shows without scrolling sideways (``test_site.py``'s
+#: ``test_no_code_box_overflows`` measures it on the built pages)
+CODE_BOX = 84
 GLUE_ROLE = re.compile(r"\{glue(?::[a-z]+)?\}`([^`]+)`")
 GLUE_FIGURE = re.compile(r"\{glue:figure\}\s+(\S+)")
 
@@ -76,8 +79,59 @@ def test_committed_without_outputs_and_with_parameters_cell(path):
     assert "parameters" in first.get("metadata", {}).get("tags", []), "first code cell must be tagged parameters"
     src = "".join(first["source"])
     for name in ("profile", "device", "seed"):
-        assert f"{name} =" in src, f"parameters cell lacks {name}"
-    assert 'profile = os.environ.get("STUMPBOOK_PROFILE", "quick")' in src
+        assert re.search(rf"^{name}: \w+ = ", src, re.M), f"parameters cell lacks {name}"
+    assert 'profile: str = os.environ.get("STUMPBOOK_PROFILE", "quick")' in src
+
+
+def _conforms(value, tp) -> bool:
+    """Whether ``value`` is of the annotated type ``tp`` (the few types a parameter has)."""
+    import typing
+
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Union:
+        return any(_conforms(value, a) for a in args)
+    if tp is type(None):
+        return value is None
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if origin in (list, tuple):
+        if not isinstance(value, origin):
+            return False
+        items = args if origin is tuple else args * len(value)
+        return len(items) == len(value) and all(_conforms(v, a) for v, a in zip(value, items))
+    return isinstance(value, tp)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
+def test_papermill_lists_every_parameter(path):
+    """``papermill --help-notebook`` lists every name the parameters cell assigns, in order, with
+    its type and its meaning: each parameter is one line ``name: type = value  # meaning`` (papermill
+    skips a line holding a second ``=``, such as a comment with ``>=``, and shows "Unknown type"
+    without an annotation); the annotation holds the default; the lines fit the site's code box."""
+    from typing import Optional
+
+    src = "".join(_code(path)[0]["source"])
+    body = ast.parse(src).body
+    names = [t.id for node in body if isinstance(node, (ast.Assign, ast.AnnAssign))
+             for t in (node.targets if isinstance(node, ast.Assign) else [node.target])]
+    listed = pm.inspect_notebook(str(path))
+    assert list(listed) == names, "papermill --help-notebook lists other names than the cell"
+    unannotated = [n.targets[0].id for n in body if isinstance(n, ast.Assign)]
+    assert not unannotated, f"parameters without a type annotation: {unannotated}"
+    for node in body:
+        if not isinstance(node, ast.AnnAssign):
+            continue
+        name, ann = node.target.id, ast.unparse(node.annotation)
+        assert listed[name]["inferred_type_name"] == ann, f"{name}: papermill reads another type"
+        assert listed[name]["help"].strip(), f"{name}: no comment, so no meaning in the help"
+        try:
+            default = ast.literal_eval(node.value)
+        except ValueError:
+            continue  # profile: from the environment
+        assert _conforms(default, eval(ann, {"Optional": Optional})), \
+            f"{name}: the default {default!r} is not a {ann}"
+    wide = [ln for ln in src.splitlines() if len(ln) > CODE_BOX]
+    assert not wide, f"parameter lines over {CODE_BOX} characters (the code box scrolls): {wide}"
 
 
 def _setup_cells(path) -> set[int]:
@@ -103,7 +157,7 @@ def test_chapter_structure(path):
     assembly); no hard-coded colours; a token parameter; one parameter per line."""
     code = _code(path)
     params = "".join(code[0]["source"])
-    assert re.search(r"^token = False\b", params, re.M), "parameters cell lacks token = False"
+    assert re.search(r"^token: bool = False\b", params, re.M), "parameters cell lacks token = False"
     for line in params.splitlines()[1:]:
         assert line.count(" = ") <= 1 and ";" not in line.split("#")[0], f"one parameter per line: {line}"
     lengths = []
@@ -155,7 +209,7 @@ def test_full_profile_with_token_work(path, tmp_path):
     """``profile=full, token=True``: the full profile's largest shapes with a few steps, records or
     contexts, on the CPU (the chapter must have the ``token`` parameter)."""
     params = "".join(_code(path)[0]["source"])
-    assert re.search(r"^token = ", params, re.M), f"{path.name} has no token parameter"
+    assert re.search(r"^token: bool = ", params, re.M), f"{path.name} has no token parameter"
     execute(path, tmp_path / path.name, {"profile": "full", "token": True, "device": "cpu"},
             tmp_path / "results", timeout=1800)
 
@@ -170,10 +224,15 @@ def test_bad_profile_from_environment_fails_first_cell(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("params, message", [({"N": -3}, "N must be an integer"),
-                                             ({"token": "yes"}, "token must be True or False")],
-                         ids=["N", "token"])
+@pytest.mark.parametrize("params, message", [
+    ({"N": -3}, "N must be an integer"),
+    ({"token": "yes"}, "token must be True or False"),
+    ({"profle": "quick"}, r"unknown parameter 'profle' \(did you mean 'profile'\?\); "
+                          r"valid names: profile, device, seed, token, N, c, tau_lo, tau_hi")],
+    ids=["N", "token", "unknown"])
 def test_bad_parameter_via_papermill_names_it(tmp_path, params, message):
+    """A bad value, or a name the chapter does not have (papermill itself only warns), fails the
+    set-up with a message naming it (and, for a name, the valid ones) before any work."""
     with pytest.raises(pm.PapermillExecutionError, match=message):
         pm.execute_notebook(str(CHAPTERS[0]), str(tmp_path / "out.ipynb"),
                             parameters={"profile": "smoke", **params}, cwd=str(CHAPTERS[0].parent),

@@ -29,10 +29,12 @@ notebook, which loads and holds outputs; the reference page lists every public f
 ``.ipynb`` source downloads) answers HTTP 200 under the sub-path, and the search page
 (``search.html?q=...``) loads its index and lists results whose links load. It saves a full-page screenshot to ``_build/screenshots/<page>.png``.
 
-The machines have no network, so the MathJax CDN request is answered from a local copy of the same
-package (``npm install mathjax@3``, looked for in ``$STUMPBOOK_MATHJAX_DIR`` or
-``~/.cache/stumpbook-mathjax``); the published pages keep their CDN URL. Every other external request
-is aborted. Skips with a reason when Chromium, Playwright, MathJax or the built site is absent.
+The site is checked offline, as a reader without network (or behind a firewall) meets it: every
+request to a host other than loopback (``127.0.0.1``, ``localhost``) is aborted, and every page must
+still load the MathJax the site serves itself (``_static/mathjax/``, from the pip package
+``sphinx-mathjax-offline``; ``_config.yml`` loads it on every page), typeset its math
+(``mjx-container`` elements) and a probe formula added to it, and load nothing from elsewhere. Skips with a reason
+when Chromium, Playwright or the built site is absent.
 """
 from __future__ import annotations
 
@@ -42,7 +44,6 @@ import http.server
 import os
 import re
 import shutil
-import subprocess
 import threading
 import urllib.error
 import urllib.parse
@@ -55,8 +56,6 @@ from conftest import ROOT
 
 SITE = Path(os.environ.get("STUMPBOOK_SITE_DIR", ROOT / "_build" / "html")).resolve()
 SHOTS = SITE.parent / "screenshots"
-MATHJAX_CACHE = Path(os.environ.get("STUMPBOOK_MATHJAX_DIR",
-                                    Path.home() / ".cache" / "stumpbook-mathjax"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-dev-shm-usage"]
@@ -73,24 +72,6 @@ def _chromium() -> str | None:
         if cand and Path(cand).exists():
             return cand
     return None
-
-
-def _mathjax_dir() -> Path | None:
-    """The ``es5`` folder of a local MathJax 3, installing it from the npm registry if needed."""
-    es5 = MATHJAX_CACHE / "node_modules" / "mathjax" / "es5"
-    if (es5 / "tex-mml-chtml.js").exists():
-        return es5
-    npm = shutil.which("npm")
-    if npm is None:
-        return None
-    MATHJAX_CACHE.mkdir(parents=True, exist_ok=True)
-    try:
-        subprocess.run([npm, "install", "--no-audit", "--no-fund", "--silent", "--prefix",
-                        str(MATHJAX_CACHE), "mathjax@3"], check=True, timeout=300,
-                       capture_output=True)
-    except (subprocess.SubprocessError, OSError):
-        return None
-    return es5 if (es5 / "tex-mml-chtml.js").exists() else None
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -153,26 +134,24 @@ def chromium():
 def browser(chromium):
     if not (SITE / "index.html").exists():
         pytest.skip(f"no built site at {SITE} (run `jupyter-book build .` first)")
-    mj = _mathjax_dir()
-    if mj is None:
-        pytest.skip("no local MathJax 3 (npm install --prefix ~/.cache/stumpbook-mathjax mathjax@3)")
     ctx = chromium.new_context(viewport=VIEWPORT, device_scale_factor=1)
-    mj_re = re.compile(r"^https://cdn\.jsdelivr\.net/npm/mathjax@3/es5/(?P<path>[^?#]+)")
-
-    def route(r):
-        url = r.request.url
-        if url.startswith("http://127.0.0.1"):
-            return r.continue_()
-        m = mj_re.match(url)
-        if m:
-            f = (mj / m["path"]).resolve()
-            if mj in f.parents and f.is_file():
-                return r.fulfill(path=str(f))
-        return r.abort()  # no network: every other external request fails fast
-
-    ctx.route("**/*", route)
+    ctx.route("**/*", _offline_route)
     yield ctx
     ctx.close()
+
+
+#: the hosts a page may reach: the test's own server on loopback
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` is on this machine's loopback (a ``data:``/``blob:`` URL has no host: not)."""
+    return (urllib.parse.urlsplit(url).hostname or "") in LOOPBACK
+
+
+def _offline_route(r) -> None:
+    """Every request leaves only for loopback; any other is aborted (fails fast, as offline)."""
+    return r.continue_() if is_loopback(r.request.url) else r.abort("internetdisconnected")
 
 
 class _Ids(html.parser.HTMLParser):
@@ -271,6 +250,8 @@ async () => {
     nMathRendered: maths.filter(m => m.querySelector('mjx-container') || m.tagName === 'MJX-CONTAINER').length,
     nMjx: document.querySelectorAll('mjx-container').length,
     mathJaxLoaded: !!(window.MathJax && MathJax.version),
+    mathJaxScripts: Array.from(document.querySelectorAll('script[src]')).map(s => s.src)
+        .filter(u => /mathjax/i.test(u)),
     mathErrors: Array.from(document.querySelectorAll('mjx-merror, [data-mjx-error]')).map(e => e.getAttribute('data-mjx-error') || e.textContent).slice(0, 5),
     brokenImgs: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src')),
     nImgs: imgs.length,
@@ -357,6 +338,22 @@ async () => {
 }
 """
 
+# A formula added to the page and typeset by the page's MathJax: the number of mjx-container
+# elements it produced (0 without a working MathJax)
+_JS_PROBE_MATH = r"""
+async () => {
+  if (!(window.MathJax && MathJax.typesetPromise)) return 0;
+  const probe = document.createElement('span');
+  probe.className = 'math notranslate nohighlight';
+  probe.textContent = '\\(\\beta \\sim t^{1/4}\\)';
+  (document.querySelector('main') || document.body).appendChild(probe);
+  await MathJax.typesetPromise([probe]);
+  const n = probe.querySelectorAll('mjx-container').length;
+  probe.remove();
+  return n;
+}
+"""
+
 RAW_MATH = [
     (re.compile(r"\\\(|\\\)|\\\[|\\\]"), "raw \\( \\) \\[ \\] delimiters"),
     (re.compile(r"\$\$"), "raw $$"),
@@ -399,6 +396,10 @@ def facts(server, browser):
                 if r.url.startswith(origin) and r.status >= 400 else None)
         page.on("requestfailed", lambda r: bad_http.append(f"failed {r.url}")
                 if r.url.startswith(origin) else None)
+        external: list[str] = []  # what the page asked of the network (all aborted)
+        page.on("request", lambda r: external.append(r.url)
+                if r.url.startswith(("http:", "https:", "ws:", "wss:")) and not is_loopback(r.url)
+                else None)
         # Known upstream duplicate in jupyter-book 1.0.4 + sphinx-thebe 0.3.1: the thebe config
         # script is emitted twice, so the second ``const THEBE_JS_URL`` throws. Harmless (thebe is
         # only used by launch buttons, which are off); every other script error fails.
@@ -420,8 +421,10 @@ def facts(server, browser):
             page.screenshot(path=str(SHOTS / f"{_page_id(rel)}.png"), full_page=False,
                             timeout=120_000)
         f = page.evaluate(_JS_PAGE_FACTS)
+        f["probeTypeset"] = page.evaluate(_JS_PROBE_MATH)  # after the facts: it adds math
         f["pageErrors"] = [e for e in errors if not any(k in e for k in errors_ignored)]
         f["badHttp"] = bad_http
+        f["external"] = sorted(set(external))
         page.close()
         cache[rel] = f
         return f
@@ -439,7 +442,7 @@ def test_site_has_the_book_pages():
     if not PAGES:
         pytest.skip(f"no built site at {SITE}")
     for name in ("intro.html", "notation.html", "bibliography.html", "reference.html",
-                 "build_record.html", "chapters/01_setup.html",
+                 "build_record.html", "running.html", "chapters/01_setup.html",
                  "chapters/02_population_dynamics.html", "chapters/03_finite_corpus.html",
                  "chapters/04_error_bound.html", "chapters/05_boundary_symmetrization.html",
                  "chapters/06_positional_semantic.html"):
@@ -456,6 +459,23 @@ def test_math_is_rendered(rel, facts):
     assert not f["mathErrors"], f"{rel}: MathJax errors: {f['mathErrors']}"
     bad = [(why, m.group(0)[:80]) for rx, why in RAW_MATH for m in [rx.search(f["text"])] if m]
     assert not bad, f"{rel}: unrendered math in the text: {bad}"
+
+
+@pytest.mark.parametrize("rel", _params())
+def test_math_is_typeset_offline_by_the_sites_own_mathjax(rel, facts, server):
+    """Every non-loopback request aborted (:func:`_offline_route`), the page loads the MathJax
+    the site serves itself (``_static/mathjax/``; on every page, ``_config.yml``), its math is
+    typeset (``mjx-container`` elements), so is a formula added to it (a page without math of its
+    own), and it asks nothing of any other host."""
+    f = facts(rel)
+    mj = f["mathJaxScripts"]
+    assert mj and all(u.startswith(server) and "/_static/mathjax/" in u for u in mj), (
+        f"{rel}: MathJax not loaded from the site itself: {mj}")
+    assert f["mathJaxLoaded"], f"{rel}: MathJax did not load (offline)"
+    if f["nMath"]:
+        assert f["nMjx"] > 0, f"{rel}: its math is not typeset (no mjx-container), offline"
+    assert f["probeTypeset"] > 0, f"{rel}: MathJax does not typeset a formula added to the page"
+    assert not f["external"], f"{rel}: requests to other hosts (aborted): {f['external'][:10]}"
 
 
 @pytest.mark.parametrize("rel", _params())
@@ -957,6 +977,37 @@ def test_library_calls_link_to_the_reference(rel):
 
 
 # ------------------------------------------------------------------ the checks catch each fault
+def test_offline_route_aborts_every_other_host(chromium, tmp_path):
+    """A planted page on a loopback server asking a CDN (a script), another host (an image) and
+    loopback itself: the two outside requests are aborted (the image does not load, the script
+    does not run) and the loopback one loads (Chromium, no site)."""
+    (tmp_path / "ok.js").write_text("window.fromLoopback = true;")
+    (tmp_path / "index.html").write_text(
+        '<html><body><script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-chtml.js">'
+        '</script><img id="far" src="http://example.org/x.png"><script src="ok.js"></script>'
+        "</body></html>")
+    handler = functools.partial(_QuietHandler, directory=str(tmp_path))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    ctx = chromium.new_context()
+    ctx.route("**/*", _offline_route)
+    asked: list[str] = []
+    try:
+        page = ctx.new_page()
+        page.on("request", lambda r: asked.append(r.url))
+        page.goto(f"http://127.0.0.1:{httpd.server_address[1]}/index.html", wait_until="load")
+        got = page.evaluate("() => [!!window.MathJax, !!window.fromLoopback, "
+                            "document.getElementById('far').naturalWidth]")
+    finally:
+        ctx.close()
+        httpd.shutdown()
+        httpd.server_close()
+    assert got == [False, True, 0], got
+    assert {u for u in asked if not is_loopback(u)} == {
+        "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-chtml.js", "http://example.org/x.png"}
+    assert is_loopback("http://localhost:8000/a") and not is_loopback("data:text/plain,x")
+
+
 def test_text_checks_flag_backticks_and_en_dashes_and_pass_clean_text():
     assert text_problems("shape ``(..., N)``: features") and text_problems("a `` b")
     assert text_problems("Command: python scripts/seed_audit.py –seeds 0 1 2")

@@ -4,8 +4,8 @@ The science (models, exact quantities, trainers, solvers, minimisers and their s
 :mod:`stumplib.stump` and :mod:`stumplib.phase`, on the services of :mod:`stumplib.core`; neither
 imports anything from here. This package turns their results into pages:
 
-- :mod:`.page`: profiles and settings, :func:`start`, :func:`table`, :func:`show_settings`,
-  :func:`shared_dir`;
+- :mod:`.page`: profiles and settings, :func:`start`, :func:`check_parameters`, :func:`table`,
+  :func:`show_settings`;
 - :mod:`.glue`: :func:`glue_value`, :func:`glue_estimate`, :func:`glue_verdict`;
 - :mod:`.cache`: the results cache (installed as :func:`stumplib.core.memo.remember`'s store when
   this package is imported), :func:`cached`, :func:`prune_results`;
@@ -23,11 +23,13 @@ from stumplib.book import cache as _cache
 from stumplib.book.cache import (CACHE_ENV, RESULTS_ENV, cache_enabled, cached,  # noqa: F401
                                  code_version, prune_results, results_dir)
 from stumplib.book.glue import glue_estimate, glue_value, glue_verdict, typeset_reason  # noqa: F401
-from stumplib.book.page import (ENV_VAR, PROFILES, SHARED_ENV, Chapter, resolve_profile,  # noqa: F401
-                                settings, shared_dir, show_settings, start, table)
+from stumplib.book.page import (ENV_VAR, PROFILES, Chapter,  # noqa: F401
+                                check_parameters, resolve_profile, settings,
+                                show_settings, start, table)
 
-__all__ = ["start", "settings", "show_settings", "table", "shared_dir", "resolve_profile", "Chapter",
-           "PROFILES", "ENV_VAR", "SHARED_ENV", "glue_value", "glue_estimate", "glue_verdict",
+__all__ = ["start", "check_parameters", "settings", "show_settings", "table",
+           "resolve_profile", "Chapter",
+           "PROFILES", "ENV_VAR", "glue_value", "glue_estimate", "glue_verdict",
            "typeset_reason", "cached", "code_version", "prune_results", "results_dir",
            "cache_enabled", "CACHE_ENV", "RESULTS_ENV"]
 

@@ -1,24 +1,24 @@
-"""A chapter's set-up: profiles and settings, the shared parameters, tables and the shared data.
+"""A chapter's set-up: profiles and settings, the shared parameters and tables.
 
-- :func:`start` validates the parameters every chapter shares (``profile``, ``device``, ``seed``,
-  ``token``), resolves its settings, pins threads, starts the clock and applies the book style and
-  float64.
+- :func:`start` refuses a parameter name the chapter does not have (:func:`check_parameters`),
+  validates the parameters every chapter shares (``profile``, ``device``, ``seed``, ``token``),
+  resolves its settings, pins threads, starts the clock and applies the book style and float64.
 - :func:`settings` resolves a profile's settings (with the chapter's parameter overrides) and
   :func:`show_settings` shows all three profiles side by side; :func:`table` shows rows as a
   Markdown table.
-- :func:`shared_dir` finds the shared reference data (``$STUMPBOOK_SHARED``, else ``shared/`` next
-  to the repository).
+
+Nothing a chapter reads lives outside the repository: chapter 6's published reference curves ship
+with the package (:func:`stumplib.phase.published.reference_file`).
 
 Profiles: ``smoke`` (seconds; the tests), ``quick`` (the default; a 2-core CPU in minutes) and
 ``full`` (paper scale, meant for a GPU). The parameters cell of every chapter reads
-``profile = os.environ.get("STUMPBOOK_PROFILE", "quick")``.
+``profile: str = os.environ.get("STUMPBOOK_PROFILE", "quick")``; each parameter is a line
+``name: type = value  # meaning``, which ``papermill --help-notebook`` lists.
 """
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -27,14 +27,14 @@ import torch
 from stumplib.core.device import resolve_device
 from stumplib.core.stats import Estimate
 from stumplib.core.validation import check_choice, check_int
-from stumplib.core.version import PACKAGE
 
-__all__ = ["PROFILES", "ENV_VAR", "SHARED_ENV", "resolve_profile", "Chapter", "start", "settings",
-           "show_settings", "table", "shared_dir"]
+__all__ = ["PROFILES", "ENV_VAR", "resolve_profile", "check_parameters", "Chapter",
+           "start", "settings", "show_settings", "table"]
 
 PROFILES = ("smoke", "quick", "full")
 ENV_VAR = "STUMPBOOK_PROFILE"
-SHARED_ENV = "STUMPBOOK_SHARED"
+#: the first line of the cell papermill injects after the parameters cell (its ``comment``)
+_INJECTED_MARK = "# Parameters"
 
 
 def resolve_profile(profile: Any) -> str:
@@ -52,6 +52,74 @@ def resolve_profile(profile: Any) -> str:
         The validated profile name.
     """
     return check_choice(f"profile (or the environment variable {ENV_VAR})", profile, PROFILES)
+
+
+def _assigned(src: str) -> list[str] | None:
+    """Names a cell assigns at top level, in order (``None``: not Python)."""
+    import ast
+
+    try:
+        body = ast.parse(src).body
+    except SyntaxError:
+        return None
+    names: list[str] = []
+    for node in body:
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AnnAssign) else [])
+        names += [t.id for t in targets if isinstance(t, ast.Name) and t.id not in names]
+    return names
+
+
+def _cell_history() -> list[str]:
+    """The sources of the cells the running IPython kernel executed, in order ([] outside one)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython ships with the notebook stack
+        return []
+    ip = get_ipython()
+    return list(ip.history_manager.input_hist_raw) if ip is not None else []
+
+
+def check_parameters(history: Sequence[str] | None = None) -> None:
+    """Refuse a parameter the chapter does not have, such as a misspelt ``papermill -p`` name.
+
+    Papermill injects the parameters it is given as a cell of assignments that opens with the
+    comment ``# Parameters``, right after the cell tagged ``parameters``, and only warns about a name
+    that cell does not define; the chapter would then run, at length, with the default of the
+    parameter meant. Every name the injected cell assigns must be assigned in the parameters cell
+    (the cell executed just before it). Nothing is checked when no such cell was executed (the book
+    build, a plain kernel).
+
+    Parameters
+    ----------
+    history : sequence of str, optional
+        The sources of the executed cells, in order (IPython's ``In``); ``None``: the running
+        kernel's (none outside a kernel).
+
+    Raises
+    ------
+    ValueError
+        ``unknown parameter 'name'; valid names: ...``, naming every unknown name (with the
+        closest valid name when one is close) and the parameters cell's names in its order.
+    """
+    import difflib
+
+    cells = list(_cell_history() if history is None else history)
+    for k in range(len(cells) - 1, 0, -1):
+        src = cells[k] or ""
+        if src.lstrip().split("\n", 1)[0].strip() != _INJECTED_MARK:
+            continue
+        given, valid = _assigned(src), _assigned(cells[k - 1] or "")
+        if not given or not valid:
+            return
+        unknown = [n for n in given if n not in valid]
+        if unknown:
+            what = ", ".join(repr(n) + "".join(
+                f" (did you mean {m!r}?)" for m in difflib.get_close_matches(n, valid, 1))
+                for n in unknown)
+            raise ValueError(f"unknown parameter{'s' if len(unknown) > 1 else ''} {what}; "
+                             f"valid names: {', '.join(valid)}")
+        return
 
 
 def _inline_figures() -> None:
@@ -100,8 +168,9 @@ def start(profile: Any, device: Any, seed: Any = 0, *, token: Any = False,
           table: Mapping[str, Mapping[str, Any]] | None = None,
           token_overrides: Mapping[str, Any] | None = None, threads: int | None = None,
           **overrides: Any) -> Chapter:
-    """Start a chapter: validate the shared parameters, resolve the settings, pin threads, start
-    the clock, apply the book style and float64. Prints nothing (the page shows no plumbing).
+    """Start a chapter: refuse an unknown parameter name (:func:`check_parameters`), validate the
+    shared parameters, resolve the settings, pin threads, start the clock, apply the book style and
+    float64. Prints nothing (the page shows no plumbing).
 
     Parameters
     ----------
@@ -119,6 +188,7 @@ def start(profile: Any, device: Any, seed: Any = 0, *, token: Any = False,
     from stumplib.book import style
     from stumplib.core.validation import check_bool
 
+    check_parameters()
     profile = resolve_profile(profile)
     dev = resolve_device(device)
     seed = check_int("seed", seed, minimum=0)
@@ -246,18 +316,3 @@ def show_settings(table_: Mapping[str, Mapping[str, Any]], profile: str,
             row[f"**{p}** (this run)" if p == profile else p] = table_[p].get(k, "")
         rows.append(row)
     return table(rows)
-
-
-def shared_dir() -> Path:
-    """The project's shared data (published reference curves, seeds): ``$STUMPBOOK_SHARED`` if set,
-    else ``shared/`` next to the repository. It may not exist (a plain clone has none): callers
-    check and skip what needs it.
-
-    Returns
-    -------
-    Path
-    """
-    env = os.environ.get(SHARED_ENV)
-    return Path(env) if env else PACKAGE.parent.parent / "shared"
-
-

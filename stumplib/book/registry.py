@@ -144,13 +144,18 @@ REGISTRY: tuple[Claim, ...] = (
           "α_c and α_l at every ω of the grid", "both found, α_l ≥ α_c at every ω", _NO_TOL,
           "ordering", number="phase_diagram_alpha_c_w020"),
     Claim("lowest_min", "phase", CH6, "the global minimum follows the accurate theory",
-          "the test error of the lowest minimum found per seed (a multi-start search) at "
-          "α = 1.0164, extrapolated to d → ∞ (the form chosen by fit quality; the interval spans "
-          "every acceptable form, widened where the fit is poor), as z-scores against the "
-          "accurate and the published theory",
-          "|z| ≤ 2 from the accurate theory, ≥ 4 from the published",
-          "2 and 4 standard errors: following and separating", "choose_theory",
-          number="lowest_min_test_limit"),
+          "the lowest minimum found per seed (a multi-start search) at α = 1.0164, on the "
+          "pre-registered confirmatory run's fresh seeds alone (d = 2000, 4000, 8000): its θ and "
+          "its test error, each extrapolated to d → ∞ by every acceptable form (1/d, 1/√d: a fit "
+          "not rejected at 5%), each form with its own fit and standard error, as z-scores "
+          "against the accurate and the published theory; the old and new seeds pooled are shown "
+          "beside it, not judged",
+          "every acceptable form within 2 standard errors of the accurate theory and at least 4 "
+          "from the published, for θ and for the test error (both must hold; either following "
+          "the published theory, or 4 from both, fails)",
+          "2 and 4 standard errors: following and separating (fixed in "
+          "scripts/PHASE_CONFIRM.md before the run)", "follows_theory_per_form",
+          number="lowest_min_pooled_test_limit"),
     Claim("own_over_path", "stump", CH3, "GD tracks beyond the certificate",
           "own-calibration tracking scale over β*, median over shapes (the range, smallest to "
           "largest, is what the rule judges: every shape at or above the bound holds)",
@@ -178,10 +183,15 @@ REGISTRY: tuple[Claim, ...] = (
           "against_target"),
     Claim("two_head", "stump", CH5, "a trained two-head model learns the symmetrization",
           "whole-prior MSE (τ ~ U[0, 1], N = 64) of the two-head model trained end to end over "
-          "that of the best hand-made rule applied to the one head trained alone on the same "
-          "corpora with the same steps, paired over contexts and corpora; at the scale gradient "
-          "descent gives the heads (β/N stated with the verdict)",
-          "at most 1.1 (as good as the best hand-made rule)",
+          "that of the best rule measured on trained heads (by point estimate, named with the "
+          "verdict): the hand-made rules applied to the one head trained alone on the same "
+          "corpora with the same steps and to the median-scale trained head of section 2, and "
+          "the boundary-aware combination applied to the two-head model's own trained heads; "
+          "paired over contexts and corpora (a comparator on the one section-2 head is the "
+          "same for every corpus); at the scale gradient descent gives the heads "
+          "(trained, soft: β/N stated with the verdict), the interior losses against the same "
+          "rule alongside, not judged",
+          "at most 1.1 (as good as the best rule on trained heads)",
           "10%: a stated practical margin for 'as good as'", "at_most"),
     Claim("phase_replay", "phase", CH6, "the published curves are replayed",
           "largest relative deviation of the replayed (stopped) 144-node iteration from the "
@@ -189,12 +199,22 @@ REGISTRY: tuple[Claim, ...] = (
           "none; 10^-3 is the published curves' printed precision", "at_most",
           number="phase_stopped_pos_max_rel_dev"),
     Claim("phase_semantic_end", "phase", CH6, "where the semantic branch ends",
-          "the α bracketed by the lowest converged semantic point and the highest without one",
-          "found and bracketed", _NO_TOL, "located", number="phase_semantic_end_alpha"),
+          "α_end where θ*², linear in α near the end, reaches zero: a weighted least-squares fit "
+          "on the converged semantic points between α = 0.72 and 0.80, per independent sweep of "
+          "scramblings; interval ±1.96 errors of the sweeps' mean (each sweep's error the larger "
+          "of the fit's and that of all θ moved together by their errors; scaled up where the "
+          "sweeps disagree)",
+          "located, interval at most 0.02 wide",
+          "0.02: a stated width, below the tail grid's step (0.05) and about the end's "
+          "distance from the node α = 0.70",
+          "located", number="phase_semantic_end_alpha"),
     Claim("phase_stability", "phase", CH6, "the semantic minimum is stable",
           "two parts: the largest ∂F_m/∂m at the converged semantic points (the key number), and "
-          "whether minimisation started next to the lowest point returns to it",
-          "∂F_m/∂m at most +1; the positional overlap decays",
+          "whether minimisation started next to the semantic point at α = 1.0164 and 1.25 with "
+          "m = 3/√d returns to it (the median final |m|√d at the largest d, with its "
+          "distribution-free interval); the marginal region near the branch's end is described, "
+          "not judged",
+          "∂F_m/∂m at most +1; the positional overlap decays (the median's interval below 3)",
           "none: +1 is where the point repels for every damping; each part by its own rule, "
           "both met holds, both missed fails, else partly", "combine",
           number="phase_stability_derivative_max"),
@@ -228,6 +248,7 @@ RULE_ARGS: dict[str, dict[str, Any]] = {
     "sym_trained": dict(target=4.0, tol=0.2, fmt=".3g", max_width=0.4),
     "two_head": dict(bound=1.1, fmt=".2f"),
     "phase_replay": dict(bound=1e-3, fmt=".1e"),
+    "phase_semantic_end": dict(max_width=0.02, fmt=".3f"),
     "lowest_min": dict(follow=2.0, separate=4.0),
     "informed_start": dict(bound=0.0, fmt=".4f"),
 }

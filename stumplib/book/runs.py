@@ -5,7 +5,8 @@ book by the scripts in ``scripts/`` and committed with their commands, commits a
 The book reads them from :func:`runs_dir`: ``$STUMPBOOK_RUNS`` when set, else ``scripts/`` next to
 the ``stumplib`` package (a source checkout). An installed ``stumplib`` (``pip install .``) has no
 such folder: set ``STUMPBOOK_RUNS`` to a checkout's ``scripts/`` (or pass a path), and a reader
-returns its "no run" value where the file is absent.
+returns its "no run" value where the file is absent, with a :class:`MissingRunWarning` naming the
+file and where it was looked for (:func:`missing_message`): never silently.
 
 - the seed audit: :func:`read_audit`;
 - chapter 6's deciding run of converged minimisers (``scripts/phase_minimisers.py``):
@@ -13,7 +14,10 @@ returns its "no run" value where the file is absent.
   file with the largest ``d``), and their parts :func:`read_runs`, :func:`run_parameters`,
   :func:`parameter_mismatches`;
 - chapter 6's flat-window and lowest-minimum run (``scripts/phase_flat_window.py``, a sweep store):
-  :func:`read_flat_window`.
+  :func:`read_flat_window`;
+- chapter 6's confirmatory run of the lowest minima on fresh seeds (the same script,
+  pre-registered in ``scripts/PHASE_CONFIRM.md``): :func:`read_confirm`, checked against
+  :data:`CONFIRM_PLAN` and :data:`CONFIRM_PARAMETERS`.
 
 A reader never fills a parameter the file did not record with the page's value: it says that
 the parameter is missing (and :func:`deciding_run` refuses such a file when asked to check it).
@@ -24,6 +28,7 @@ import json
 import os
 from pathlib import Path
 import re
+import warnings
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -33,7 +38,8 @@ from stumplib.core.version import PACKAGE
 __all__ = ["RUNS_ENV", "AUDIT_NAME", "DECIDING_RUN_NAME", "MINIMISER_NAMES", "FLAT_WINDOW_NAME",
            "RUN_PARAMETERS", "runs_dir", "run_file", "read_audit", "read_runs", "run_parameters",
            "parameter_mismatches", "deciding_run", "read_minimisers", "read_flat_window",
-           "flat_window_record"]
+           "flat_window_record", "MissingRunWarning", "missing_message", "CONFIRM_NAME",
+           "CONFIRM_PLAN", "CONFIRM_PARAMETERS", "read_confirm"]
 
 RUNS_ENV = "STUMPBOOK_RUNS"
 #: the seed audit's file name (``scripts/seed_audit.py`` writes it)
@@ -45,6 +51,15 @@ DECIDING_RUN_NAME = "PHASE_MINIMISERS_4000.npz"
 MINIMISER_NAMES = (DECIDING_RUN_NAME, "PHASE_MINIMISERS.npz")
 #: the flat window's and the lowest minima's recorded run (``scripts/phase_flat_window.py``)
 FLAT_WINDOW_NAME = "PHASE_LOWEST_MINIMA.npz"
+#: chapter 6's confirmatory run (``scripts/PHASE_CONFIRM.md``: fixed before its data)
+CONFIRM_NAME = "PHASE_CONFIRM.npz"
+#: its pre-registered seeds per dimension
+CONFIRM_PLAN = {8000: 8, 4000: 16, 2000: 16}
+#: its pre-registered search (every default of ``scripts/phase_flat_window.py``, fresh seeds
+#: ``--seed 1``); the page adds its model (``omega``, ``sigma``, ``lam``, ``A``)
+CONFIRM_PARAMETERS = dict(alpha=1.0164, seed=1, gtol=1e-8,
+                          thetas=np.linspace(0.082, 0.112, 7).tolist(), n_rotations=2,
+                          perturb_scales=[0.05, 0.1, 0.2, 0.4], same_tol=1e-3)
 #: the model parameters a stored run must share with the page that reads it
 RUN_PARAMETERS = ("omega", "sigma", "lam", "A")
 
@@ -77,6 +92,41 @@ def run_file(name: str) -> Path:
     return runs_dir() / name
 
 
+class MissingRunWarning(UserWarning):
+    """A recorded run the book reads is absent (the message names the file and where it was
+    looked for); the reader returns its "no run" value and the chapter computes its own."""
+
+
+def missing_message(name: str, path: str | os.PathLike | None = None) -> str:
+    """What is missing and where it was looked for: one sentence for a reader's warning or a page.
+
+    Parameters
+    ----------
+    name : str
+        The run's file name (e.g. :data:`FLAT_WINDOW_NAME`).
+    path : str, os.PathLike or None
+        Where it was looked for (``None``: ``name`` under :func:`runs_dir`).
+
+    Returns
+    -------
+    str
+        ``"recorded run <name> not found at <path> (...)"``, saying how the folder was chosen.
+    """
+    p = Path(path) if path is not None else run_file(name)
+    if path is not None:
+        how = "the path given"
+    elif os.environ.get(RUNS_ENV):
+        how = f"the folder the environment variable {RUNS_ENV} names"
+    else:
+        how = (f"scripts/ next to the stumplib package; an installed package has none: set the "
+               f"environment variable {RUNS_ENV} to a checkout's scripts/")
+    return f"recorded run {name} not found at {p} ({how})"
+
+
+def _warn_missing(name: str, path: str | os.PathLike | None) -> None:
+    warnings.warn(missing_message(name, path), MissingRunWarning, stacklevel=3)
+
+
 def read_audit(path: str | os.PathLike | None = None) -> dict[str, Any]:
     """The seed audit (``{}`` when there is none): ``{"commit", "profile", "seeds", "claims":
     {key: {"status": [...], ...}}, ...}``.
@@ -89,10 +139,12 @@ def read_audit(path: str | os.PathLike | None = None) -> dict[str, Any]:
     Returns
     -------
     dict[str, Any]
-        The parsed JSON, or ``{}`` when the file does not exist.
+        The parsed JSON, or ``{}`` when the file does not exist (with a
+        :class:`MissingRunWarning`).
     """
     p = Path(path) if path is not None else run_file(AUDIT_NAME)
     if not p.is_file():
+        _warn_missing(AUDIT_NAME if path is None else p.name, path)
         return {}
     return json.loads(p.read_text())
 
@@ -205,7 +257,7 @@ def deciding_run(path: str | os.PathLike | None = None, *, expect: Mapping[str, 
         all its processes together), ``params`` (:func:`run_parameters`), ``sources`` (one line
         per process that contributed runs) and ``mismatch`` (:func:`parameter_mismatches`, empty
         without ``expect``); ``None`` when the file does not exist (an installed package without
-        ``$STUMPBOOK_RUNS``).
+        ``$STUMPBOOK_RUNS``), with a :class:`MissingRunWarning`.
 
     Raises
     ------
@@ -214,6 +266,7 @@ def deciding_run(path: str | os.PathLike | None = None, *, expect: Mapping[str, 
     """
     p = Path(path) if path is not None else run_file(DECIDING_RUN_NAME)
     if not p.is_file():
+        _warn_missing(DECIDING_RUN_NAME if path is None else p.name, path)
         return None
     with np.load(p) as flat:
         meta: dict[str, Any] = {k: str(flat[k]) for k in ("command", "commit", "machine")}
@@ -254,14 +307,17 @@ def read_minimisers(paths: Sequence[str | os.PathLike] | None = None
     -------
     tuple or None
         ``(runs, meta)``, or ``None`` when no complete file exists (none at all in an installed
-        package without ``$STUMPBOOK_RUNS``): ``runs`` as :func:`read_runs` gives them, ``meta``
-        the file's ``path``, ``command``, ``commit``, ``machine``, ``seconds``, its model
+        package without ``$STUMPBOOK_RUNS``: then with a :class:`MissingRunWarning`): ``runs``
+        as :func:`read_runs` gives them, ``meta`` the file's ``path``, ``command``, ``commit``, ``machine``, ``seconds``, its model
         parameters ``sigma``, ``lam``, ``omega`` (NaN where the file does not record one, as the
         first deciding run did not: such a run matches no page) and ``missing`` (the names of
         those not recorded).
     """
     names = [run_file(n) for n in MINIMISER_NAMES] if paths is None else paths
     best = None
+    if not any(Path(x).is_file() for x in names):
+        warnings.warn("; ".join(missing_message(Path(x).name, None if paths is None else x)
+                                for x in names), MissingRunWarning, stacklevel=2)
     for p in [Path(x) for x in names]:
         if not p.is_file():
             continue
@@ -289,7 +345,7 @@ def read_flat_window(path: str | os.PathLike | None = None) -> dict[str, Any] | 
     ----------
     path : str, os.PathLike or None
         The store (default :data:`FLAT_WINDOW_NAME` under :func:`runs_dir`); ``None`` is returned
-        when it is not a file.
+        when it is not a file, with a :class:`MissingRunWarning`.
 
     Returns
     -------
@@ -306,6 +362,7 @@ def read_flat_window(path: str | os.PathLike | None = None) -> dict[str, Any] | 
 
     p = Path(path) if path is not None else run_file(FLAT_WINDOW_NAME)
     if not p.is_file():
+        _warn_missing(FLAT_WINDOW_NAME if path is None else p.name, path)
         return None
     out = landscape_from_store(p)
     keys = ("alpha", "omega", "sigma", "lam", "seed", "gtol", "A", "thetas")
@@ -327,9 +384,13 @@ def flat_window_record(path: str | os.PathLike | None = None) -> list[dict[str, 
     list of dict
         ``{"what", "value"}`` rows; one row saying the run is absent when there is no store.
     """
-    rec = read_flat_window(path)
+    with warnings.catch_warnings():  # the row says it
+        warnings.simplefilter("ignore", MissingRunWarning)
+        rec = read_flat_window(path)
     if rec is None:
-        return [{"what": "recorded sweep", "value": "absent: chapter 6 computes its own"}]
+        return [{"what": "recorded sweep",
+                 "value": f"absent ({missing_message(FLAT_WINDOW_NAME, path)}): chapter 6 "
+                          "computes its own"}]
     st = rec["store"]
     rows = [{"what": "store", "value": f"`{FLAT_WINDOW_NAME}` (`{st['kind']}`)"},
             {"what": "code version (`stumplib.core`, `stumplib.phase`)",
@@ -344,3 +405,95 @@ def flat_window_record(path: str | os.PathLike | None = None) -> list[dict[str, 
                      "value": f"`{str(r.get('commit', ''))[:10]}`, {r.get('started', '?')}"})
     rows.append({"what": "machine", "value": f"`{st['runs'][0].get('machine', '?')}`"})
     return rows
+
+
+def _requested_seeds(command: str) -> list[int]:
+    """The ``--seeds`` values of a recorded command line (empty if none)."""
+    m = re.search(r"--seeds((?:\s+\d+)+)", command)
+    return [int(v) for v in m.group(1).split()] if m else []
+
+
+def read_confirm(path: str | os.PathLike | None = None, *,
+                 expect: Mapping[str, Any] | None = None,
+                 plan: Mapping[int, int] | None = None) -> dict[str, Any]:
+    """Chapter 6's confirmatory run (:data:`CONFIRM_NAME` under :func:`runs_dir`, or ``path``),
+    read as far as it has got and checked against its pre-registration.
+
+    A store whose recorded parameters differ from ``expect``, or whose command plans other
+    dimensions or seeds than ``plan``, is **refused**: its searches are not returned and the
+    message names every difference.
+
+    Parameters
+    ----------
+    path : str, os.PathLike or None
+        The store of ``scripts/phase_flat_window.py`` (``None``: :data:`CONFIRM_NAME` under
+        :func:`runs_dir`).
+    expect : mapping or None
+        The parameters the run must have recorded (default :data:`CONFIRM_PARAMETERS`; the page
+        adds its model), compared by :func:`parameter_mismatches`.
+    plan : mapping of int to int, or None
+        Seeds per dimension (default :data:`CONFIRM_PLAN`).
+
+    Returns
+    -------
+    dict
+        ``state`` (``"absent"``, ``"refused"``, ``"partial"`` or ``"complete"``), ``message``
+        (one sentence without the file's name: how far it got, or why it is refused), ``done`` and ``planned`` (tasks
+        ``d<d>_seed<s>`` of the plan), ``failed`` (tasks recorded as failed), ``seeds`` (``{d:
+        seeds done}`` for every planned ``d``), ``searches`` (``{d: search records, seeds
+        stacked}`` for each ``d`` with a seed done; empty unless ``partial`` or ``complete``),
+        ``mismatch`` (the differences), ``meta`` (the store's :func:`store_meta`, ``None`` when
+        absent) and ``name``.
+    """
+    from stumplib.sweep.readers import landscape_from_store, parse_seed_task
+    from stumplib.sweep.store import StoreError
+
+    plan = dict(CONFIRM_PLAN if plan is None else plan)
+    expect = dict(CONFIRM_PARAMETERS if expect is None else expect)
+    p = Path(path) if path is not None else run_file(CONFIRM_NAME)
+    planned = int(sum(plan.values()))
+    out: dict[str, Any] = dict(state="absent", done=0, planned=planned, failed=0,
+                               seeds={int(d): 0 for d in sorted(plan)}, searches={},
+                               mismatch=[], meta=None, name=p.name)
+    if not p.is_file():
+        out["message"] = f"0 of {planned} tasks done (no store yet)."
+        return out
+    try:
+        rec = landscape_from_store(p)
+    except StoreError as e:  # another kind of store, or not a store
+        out.update(state="refused", mismatch=[str(e)],
+                   message="the store is refused: "
+                                   f"{str(e).replace(str(p), 'the file').rstrip('.')}.")
+        return out
+    st = rec["store"]
+    out["meta"] = st
+    mismatch = parameter_mismatches(st["params"], expect)
+    want = {int(d): int(n) for d, n in plan.items()}
+    fmt = (lambda q: ", ".join(f"{n} at d = {d}" for d, n in sorted(q.items(), reverse=True)))
+    for i, run in enumerate(st["runs"] or [{}]):  # every driver run planned the same seeds
+        command = str(run.get("command", ""))
+        ds, ns = _requested_ds(command), _requested_seeds(command)
+        ns = ns * len(ds) if len(ns) == 1 else ns
+        recorded = dict(zip(ds, ns)) if len(ns) == len(ds) else {}
+        if recorded != want:
+            mismatch.append(f"run {i + 1} plans seeds {fmt(recorded) or 'none'} "
+                            f"(pre-registered: {fmt(want)})")
+            break
+    out["mismatch"] = mismatch
+    if mismatch:
+        out["state"] = "refused"
+        out["message"] = ("the store is refused: it differs from the pre-registered run ("
+                          + "; ".join(mismatch) + ").")
+        return out
+    land = {d: L for d, L in rec["landscape"].items() if d in plan and "search" in L}
+    for d, L in land.items():
+        out["seeds"][d] = int(sum(int(s_) < plan[d] for s_ in np.atleast_1d(L["seeds"])))
+    out["done"] = int(sum(out["seeds"].values()))
+    out["failed"] = sum(1 for t in st["errors"]
+                        if (x := parse_seed_task(t)) is not None and x[0] in plan)
+    out["searches"] = {d: land[d]["search"] for d in sorted(land)}
+    out["state"] = "complete" if out["done"] == planned else "partial"
+    failed = f", {out['failed']} failed" if out["failed"] else ""
+    out["message"] = f"{out['done']} of {planned} tasks done{failed}."
+    return out
+

@@ -9,6 +9,9 @@ Every claim a chapter judges goes through one function of this module, one per k
 - :func:`growth_up_to_logs`: the same for a quantity claimed to *grow* at least like ``x^a``
   up to logarithms (the certified scale that an upper bound rests on);
 - :func:`choose_theory`: measurements against two competing predictions (z-scores);
+- :func:`follows_theory_per_form`: an extrapolation in ``d`` against two predictions, each
+  acceptable approach form judged with its own fit (z-scores per form);
+- :func:`all_hold`: a claim that needs every part to hold (fails as soon as one part fails);
 - :func:`ordering`: an ordering between two estimated quantities (``alpha_l >= alpha_c``);
 - :func:`combine`: several verdicts on the parts of one claim (``partly`` when they differ);
 - :func:`located`: a quantity claimed to exist (a threshold) found and located, or shown absent.
@@ -32,7 +35,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -40,8 +43,8 @@ from stumplib.book.typeset import typeset
 from stumplib.core.stats import Estimate
 
 __all__ = ["STATUSES", "Verdict", "against_target", "at_least", "at_most", "rate_up_to_logs",
-           "growth_up_to_logs", "log_slopes", "choose_theory", "ordering", "combine", "located",
-           "short_reason", "MAX_REASON_WORDS"]
+           "growth_up_to_logs", "log_slopes", "choose_theory", "follows_theory_per_form",
+           "ordering", "combine", "all_hold", "located", "short_reason", "MAX_REASON_WORDS"]
 
 STATUSES = ("holds", "fails", "undecided", "partly")
 
@@ -358,6 +361,93 @@ def choose_theory(z_claimed: Sequence[float], z_other: Sequence[float], *,
         return Verdict("fails", _sentence(f"{what} follow neither theory: {nums}"))
     more = f"; about {seeds_to_decide} seeds would decide" if seeds_to_decide else ""
     return Verdict("undecided", _sentence(f"{what} do not separate the theories: {nums}{more}"))
+
+
+def follows_theory_per_form(z_claimed: Mapping[str, float], z_other: Mapping[str, float], *,
+                            names: tuple[str, str] = ("the accurate theory",
+                                                      "the published theory"),
+                            follow: float = 2.0, separate: float = 4.0,
+                            what: str = "the extrapolation") -> Verdict:
+    """An extrapolation in ``d`` against two predictions, every acceptable approach form judged
+    with its **own** fit and standard error (:func:`stumplib.phase.scaling_forms.form_z`).
+
+    The rule (chapter 6, issue 47): a theory is *followed* only when every acceptable form is
+    within ``follow`` standard errors of it and at least ``separate`` from the other. No
+    standard error is taken from a hull over forms: a form's interval and its z-scores come from
+    the same fit.
+
+    Parameters
+    ----------
+    z_claimed, z_other : mapping of str to float
+        ``{form: (limit - prediction) / combined standard error}`` against the claimed theory
+        ``names[0]`` and the other ``names[1]``, over the same acceptable forms (the chosen form
+        first; the sentence quotes them in this order). Empty: no acceptable form.
+    names : tuple of str
+        The two theories' names for the sentence, claimed one first.
+    follow : float
+        Within this many standard errors of a theory counts as following it.
+    separate : float
+        At least this many from a theory counts as separated from it.
+    what : str
+        The sentence's subject (``"the lowest minima's test error"``).
+
+    Returns
+    -------
+    Verdict
+        ``holds`` when every form has ``|z_claimed| <= follow`` and ``|z_other| >= separate``;
+        ``fails`` when every form has ``|z_other| <= follow`` and ``|z_claimed| >= separate``
+        (it follows the other theory), or when some form lies at least ``separate`` from both
+        (it follows neither); ``undecided`` otherwise, and when no form is acceptable.
+
+    Raises
+    ------
+    ValueError
+        ``z_claimed`` and ``z_other`` over different forms, or a z that is not finite.
+    """
+    if list(z_claimed) != list(z_other):
+        raise ValueError(f"z_claimed and z_other must name the same forms; got "
+                         f"{list(z_claimed)} and {list(z_other)}")
+    if not z_claimed:
+        return Verdict("undecided", _sentence(f"{what}: no acceptable form"))
+    a = {f: float(z) for f, z in z_claimed.items()}
+    b = {f: float(z) for f, z in z_other.items()}
+    if not all(math.isfinite(v) for v in (*a.values(), *b.values())):
+        raise ValueError("every z must be finite")
+    short = [n.removeprefix("the ").removesuffix(" theory") for n in names]
+    nums = "z by form (" + ", ".join(short) + "): " + "; ".join(
+        f"{f} {a[f]:+.1f}, {b[f]:+.1f}" for f in a)
+    za, zb = np.abs(list(a.values())), np.abs(list(b.values()))
+    if np.all(za <= follow) and np.all(zb >= separate):
+        return Verdict("holds", _sentence(f"{what} follows {names[0]}: {nums}"))
+    if np.all(zb <= follow) and np.all(za >= separate):
+        return Verdict("fails", _sentence(f"{what} follows {names[1]}: {nums}"))
+    if np.any((za >= separate) & (zb >= separate)):
+        return Verdict("fails", _sentence(f"{what} follows neither theory: {nums}"))
+    return Verdict("undecided", _sentence(f"{what} does not separate the theories in every "
+                                          f"acceptable form: {nums}"))
+
+
+def all_hold(parts: Sequence[Verdict], sentence: str) -> Verdict:
+    """One verdict on a claim that needs every part: ``holds`` when every part holds, ``fails``
+    when any part fails, ``undecided`` otherwise (unlike :func:`combine`, never ``partly``).
+
+    Parameters
+    ----------
+    parts : sequence of Verdict
+        The parts' verdicts, at least one (else ``ValueError``); a part ``partly`` met counts as
+        undecided.
+    sentence : str
+        The claim's sentence (say which part decides); ended with a full stop if needed.
+
+    Returns
+    -------
+    Verdict
+    """
+    if not parts:
+        raise ValueError("parts must hold at least one verdict")
+    st = {p.status for p in parts}
+    status = "holds" if st == {"holds"} else "fails" if "fails" in st else "undecided"
+    return Verdict(status, _sentence(sentence))
 
 
 def ordering(a: Estimate, b: Estimate, *, symbols: tuple[str, str], relation: str = ">=",

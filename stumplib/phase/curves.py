@@ -2,21 +2,26 @@
 
 The accurate curves from the accuracy-controlled solver (:func:`accurate_curves`, with errors and
 named outcomes), the fixed-rule curves with their crossings (:func:`theory_curves`), the semantic
-branch followed below the solved points to its end (:func:`branch_tail`), the converged semantic
+branch followed below the solved points to its end (:func:`branch_tail`), where it ends fitted
+from the converged points just above the end (:func:`fit_branch_end` on one sweep,
+:func:`branch_end_fit` over independent families of scramblings), the converged semantic
 point's values at given ``alpha`` (:func:`theory_at`), the lowest converged semantic point at each
 omega of the phase diagram (:func:`lowest_points`), and the one-dimensional view along theta
 under several rules (:func:`window_profiles`).
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 import numpy as np
 
+from stumplib.core.stats import Estimate
 from stumplib.phase.crossings import first_crossing
 
 __all__ = ["accurate_curves", "theory_curves", "theory_at", "branch_tail", "window_profiles",
-           "lowest_points"]
+           "lowest_points", "semantic_points", "fit_branch_end", "combine_branch_ends",
+           "branch_end_fit"]
 
 
 def accurate_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
@@ -169,7 +174,11 @@ def branch_tail(th: Mapping[str, np.ndarray], alphas: Any, *, omega: float, rtol
     """
     ok = th["sem_outcome"] == "converged"
     j = int(np.argmin(np.where(ok, th["sem_alpha"], np.inf)))
-    init = {k: float(th[f"sem_{k}"][j]) for k in ("q", "m", "V", "theta")} if ok.any() else None
+    init = None
+    if ok.any():
+        init = {k: float(th[f"sem_{k}"][j]) for k in ("q", "m", "V", "theta")}
+        if "sem_log2_points" in th:  # no "no fixed point" below the converged neighbour's rule
+            init["log2_points"] = min(int(th["sem_log2_points"][j]), int(max_log2_points))
     cfg = dict(alphas=list(map(float, alphas)), omega=omega, rtol=rtol, max_log2=max_log2_points,
                init=init, **solver)
 
@@ -232,6 +241,37 @@ def window_profiles(alpha: float, thetas: Any, rules: Any, *, omega: float, sigm
     return remember("window_profiles", cfg, compute)
 
 
+def semantic_points(th: Mapping[str, np.ndarray], alphas: Any,
+                    omega: float) -> list[dict[str, float]]:
+    """The converged semantic points of ``th`` at ``alphas`` (those not converged are left out),
+    in the layout :func:`stumplib.phase.dynamics_check.stability_by_dynamics` takes.
+
+    Parameters
+    ----------
+    th : mapping
+        :func:`accurate_curves`' (or :func:`stumplib.phase.diagram.omega_curves`') result.
+    alphas : array_like
+        Where (matched to ``1e-4``).
+    omega : float
+        The positional share of ``th``.
+
+    Returns
+    -------
+    list of dict
+        ``omega, alpha, theta, q, derivative`` per converged point.
+    """
+    pts = []
+    for a in np.atleast_1d(np.asarray(alphas, dtype=float)):
+        i = np.flatnonzero(np.isclose(th["sem_alpha"], a, rtol=0, atol=1e-4)
+                           & (np.asarray(th["sem_outcome"]) == "converged"))
+        if i.size:
+            j = int(i[0])
+            pts.append(dict(omega=float(omega), alpha=float(th["sem_alpha"][j]),
+                            theta=float(th["sem_theta"][j]), q=float(th["sem_q"][j]),
+                            derivative=float(th["sem_suppressed_derivative"][j])))
+    return pts
+
+
 def lowest_points(diag: Mapping[str, np.ndarray], tail: Mapping[str, np.ndarray] | None = None,
                   omega: float | None = None) -> list[dict[str, float]]:
     """At each omega of the diagram the converged semantic point of lowest alpha; at ``omega`` the
@@ -266,3 +306,179 @@ def lowest_points(diag: Mapping[str, np.ndarray], tail: Mapping[str, np.ndarray]
         pts.append(dict(omega=float(w), alpha=float(a[j]), theta=float(src["theta"][j]),
                         q=float(src["q"][j]), derivative=float(src["suppressed_derivative"][j])))
     return pts
+
+
+def _line_end(a: np.ndarray, y: np.ndarray, sy: np.ndarray) -> tuple[float, np.ndarray, float]:
+    """Weighted least squares ``y = c0 + c1 a`` (errors ``sy``): the zero ``-c0 / c1``, then
+    ``[its variance g C g (C the coefficients' covariance, g the zero's gradient), c1]``, then the
+    chi-square."""
+    X = np.stack([np.ones_like(a), a], 1) / sy[:, None]
+    c, *_ = np.linalg.lstsq(X, y / sy, rcond=None)
+    cov = np.linalg.inv(X.T @ X)
+    end = -c[0] / c[1]
+    g = -np.array([1.0, end]) / c[1]
+    chi2 = float(np.sum(((y - c[0] - c[1] * a) / sy) ** 2))
+    return float(end), np.array([float(g @ cov @ g), float(c[1])]), chi2
+
+
+def fit_branch_end(alpha: Any, theta: Any, theta_err: Any) -> dict[str, float]:
+    """Where the semantic branch ends, fitted: near its end ``theta*^2`` is linear in ``alpha``,
+    ``theta*^2 = a (alpha - alpha_end)``, fitted by weighted least squares (the error of
+    ``theta^2`` is ``2 theta`` times ``theta``'s).
+
+    The error of ``alpha_end`` is the larger of two: the fit's (the errors taken independent, scaled
+    up by ``sqrt(chi2 / dof)`` where the points scatter more than their errors or the line bends)
+    and the coherent one, half the change of ``alpha_end`` when every ``theta`` moves by its error
+    the same way (the quadrature errors of one sweep share its scramblings, so they are correlated
+    from point to point).
+
+    Parameters
+    ----------
+    alpha, theta, theta_err : array_like, shape ``(P,)``
+        Points on the branch near its end (non-finite ones, ``theta <= 0`` and errors ``<= 0`` are
+        left out), with the error bars of the solver (``+-1.96 err`` a 95% interval).
+
+    Returns
+    -------
+    dict of float
+        ``alpha_end``, ``err`` (on the same scale as ``theta_err``), ``err_fit`` and
+        ``err_coherent`` (the two parts), ``slope`` (``a``), ``chi2``, ``dof`` and ``n`` (points
+        used); NaN values where fewer than two points remain or the slope is not positive.
+    """
+    a, t, e = (np.asarray(v, dtype=float).ravel() for v in (alpha, theta, theta_err))
+    ok = np.isfinite(a) & np.isfinite(t) & np.isfinite(e) & (t > 0) & (e > 0)
+    a, t, e = a[ok], t[ok], e[ok]
+    nan = float("nan")
+    out = dict(alpha_end=nan, err=nan, err_fit=nan, err_coherent=nan, slope=nan, chi2=nan,
+               dof=float(max(0, a.size - 2)), n=float(a.size))
+    if a.size < 2 or np.ptp(a) <= 0:
+        return out
+    end, (var, slope), chi2 = _line_end(a, t ** 2, 2 * t * e)
+    if not slope > 0:
+        return out
+    dof = a.size - 2
+    e_fit = math.sqrt(var * max(1.0, chi2 / dof if dof else 1.0))
+    shifted = [_line_end(a, np.clip(t + s_ * e, 0, None) ** 2, 2 * t * e)[0] for s_ in (-1, 1)]
+    e_coh = 0.5 * abs(shifted[1] - shifted[0])
+    out.update(alpha_end=end, err=max(e_fit, e_coh), err_fit=e_fit, err_coherent=e_coh,
+               slope=float(slope), chi2=chi2)
+    return out
+
+
+def combine_branch_ends(ends: Any, errs: Any, *, z: float = 1.959963984540054) -> Estimate:
+    """The fitted ends of independent sweeps (families of scramblings) combined: their mean with the
+    interval ``+- z err``, ``err`` the mean's error from the sweeps' own errors, scaled up by the
+    Birge ratio ``sqrt(chi2 / (R - 1))`` where the sweeps disagree by more than their errors.
+
+    Parameters
+    ----------
+    ends, errs : array_like, shape ``(R,)``
+        :func:`fit_branch_end`'s ``alpha_end`` and ``err`` per sweep (NaN ones are left out).
+    z : float
+        The interval's half-width in errors (1.96: 95%).
+
+    Returns
+    -------
+    Estimate
+        Kind ``"quadrature"``, ``n`` the sweeps used (``n_dropped`` those without a fit); NaN when
+        no sweep fitted.
+    """
+    a, e = np.asarray(ends, dtype=float).ravel(), np.asarray(errs, dtype=float).ravel()
+    ok = np.isfinite(a) & np.isfinite(e) & (e > 0)
+    R = int(ok.sum())
+    if R == 0:
+        return Estimate.nan("quadrature", 0)
+    a, e = a[ok], e[ok]
+    mean = float(a.mean())
+    err = float(np.sqrt(np.sum(e ** 2)) / R)
+    if R > 1:
+        chi2 = float(np.sum((a - mean) ** 2 / e ** 2))
+        err *= math.sqrt(max(1.0, chi2 / (R - 1)))
+    dropped = int((~ok).sum())
+    return Estimate(mean, mean - z * err, mean + z * err, "quadrature", 0.95, None, R, dropped,
+                    f"{dropped} sweep(s) with fewer than two converged points" if dropped else "")
+
+
+def branch_end_fit(alphas: Any, *, omega: float, log2_points: int, n_scramblings: int = 12,
+                   replicates: int = 2, seed: int = 0, sigma: float = 0.5, lam: float = 0.01,
+                   A: Any = ((0.6, 0.4), (0.4, 0.6)), init: Mapping[str, float] | None = None,
+                   max_updates: int = 150, cache: bool = True) -> dict[str, Any]:
+    """Where the semantic branch ends, fitted (:func:`fit_branch_end`) on ``replicates`` sweeps
+    down ``alphas`` with independent families of scramblings, combined
+    (:func:`combine_branch_ends`).
+
+    Each sweep is :func:`stumplib.phase.state_evolution` with ``n_scramblings`` scramblings of
+    ``2**(log2_points - 1)`` and ``2**log2_points`` points (a loose accuracy target on the test
+    error: a point near the end is converged only where the two rules agree, the solver's rule for
+    delicate points) and the scrambling family ``seed + 1000 (r + 1)`` for sweep ``r`` (distinct
+    from the chapter's own solves and from other seeds' sweeps).
+
+    Parameters
+    ----------
+    alphas : array_like, shape ``(P,)``
+        The sample ratios just above the end (e.g. 0.72 to 0.80 at omega = 0.3).
+    omega : float
+        The positional share.
+    log2_points : int
+        The finer rule's points per scrambling (base-2 logarithm, 7 to 18).
+    n_scramblings : int
+        Scramblings per sweep.
+    replicates : int
+        Independent sweeps.
+    seed : int
+        The chapter's seed (below 1000).
+    sigma, lam, A : the model.
+    init : mapping, optional
+        Start of each sweep's first point (``q, m, V, theta``).
+    max_updates : int
+        The solver's cap on updates per solve.
+    cache : bool
+        Keep the sweeps with :func:`stumplib.core.memo.remember`.
+
+    Returns
+    -------
+    dict
+        ``estimate`` (:class:`~stumplib.core.stats.Estimate` of ``alpha_end``), ``fits`` (one
+        :func:`fit_branch_end` dict per sweep) and ``sweeps``: per sweep the arrays ``alpha``,
+        ``theta``, ``theta_err``, ``outcome``, ``log2_points``, ``suppressed_derivative`` and
+        ``seconds``.
+    """
+    from stumplib.phase.solver import state_evolution
+
+    if not 0 <= int(seed) < 1000:
+        raise ValueError(f"seed must be in [0, 1000); got {seed}")
+    if int(replicates) < 1:
+        raise ValueError(f"replicates must be at least 1; got {replicates}")
+    alphas = sorted(map(float, alphas), reverse=True)
+    start = None if init is None else {k: float(init[k]) for k in ("q", "m", "V", "theta")}
+    keys = ("alpha", "theta", "theta_err", "outcome", "log2_points", "suppressed_derivative",
+            "seconds")
+
+    def sweep(r: int) -> dict[str, np.ndarray]:
+        res = state_evolution(alphas, omega=omega, sigma=sigma, lam=lam, A=A, rtol=0.05,
+                              n_scramblings=n_scramblings, min_log2_points=log2_points - 1,
+                              max_log2_points=log2_points, seed=int(seed) + 1000 * (r + 1),
+                              init=start, max_updates=max_updates, on_accuracy="undecided")
+        out = {k: np.atleast_1d(np.asarray(res[k])) for k in keys}
+        out["outcome"] = out["outcome"].astype(str)
+        return out
+
+    sweeps = []
+    for r in range(int(replicates)):
+        if cache:
+            from stumplib.core.memo import remember
+
+            cfg = dict(alphas=alphas, omega=omega, log2_points=int(log2_points),
+                       n_scramblings=int(n_scramblings), seed=int(seed), replicate=r,
+                       sigma=sigma, lam=lam, A=np.asarray(A).tolist(), init=start,
+                       max_updates=int(max_updates))
+            sweeps.append(remember("branch_end_sweep", cfg, lambda r=r: sweep(r)))
+        else:
+            sweeps.append(sweep(r))
+    fits = []
+    for sw in sweeps:
+        conv = np.asarray(sw["outcome"]) == "converged"
+        fits.append(fit_branch_end(np.asarray(sw["alpha"])[conv], np.asarray(sw["theta"])[conv],
+                                   np.asarray(sw["theta_err"])[conv]))
+    est = combine_branch_ends([f["alpha_end"] for f in fits], [f["err"] for f in fits])
+    return dict(estimate=est, fits=fits, sweeps=sweeps)

@@ -226,12 +226,12 @@ class BranchPoints:
             NaN and outcome ``"not_solved"`` where it was not solved.
         """
         nan = {k: np.nan for k in (*POINT_KEYS, *(f"{k}_err" for k in POINT_KEYS),
-                                   "suppressed_derivative", "seconds")}
+                                   "suppressed_derivative", "seconds", "log2_points")}
         P = [self.points[branch].get(a, dict(nan, unstable=False, outcome="not_solved"))
              for a in alphas]
         out = {}
         for k in (*POINT_KEYS, *(f"{k}_err" for k in POINT_KEYS), "suppressed_derivative",
-                  "seconds"):
+                  "seconds", "log2_points"):
             out[k] = np.array([p[k] for p in P], dtype=float)
         out["unstable"] = np.array([bool(p["unstable"]) for p in P])
         out["outcome"] = np.array([str(p["outcome"]) for p in P])
@@ -276,7 +276,8 @@ def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *,
         ``alpha_c, alpha_l``: ``c``, ``c_lo``, ``c_hi``, ``c_outcome``. Per solved point (axis
         ``P``, ``pt_w`` the omega index): ``pt_w``, ``pt_alpha`` and, for ``b`` in ``sem, pos``,
         ``b_<key>`` with its ``_err`` for the overlaps, test error and training loss,
-        ``b_outcome``, ``b_suppressed_derivative``, ``b_unstable``.
+        ``b_outcome``, ``b_suppressed_derivative``, ``b_unstable``, ``b_seconds`` and
+        ``b_log2_points`` (the level the point was decided at; NaN where not solved).
     """
     om = [check_real(f"omegas[{i}]", w, low=0.0, high=0.95) for i, w in enumerate(omegas)]
     grid_ = [check_real(f"grid[{i}]", a, low=0.05, high=20.0) for i, a in enumerate(grid)]

@@ -2,8 +2,9 @@
 
 At a semantic fixed point, a start with the fixed point's overlaps and a small positional
 component ``m`` (:func:`semantic_start`) is minimised at several ``d``: where the flag says
-stable, ``m`` should decay (:func:`classify_dynamics`); :func:`stability_by_dynamics` measures it
-at every point.
+stable, ``m`` should decay (:func:`classify_dynamics`, judged on a distribution-free interval of
+the median final ``|m|`` at the largest ``d``, :func:`median_interval`);
+:func:`stability_by_dynamics` measures it at every point.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from stumplib.phase.data import positional_encodings
 from stumplib.phase.minimise import minimise
 from stumplib.phase.problem import Problem, make_problem, summaries
 
-__all__ = ["semantic_start", "classify_dynamics", "stability_by_dynamics"]
+__all__ = ["semantic_start", "median_interval", "classify_dynamics", "stability_by_dynamics"]
 
 
 def semantic_start(pb: Problem, theta: float, q: float, m0: float, *,
@@ -61,10 +62,45 @@ def semantic_start(pb: Problem, theta: float, q: float, m0: float, *,
     return Q + rest * u
 
 
-def classify_dynamics(m0: float, m_final: Mapping[int, Any], *, factor: float = 2.0) -> str:
-    """What the positional overlap did from ``m0``: ``"decays"`` when at the largest ``d`` the
-    median ``|m|`` is below ``m0``; ``"grows"`` when it exceeds ``factor * m0`` there and does not
-    fall with ``d``; ``"unclear"`` otherwise.
+def median_interval(values: Any, level: float = 0.95) -> tuple[float, float, float]:
+    """The distribution-free interval of a median from order statistics: ``(x_(j), x_(n+1-j))``
+    with the largest ``j`` whose coverage ``1 - 2 P(B <= j - 1)``, ``B ~ Binomial(n, 1/2)``, is at
+    least ``level``; with too few values for ``level`` (``n < 6`` at 95%), the smallest and largest,
+    whose coverage is then below ``level``.
+
+    Parameters
+    ----------
+    values : array_like
+        The sample (non-finite values are left out).
+    level : float
+        The wanted coverage, in (0, 1).
+
+    Returns
+    -------
+    (lo, hi, coverage) : tuple of float
+        NaN for an empty sample.
+    """
+    from scipy.stats import binom
+
+    x = np.sort(np.asarray(values, dtype=float).ravel())
+    x = x[np.isfinite(x)]
+    n = x.size
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    j = 1
+    while j + 1 <= (n + 1) // 2 and 1 - 2 * binom.cdf(j, n, 0.5) >= level:
+        j += 1
+    cover = 1 - 2 * binom.cdf(j - 1, n, 0.5) if 2 * j <= n else 0.0
+    return float(x[j - 1]), float(x[n - j]), float(cover)
+
+
+def classify_dynamics(m0: float, m_final: Mapping[int, Any], *, factor: float = 2.0,
+                      level: float = 0.95) -> str:
+    """What the positional overlap did from ``m0``, judged on the interval of the median final
+    ``|m|`` at the largest ``d`` (:func:`median_interval`): ``"decays"`` when the whole interval
+    lies below ``m0``; ``"grows"`` when it lies above ``factor * m0`` and the median does not fall
+    with ``d``; ``"unclear"`` otherwise (a median below ``m0`` whose interval reaches it is not a
+    decay).
 
     Parameters
     ----------
@@ -74,6 +110,8 @@ def classify_dynamics(m0: float, m_final: Mapping[int, Any], *, factor: float = 
         ``{d: (seeds,) final m}`` (an empty array: no run to judge at that ``d``).
     factor : float
         Growth that counts as ``"grows"``.
+    level : float
+        The median interval's coverage.
 
     Returns
     -------
@@ -83,9 +121,10 @@ def classify_dynamics(m0: float, m_final: Mapping[int, Any], *, factor: float = 
     ds = sorted(m_final)
     med = [float(np.median(np.abs(np.asarray(m_final[d])))) if np.size(m_final[d]) else math.nan
            for d in ds]
-    if med[-1] < m0:
+    lo, hi, _ = median_interval(np.abs(np.asarray(m_final[ds[-1]], dtype=float)), level)
+    if hi < m0:
         return "decays"
-    if med[-1] > factor * m0 and (len(med) == 1 or med[-1] >= med[0]):
+    if lo > factor * m0 and (len(med) == 1 or med[-1] >= med[0]):
         return "grows"
     return "unclear"
 
@@ -127,7 +166,9 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
         One per point: ``omega``, ``alpha``, ``derivative``; ``solver`` (``"unstable"`` when the
         derivative exceeds +1, else ``"stable"``); ``ds`` (list, as given) and ``median_abs_m``
         (list of float, one per ``d``: the median ``|m| sqrt(d)`` over the converged runs, NaN
-        where none converged); ``dynamics`` (:func:`classify_dynamics` on ``m sqrt(d)``);
+        where none converged); ``median_lo``, ``median_hi`` and ``median_coverage``: the interval
+        of that median at the largest ``d`` (:func:`median_interval`, 95% where the runs allow);
+        ``dynamics`` (:func:`classify_dynamics` on ``m sqrt(d)``);
         ``agree`` (whether ``dynamics`` says what ``solver`` says; ``None`` where the dynamics
         are ``"unclear"``); ``not_converged``: the runs (over all ``d``) that did not reach the
         relative gradient ``gtol`` of :func:`.minimise.minimise`, left out of the medians.
@@ -158,12 +199,13 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
         ok = {d: np.asarray(r["converged"], dtype=bool) for d, r in zip(ds, res[i])}
         mf = {d: np.asarray(r["m"])[ok[d]] for d, r in zip(ds, res[i])}  # converged runs only
         dyn = classify_dynamics(m0_sqrt_d, mf)
+        lo, hi, cover = median_interval(np.abs(mf[ds[-1]]))
         solver = "unstable" if p["derivative"] > 1 else "stable"
         out.append(dict(omega=p["omega"], alpha=p["alpha"], derivative=p["derivative"],
                         solver=solver, ds=list(ds),
                         median_abs_m=[float(np.median(np.abs(mf[d]))) if mf[d].size
                                       else float("nan") for d in ds],
-                        dynamics=dyn,
+                        median_lo=lo, median_hi=hi, median_coverage=cover, dynamics=dyn,
                         agree=(dyn == "decays") == (solver == "stable") if dyn != "unclear"
                         else None,
                         not_converged=int(sum((~ok[d]).sum() for d in ds))))

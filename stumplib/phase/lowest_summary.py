@@ -1,8 +1,9 @@
 """The lowest minima of many seeds, summarised: per dimension the lowest minima and the informed
 start's, their paired difference, the search's saturation and the minima counted
 (:func:`summary`); the seed means extrapolated in ``d`` (:func:`limits`); the paired theta gaps
-pooled over dimensions (:func:`paired_gaps`); and the landscape layout of searches
-(:func:`as_landscape`, the layout of :func:`.held_theta.landscape`).
+pooled over dimensions (:func:`paired_gaps`); the searches of two runs pooled per dimension
+(:func:`pool_searches`); and the landscape layout of searches (:func:`as_landscape`, the layout of
+:func:`.held_theta.landscape`).
 
 The searches are :func:`.lowest_minima.search`'s records with the seeds stacked (a sweep store read
 back by :func:`stumplib.sweep.readers.landscape_from_store`, or
@@ -18,7 +19,8 @@ import numpy as np
 
 from stumplib.core.validation import check_real
 
-__all__ = ["summary", "limits", "paired_gaps", "as_landscape"]
+__all__ = ["summary", "limits", "paired_gaps", "pool_searches", "as_landscape",
+           "SEED_KEYS"]
 
 
 def summary(searches: dict[int, dict[str, np.ndarray]], *, level: float = 0.95,
@@ -129,39 +131,95 @@ def as_landscape(r: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
-def limits(summ: Mapping[str, np.ndarray], *, level: float = 0.95) -> dict[str, dict[str, Any]]:
-    """The seed means of :func:`summary` extrapolated to ``d -> infinity``, each with the form
-    chosen by fit quality (:func:`.scaling_forms.choose_form`: the small-sample Akaike criterion
-    over ``1/d``, ``1/sqrt(d)``, ``1/d + 1/d^2`` and a crossover; the interval widened by
-    ``sqrt(chi^2 / dof)`` where the fit is worse than the errors allow, and ``envelope`` spanning
-    every acceptable form).
+def limits(summ: Mapping[str, np.ndarray], *, level: float = 0.95,
+           accept: str = "aicc") -> dict[str, dict[str, Any]]:
+    """The seed means of :func:`summary` extrapolated to ``d -> infinity`` by every acceptable
+    approach form, each with its own fit and standard error.
 
     Parameters
     ----------
     summ : mapping
-        :func:`summary`'s output (at least four ``d`` with two or more seeds).
+        :func:`summary`'s output.
     level : float
         Interval level, in ``(0, 1)``.
+    accept : {"aicc", "p_value"}
+        Which forms are acceptable: ``"aicc"`` (:func:`.scaling_forms.choose_form`, four or
+        more ``d``: the small-sample Akaike criterion over ``1/d``, ``1/sqrt(d)``,
+        ``1/d + 1/d^2`` and a crossover, every form within 2 of the best; ``envelope`` spans
+        them) or ``"p_value"`` (:func:`.scaling_forms.accept_forms`, three or more ``d``: every
+        form not rejected at 5%, as chapter 6's confirmatory run fixed in advance).
 
     Returns
     -------
     dict
         ``{"lowest_test_error", "lowest_theta", "informed_test_error", "informed_theta"}`` to
-        :func:`.scaling_forms.choose_form`'s output (``form``, ``limit``, ``envelope``, ``fits``,
-        ``acceptable``), for the quantities with four or more usable ``d``; every interval is
-        cut at 0 (a test error and theta are not negative).
+        the chosen function's output (``form``, ``limit``, ``fits`` with each form's ``limit``
+        and ``se``, ``acceptable``, and for ``"aicc"`` ``envelope``), for the quantities with
+        enough usable ``d`` (two or more seeds); every interval is cut at 0 (a test error and
+        theta are not negative).
     """
-    from stumplib.phase.scaling_forms import choose_form
+    from stumplib.phase.scaling_forms import accept_forms, choose_form
 
+    if accept not in ("aicc", "p_value"):
+        raise ValueError(f"accept must be 'aicc' or 'p_value'; got {accept!r}")
+    fn, need = (choose_form, 4) if accept == "aicc" else (accept_forms, 3)
     out: dict[str, dict[str, Any]] = {}
     for k in ("lowest_test_error", "lowest_theta", "informed_test_error", "informed_theta"):
         y, se, ds = (np.asarray(summ[x], float) for x in (k, f"{k}_se", "ds"))
         ok = np.isfinite(y) & np.isfinite(se) & (se > 0)
-        if ok.sum() >= 4:
-            f = choose_form(ds[ok], y[ok], se[ok], level=level)
+        if ok.sum() >= need:
+            f = fn(ds[ok], y[ok], se[ok], level=level)
             for e in ("limit", "envelope"):  # both quantities are >= 0: the interval stays there
-                f[e] = replace(f[e], lo=max(f[e].lo, 0.0))
+                if e in f and np.isfinite(f[e].lo):
+                    f[e] = replace(f[e], lo=max(f[e].lo, 0.0))
+            for fit in f["fits"].values():
+                fit["limit"] = replace(fit["limit"], lo=max(fit["limit"].lo, 0.0))
             out[k] = f
+    return out
+
+
+#: the per-seed records of a search that :func:`summary` reads (and :func:`pool_searches` joins)
+SEED_KEYS = ("loss", "theta", "test_error", "converged", "label", "lowest", "saturated",
+             "n_distinct", "seconds", "objective_seconds")
+
+
+def pool_searches(*parts: Mapping[int, Mapping[str, np.ndarray]]
+                  ) -> dict[int, dict[str, np.ndarray]]:
+    """The searches of several runs (independent seeds) pooled per dimension: the per-seed
+    records :data:`SEED_KEYS` joined along the seed axis.
+
+    Parameters
+    ----------
+    *parts : mapping
+        ``{d: search records with the seeds stacked}`` each. Runs that tried different numbers
+        of starts are padded to the most (a start not tried: loss NaN, not converged, label -1),
+        which changes none of :func:`summary`'s statistics.
+
+    Returns
+    -------
+    dict
+        ``{d: {key: array}}`` over every ``d`` of any part (a ``d`` of one part only is that
+        part's), with ``d`` and ``seeds`` (seeds per part, in order).
+    """
+    fills = {"converged": False, "label": -1}
+    ds = sorted({int(d) for p in parts for d in p})
+    out: dict[int, dict[str, np.ndarray]] = {}
+    for d in ds:
+        have = [p[d] for p in parts if d in p]
+        K = max(np.asarray(r["loss"]).shape[1] for r in have)
+
+        def padded(r: Mapping[str, np.ndarray], k: str) -> np.ndarray:
+            v = np.asarray(r[k])
+            if v.ndim < 2 or v.shape[1] == K:
+                return v
+            fill = fills.get(k, np.nan)
+            extra = np.full((v.shape[0], K - v.shape[1]), fill,
+                            dtype=v.dtype if k in fills else float)
+            return np.concatenate([v, extra], axis=1)
+
+        out[d] = {k: np.concatenate([padded(r, k) for r in have]) for k in SEED_KEYS}
+        out[d].update(d=np.asarray(d), seeds=np.asarray([np.asarray(r["loss"]).shape[0]
+                                                         for r in have]))
     return out
 
 

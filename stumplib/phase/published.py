@@ -1,8 +1,10 @@
 """The published curves of Cui et al. at omega = 0.3 and the replay of the authors' procedure.
 
-The published theory files (:data:`FILES`, read by :func:`read_published`), their curves with two
-replays of the authors' 144-node rule at the same alphas (:func:`published_curves`: the rule's
-exact fixed points, and their damped procedure stopped where their rule stops it,
+The published theory files (:data:`FILES`, read by :func:`read_published`) ship with ``stumplib``
+as package data (``stumplib/phase/reference/cui2024/``, with a README naming their source, licence
+and columns; :func:`reference_file` finds one through :mod:`importlib.resources`). Here: their
+curves with two replays of the authors' 144-node rule at the same alphas (:func:`published_curves`:
+the rule's exact fixed points, and their damped procedure stopped where their rule stops it,
 :func:`replay_authors` from :data:`AUTHORS_START`), the published crossings
 (:func:`published_crossings`), and the published and accurate values compared at given alphas
 (:func:`published_at`, :func:`theta_deviation_at`).
@@ -10,37 +12,111 @@ exact fixed points, and their damped procedure stopped where their rule stops it
 from __future__ import annotations
 
 import csv
+import hashlib
+import os
+from importlib import resources
+try:  # Python >= 3.11
+    from importlib.resources.abc import Traversable
+except ImportError:  # pragma: no cover - Python 3.10
+    from importlib.abc import Traversable
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Union
 
 import numpy as np
 
 from stumplib.core.stats import crossing
 from stumplib.phase.curves import theory_at
 
-__all__ = ["FILES", "read_published", "AUTHORS_START", "replay_authors", "published_curves",
-           "published_crossings", "published_at", "theta_deviation_at"]
+__all__ = ["FILES", "REFERENCE_FILES", "reference_dir", "reference_file", "read_published", "AUTHORS_START",
+           "replay_authors", "published_curves", "published_crossings", "published_at",
+           "theta_deviation_at"]
 
-#: the published theory files (semantic and positional branch, omega = 0.3), in the folder given
-#: to :func:`published_curves`
+#: the published theory files (semantic and positional branch, omega = 0.3), among
+#: :data:`REFERENCE_FILES`
 FILES = {"sem": "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3.csv",
          "pos": "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_para.csv"}
+#: every shipped reference file (``stumplib/phase/reference/cui2024/``; its README says what each
+#: column is): the three theory branches (semantic, positional ``_para``, learns-nothing
+#: ``_agno``) and the gradient-descent empirics at d = 1000 (means and standard deviations)
+REFERENCE_FILES = (FILES["sem"], FILES["pos"],
+                   "theory_repl_softmax_Mixed_sig0.5_lamb0.01_omega0.3_agno.csv",
+                   "empirics_mean_sigma0.5_omega0.3.csv", "empirics_std_sigma0.5_omega0.3.csv")
+#: where they ship: a folder of the package ``stumplib.phase``
+_REFERENCE_DIR = ("reference", "cui2024")
+
+PathLike = Union[str, "os.PathLike[str]", Traversable]
 
 
-def read_published(path: Path) -> dict[str, np.ndarray]:
+def reference_dir() -> Traversable:
+    """The folder of the published reference files shipped with ``stumplib`` (package data of
+    ``stumplib.phase``, ``reference/cui2024/``, found through :mod:`importlib.resources`).
+
+    Returns
+    -------
+    importlib.abc.Traversable
+        The folder (``/ name`` gives a file; a :class:`pathlib.Path` for a package on disk).
+    """
+    f = resources.files("stumplib.phase")
+    for part in _REFERENCE_DIR:
+        f = f / part
+    return f
+
+
+def reference_file(name: str) -> Traversable:
+    """A published reference file shipped with ``stumplib`` (package data, found through
+    :mod:`importlib.resources`: the same in a source checkout and an installed package).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`REFERENCE_FILES`.
+
+    Returns
+    -------
+    importlib.abc.Traversable
+        The file (``.open()``, ``.read_text()``; a :class:`pathlib.Path` for a package on disk).
+
+    Raises
+    ------
+    ValueError
+        A name that is not a shipped file.
+    FileNotFoundError
+        The file is missing from the installed package (naming where it was looked for).
+    """
+    if name not in REFERENCE_FILES:
+        raise ValueError(f"name must be one of the shipped reference files {REFERENCE_FILES}; "
+                         f"got {name!r}")
+    f = reference_dir() / name
+    if not f.is_file():
+        raise FileNotFoundError(
+            f"published reference file {name} missing from the stumplib package: looked for "
+            f"{f} (package data of stumplib.phase, {'/'.join(_REFERENCE_DIR)}/; reinstall "
+            "stumplib, or restore the file from the repository)")
+    return f
+
+
+def _opened(path: PathLike):
+    """A text handle on ``path`` (a file name or a :class:`~importlib.abc.Traversable`)."""
+    if isinstance(path, (str, os.PathLike)):
+        return open(path, newline="")
+    return path.open("r", newline="")
+
+
+def read_published(path: PathLike) -> dict[str, np.ndarray]:
     """One published theory file, rows sorted by increasing alpha.
 
     Parameters
     ----------
-    path : Path
-        A CSV with columns q, m, V, theta, mse, alpha, lambda, Phi.
+    path : str, os.PathLike or importlib.abc.Traversable
+        A CSV with columns q, m, V, theta, mse, alpha, lambda, Phi (e.g.
+        ``reference_file(FILES["sem"])``).
 
     Returns
     -------
     dict of np.ndarray
         One array per column.
     """
-    with open(path) as fh:
+    with _opened(path) as fh:
         rows = list(csv.DictReader(fh))
     d = {k: np.array([float(r[k]) for r in rows]) for k in rows[0] if k}
     o = np.argsort(d["alpha"])
@@ -138,7 +214,22 @@ def replay_authors(alphas: Any, branch: str, *, start: Mapping[str, float] | Non
     return dict(alpha=a, **out, n_iter=n_iter, residual=resid)
 
 
-def published_curves(ref_dir: Path, *, alpha_min: float = 0.3,
+def _files_digest(ref_dir: PathLike | None) -> str:
+    """A hash of the two published theory files (the cache key: an edited file is not reused)."""
+    h = hashlib.sha256()
+    for key in ("sem", "pos"):
+        f = reference_file(FILES[key]) if ref_dir is None else _join(ref_dir, FILES[key])
+        with _opened(f) as fh:
+            h.update(fh.read().encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def _join(ref_dir: PathLike, name: str) -> PathLike:
+    return Path(ref_dir) / name if isinstance(ref_dir, (str, os.PathLike)) else ref_dir / name
+
+
+def published_curves(ref_dir: PathLike | None = None, *, alpha_min: float = 0.3,
                      cache: bool = False) -> dict[str, np.ndarray]:
     """The published omega = 0.3 curves (alpha >= alpha_min; test error = mse / 2, train loss =
     -Phi) and two replays of the authors' rule at the same alphas.
@@ -153,12 +244,14 @@ def published_curves(ref_dir: Path, *, alpha_min: float = 0.3,
 
     Parameters
     ----------
-    ref_dir : Path
-        The folder of the published files.
+    ref_dir : str, os.PathLike, importlib.abc.Traversable or None
+        A folder holding the files :data:`FILES`; ``None`` (the default): the files shipped with
+        ``stumplib`` (:func:`reference_dir`).
     alpha_min : float
         The smallest alpha kept.
     cache : bool
-        Keep the result with :func:`stumplib.core.memo.remember` (no log).
+        Keep the result with :func:`stumplib.core.memo.remember` (no log), keyed on the files'
+        contents.
 
     Returns
     -------
@@ -167,14 +260,16 @@ def published_curves(ref_dir: Path, *, alpha_min: float = 0.3,
     if cache:
         from stumplib.core.memo import remember
 
-        return remember("published_curves", dict(alpha_min=alpha_min, ref=str(ref_dir)),
+        return remember("published_curves", dict(alpha_min=alpha_min,
+                                                 files=_files_digest(ref_dir)),
                         lambda: published_curves(ref_dir, alpha_min=alpha_min))
     from stumplib.phase.quadrature import stroud_secrest_4d
     from stumplib.phase.replica import se_update, solve_fixed_rule, test_error_from_overlaps
 
     out: dict[str, np.ndarray] = {}
     for key, br in (("sem", "semantic"), ("pos", "positional")):
-        d = read_published(Path(ref_dir) / FILES[key])
+        d = read_published(reference_file(FILES[key]) if ref_dir is None
+                           else _join(ref_dir, FILES[key]))
         sel = d["alpha"] >= alpha_min
         out[f"{key}_alpha"] = d["alpha"][sel]
         for k in ("q", "m", "V", "theta"):
@@ -216,14 +311,15 @@ def published_crossings(pub: Mapping[str, np.ndarray] | None,
     Parameters
     ----------
     pub : mapping or None
-        :func:`published_curves`' result (``None``: no files).
+        :func:`published_curves`' result (``None``: no published curve, as at an omega other
+        than 0.3).
     baseline : float
         The linear baseline's test error.
 
     Returns
     -------
     (alpha_c, alpha_l) : tuple of float
-        NaN without files.
+        NaN without a published curve (``pub`` is ``None``).
     """
     if pub is None:
         return float("nan"), float("nan")
@@ -250,7 +346,7 @@ def published_at(pub: Mapping[str, np.ndarray] | None, alphas: Any, key: str) ->
     Returns
     -------
     np.ndarray
-        NaN without files.
+        NaN without a published curve (``pub`` is ``None``).
     """
     a = np.atleast_1d(np.asarray(alphas, dtype=float))
     if pub is None:

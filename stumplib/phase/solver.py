@@ -45,7 +45,9 @@ Three named outcomes per ``alpha`` (:class:`Outcome`):
 - ``converged``: the pooled rule's fixed point is on the branch and the test error's quadrature
   error meets the target;
 - ``no_fixed_point``: the iteration leaves the branch (semantic: ``theta`` flows to 0; positional:
-  ``m`` flows to 0);
+  ``m`` flows to 0) with a rule at least as fine as that of the sweep's last converged point (or of
+  the point ``init`` came from, ``init["log2_points"]``): a coarser rule that leaves the branch is
+  refined to that level first (near a branch's end a coarse rule leaves it where a finer one stays);
 - ``undecided``: the branch's order parameter is zero within its quadrature error, or the fixed
   point repels along the free overlaps (a Jacobian eigenvalue at or above 1: no error bound), or
   the iteration does not settle, or the fixed point moves with the rule: the rule cannot decide
@@ -205,7 +207,9 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     min_log2_points, max_log2_points : range of the number of points per scrambling, ``2**p``
         (6 to 18); raised from the minimum (or the neighbour's) until the target is met.
     seed : selects the family of scramblings (independent families for different seeds).
-    init : optional dict of initial ``q, m, V, theta`` (scalars) for the first point solved.
+    init : optional dict of initial ``q, m, V, theta`` (scalars) for the first point solved, and
+        optionally ``log2_points``: the level of the converged point they come from (no point of
+        the sweep is declared without a fixed point at a coarser rule).
     continuation : start each point from the previous points' fixed points (linear extrapolation),
         Jacobian, proximal minimisers and number of points.
     stability : compute the derivative along the suppressed direction (two extra updates at the
@@ -251,6 +255,8 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
                    max_updates=max_updates, on_accuracy=on_accuracy)
     out = StateEvolutionResult.empty(alphas, K)
     sweep = Sweep(p_next=pmin)
+    if init is not None and init.get("log2_points") is not None:
+        sweep.p_converged = int(init["log2_points"])
     for i in np.argsort(-alphas, kind="stable"):
         t0 = time.perf_counter()
         a = float(alphas[i])

@@ -9,7 +9,8 @@ Newton step on its map adds the second-order terms; the spread of these ``K`` fi
 (standard error scaled to Student's ``t_{K-1}``) combined with the pooled fixed point's bias
 estimate is the reported error. Then the point is classified (:class:`Outcome`) or the search goes
 on at the level that should meet the target (the error falls about as ``1 / N``); near a branch's
-end a delicate point must agree between two levels. :class:`Sweep` carries what continuation needs
+end a delicate point must agree between two levels, and a point is declared without a fixed point
+only at the level of the sweep's last converged point or a finer one. :class:`Sweep` carries what continuation needs
 from one ``alpha`` to the next (the last points, Jacobian, minimisers and level);
 :class:`SolveSetup` holds one call's validated arguments.
 """
@@ -151,6 +152,10 @@ class Sweep:
         Their level.
     alt_store : tuple or None
         ``(level, minimisers the other default starts reached, alpha index)``.
+    p_converged : int or None
+        Level of the last converged point of the sweep (or of the converged point ``init`` came
+        from): a point is declared without a fixed point only at this level or a finer one (a
+        coarser rule leaves the branch where a finer one stays on it near the branch's end).
     """
     p_next: int  # number of points (log2, per scrambling) for the next point
     hist: list = field(default_factory=list)  # converged (alpha, z, J, level, (averages, vstar))
@@ -160,6 +165,8 @@ class Sweep:
     p_prox: int | None = None
     # (level, minimisers the other default starts reached, alpha index)
     alt_store: tuple | None = None
+    # level of the last converged point (or of ``init``'s): "no fixed point" needs at least it
+    p_converged: int | None = None
 
     def start(self, a: float, init: dict[str, Any] | None, s: SolveSetup) -> "_Search":
         """The search at ``alpha = a``: predicted from the sweep's last points (continuation), else
@@ -222,6 +229,7 @@ class Sweep:
             if rel * grow > rtol / 1.2:
                 p_next = p + 1
         self.p_next = p_next
+        self.p_converged = p
         self.rel_hist.append((p, rel))
 
 
@@ -515,6 +523,12 @@ def solve_point(a: float, i: int, init: dict[str, Any] | None, sweep: Sweep, s: 
     while True:
         nodes, r, local = _pooled_solve(a, i, st, sweep, s)
         if r["status"] == "left_branch":
+            # issued only at the converged neighbour's level or finer: a coarser rule can leave
+            # the branch near its end where the neighbour's rule stays on it
+            floor = st.p if sweep.p_converged is None else min(s.pmax, sweep.p_converged)
+            if st.p < floor:
+                st.p = floor
+                continue
             return st.done(Outcome.NO_FIXED_POINT, (
                 f"the iteration leaves the {s.branch} branch ({s.order_name} flows to 0) with the "
                 f"pooled rule of {s.K} scramblings of 2^{st.p} points"), nan6, nan6)

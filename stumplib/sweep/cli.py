@@ -3,7 +3,9 @@ run itself (open the store, start or join the cluster, run, report, exit status)
 
 Exit status of :func:`run`: 0 when every task is done, 1 when some failed (they are recorded with
 their errors; a rerun retries them), 2 when the run is refused before any work (another driver
-holds the store, the store records other parameters, or it is not a store of this kind).
+holds the store, the store records other parameters, or it is not a store of this kind), 130 when
+it was interrupted (Ctrl-C: one line says how many tasks the store holds; the same command resumes).
+A run that finds tasks already done in its store says so before any work (``resuming: ...``).
 """
 from __future__ import annotations
 
@@ -17,10 +19,13 @@ from stumplib.sweep.files import StoreLocked
 from stumplib.sweep.params import ParameterMismatch
 from stumplib.sweep.store import Store, StoreError
 
-__all__ = ["add_arguments", "check_arguments", "run", "EXIT_FAILED", "EXIT_REFUSED"]
+__all__ = ["add_arguments", "check_arguments", "run", "EXIT_FAILED", "EXIT_REFUSED",
+           "EXIT_INTERRUPTED"]
 
 #: exit status when tasks failed, and when the run was refused before any work
 EXIT_FAILED, EXIT_REFUSED = 1, 2
+#: exit status of a run interrupted by Ctrl-C (128 + SIGINT, as a shell reports it)
+EXIT_INTERRUPTED = 130
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -82,8 +87,24 @@ def run(store: Store, tasks: Sequence[Task], fn: Callable[..., Any], args: argpa
     Returns
     -------
     int
-        The exit status: 0, :data:`EXIT_FAILED` or :data:`EXIT_REFUSED`.
+        The exit status: 0, :data:`EXIT_FAILED`, :data:`EXIT_REFUSED` or :data:`EXIT_INTERRUPTED`
+        (Ctrl-C: the store keeps every task recorded so far, and one line, not a traceback, says
+        how many; the same command resumes).
     """
+    try:
+        return _run(store, tasks, fn, args, gpus=gpus, on_record=on_record, on_close=on_close)
+    except KeyboardInterrupt:
+        print(f"sweep interrupted: {_held(store, tasks)} of {len(tasks)} tasks in {store.path}; "
+              "rerun the same command to resume", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+
+
+def _held(store: Store, tasks: Sequence[Task]) -> int:
+    """How many of ``tasks`` the store holds as done (what it read at opening, plus this run's)."""
+    return sum(store.status(t.id) == "done" for t in tasks)
+
+
+def _run(store, tasks, fn, args, *, gpus, on_record, on_close) -> int:
     try:
         store.open()
     except (StoreLocked, ParameterMismatch, StoreError) as e:
@@ -91,7 +112,13 @@ def run(store: Store, tasks: Sequence[Task], fn: Callable[..., Any], args: argpa
         return EXIT_REFUSED
     summary = None
     try:
-        todo = sum(store.status(t.id) != "done" for t in tasks)
+        held = _held(store, tasks)
+        failed = sum(store.status(t.id) == "failed" for t in tasks)
+        if held or failed:
+            retry = f" ({failed} failed before, to retry)" if failed else ""
+            print(f"resuming: the store holds {held} of {len(tasks)} tasks{retry} ({store.path})",
+                  flush=True)
+        todo = len(tasks) - held
         if todo == 0:
             store.manifest["runs"][store.run_index]["cluster"] = "none (nothing to run)"
             summary = run_sweep(tasks, fn, store, progress=False)

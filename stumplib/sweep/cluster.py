@@ -250,7 +250,8 @@ def malloc_warning(client: Any) -> str | None:
         return None
     return (f"the workers run with {', '.join(found)} (Dask's default), which slows numpy-heavy "
             "tasks (1.07x to 1.8x measured); start them with the Dask setting "
-            "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_: null (README)")
+            "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_: null (running.md, "
+            "\"Heavy runs as sweeps\")")
 
 
 def describe(client: Any) -> str:

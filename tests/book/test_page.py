@@ -1,6 +1,11 @@
-"""Chapter services (``stumplib.book``): ``start``, settings, the shared-data folder and tables.
+"""Chapter services (``stumplib.book``): ``start``, settings, tables; no data read outside the
+repository.
 (The results cache: ``test_cache.py``; bad arguments: ``test_bad_input.py``.)"""
 from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
 
 import torch
 
@@ -44,12 +49,42 @@ def test_settings_keep_the_profile_table_unchanged():
 
 
 # ------------------------------------------------------------------------------------ cache
-# ------------------------------------------------------------------------------------ shared data
-def test_shared_dir_honours_the_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv(book.SHARED_ENV, str(tmp_path))
-    assert book.shared_dir() == tmp_path
-    monkeypatch.delenv(book.SHARED_ENV)
-    assert book.shared_dir() == PACKAGE.parent.parent / "shared"
+# ------------------------------------------------------------------------ nothing outside the repo
+#: ways code reaches data outside the repository (the developers' ``../shared`` folder, a machine's
+#: absolute path): the published reference curves ship with the package instead
+#: (``stumplib.phase.published.reference_file``)
+OUTSIDE = [re.compile(p) for p in (
+    r"""["']\.\./shared""", r"""/\s*["']shared["']""", r"STUMPBOOK_SHARED", r"shared_dir\(",
+    r"""["']/work/""", r"parents\[\d\]\.parent\b")]
+
+
+def _sources():
+    """(name, text) of every Python file and chapter code cell the book, tests and scripts run."""
+    root = PACKAGE.parent
+    files = [*root.joinpath("stumplib").rglob("*.py"), *root.joinpath("tests").rglob("*.py"),
+             *root.joinpath("scripts").glob("*.py"), root / "_config.yml"]
+    for f in sorted(files):
+        if f.resolve() != Path(__file__).resolve() and "__pycache__" not in f.parts:
+            yield str(f.relative_to(root)), f.read_text()
+    for f in sorted(root.joinpath("chapters").glob("*.ipynb")):
+        cells = json.loads(f.read_text())["cells"]
+        yield str(f.relative_to(root)), "\n".join("".join(c["source"]) for c in cells
+                                                  if c["cell_type"] == "code")
+
+
+def test_nothing_reads_data_outside_the_repository():
+    """A clone has no ``../shared``: no library module, chapter, test or script may look there (or
+    at any absolute path of a development machine)."""
+    bad = [f"{name}: {m.group(0)!r}" for name, text in _sources() for rx in OUTSIDE
+           for m in [rx.search(text)] if m]
+    assert not bad, f"code reaching outside the repository: {bad}"
+
+
+def test_the_outside_patterns_catch_the_old_routes():
+    for line in ('REF = book.shared_dir() / "reference"', 'Path(x).parents[1].parent / "shared"',
+                 'os.environ.get("STUMPBOOK_SHARED")', 'open("../shared/reference/a.csv")'):
+        assert any(rx.search(line) for rx in OUTSIDE), line
+    assert not any(rx.search('resources.files("stumplib.phase") / "reference"') for rx in OUTSIDE)
 
 
 # ------------------------------------------------------------------------------------ tables

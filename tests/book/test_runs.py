@@ -24,16 +24,19 @@ def test_runs_dir_is_the_checkouts_scripts_folder_unless_the_environment_says(mo
 
 def test_read_audit_reads_the_configured_folder_and_is_empty_without_a_file(monkeypatch, tmp_path):
     monkeypatch.setenv(runs.RUNS_ENV, str(tmp_path))
-    assert runs.read_audit() == {}
+    with pytest.warns(runs.MissingRunWarning):
+        assert runs.read_audit() == {}
     (tmp_path / runs.AUDIT_NAME).write_text(json.dumps({"commit": "abc", "claims": {}}))
     assert runs.read_audit()["commit"] == "abc"
-    assert runs.read_audit(tmp_path / "other.json") == {}
+    with pytest.warns(runs.MissingRunWarning):
+        assert runs.read_audit(tmp_path / "other.json") == {}
 
 
 def test_deciding_run_reads_the_values_written_into_a_file(tmp_path):
     """A synthetic file in ``scripts/phase_minimisers.py``'s layout reads back as the arrays and
     provenance written into it; a missing file gives ``None``."""
-    assert deciding_run(tmp_path / "none.npz") is None
+    with pytest.warns(runs.MissingRunWarning):
+        assert deciding_run(tmp_path / "none.npz") is None
     te = {8: np.array([[0.1, 0.2], [0.3, np.nan]]), 16: np.array([[0.5, 0.6]])}
     np.savez(tmp_path / "run.npz", ds=np.array([8, 16]), command="python x.py --d 8 16",
              commit="a" * 40, machine="test box", seconds=12.5,
@@ -56,7 +59,8 @@ def test_the_committed_deciding_run_reads_back_with_its_provenance(tmp_path, mon
     a missing file gives ``None``."""
     monkeypatch.delenv(runs.RUNS_ENV, raising=False)
     DECIDING_RUN = runs.run_file(runs.DECIDING_RUN_NAME)
-    assert DECIDING_RUN.is_file() and deciding_run(tmp_path / "none.npz") is None
+    with pytest.warns(runs.MissingRunWarning):
+        assert DECIDING_RUN.is_file() and deciding_run(tmp_path / "none.npz") is None
     got, meta = deciding_run(expect=dict(omega=0.3, sigma=0.5, lam=0.01, A=A))
     assert {250, 500, 1000, 2000, 4000} <= set(got) and meta["mismatch"] == []
     assert "scripts/phase_minimisers.py" in meta["command"] and len(meta["commit"]) >= 40
@@ -124,7 +128,8 @@ def test_read_minimisers_takes_the_complete_file_with_the_largest_d(tmp_path):
     _fake_run(big, [250, 500, 1000, 4000], [250, 500, 1000, 4000])
     got, meta = read_minimisers([big, small])
     assert meta["path"] == str(big) and max(got) == 4000
-    assert read_minimisers([tmp_path / "none.npz"]) is None
+    with pytest.warns(runs.MissingRunWarning):
+        assert read_minimisers([tmp_path / "none.npz"]) is None
 
 
 def test_read_minimisers_says_which_model_parameters_a_file_did_not_record(tmp_path):
@@ -160,10 +165,22 @@ def test_committed_runs_read_back_and_their_folder_can_be_elsewhere(monkeypatch,
     assert len(record["run 1: commit, start"].split("`")[1]) == 10
     assert record["tasks"].startswith(f"{fw['store']['done']} done, 0 failed")
     monkeypatch.setenv(runs.RUNS_ENV, str(tmp_path))
-    assert deciding_run() is None and read_minimisers() is None and read_flat_window() is None
-    assert runs.flat_window_record() == [{"what": "recorded sweep",
-                                          "value": "absent: chapter 6 computes its own"}]
-    assert deciding_run(runs.runs_dir() / "x.npz") is None
+    for read, name in ((deciding_run, runs.DECIDING_RUN_NAME),
+                       (read_flat_window, runs.FLAT_WINDOW_NAME),
+                       (read_minimisers, runs.DECIDING_RUN_NAME)):
+        with pytest.warns(runs.MissingRunWarning, match="not found") as w:  # never silently
+            assert read() is None
+        assert f"{name} not found at {tmp_path / name}" in str(w[0].message)
+        assert runs.RUNS_ENV in str(w[0].message)
+    with pytest.warns(runs.MissingRunWarning, match=runs.AUDIT_NAME):
+        assert runs.read_audit() == {}
+    (row,) = runs.flat_window_record()
+    assert row["what"] == "recorded sweep" and row["value"].startswith("absent (")
+    assert str(tmp_path / runs.FLAT_WINDOW_NAME) in row["value"] and "computes its own" in row["value"]
+    with pytest.warns(runs.MissingRunWarning, match="x.npz not found at .*the path given"):
+        assert deciding_run(runs.runs_dir() / "x.npz") is None
+    monkeypatch.delenv(runs.RUNS_ENV)
+    assert "next to the stumplib package" in runs.missing_message(runs.FLAT_WINDOW_NAME)
 
 
 def test_read_flat_window_reads_a_search_store_and_names_what_it_did_not_record(tmp_path):
@@ -198,4 +215,5 @@ def test_read_flat_window_reads_a_search_store_and_names_what_it_did_not_record(
     assert land["search"]["seconds"].tolist() == [3.0, 4.0] and float(land["seconds"]) == 4.0
     assert fw["theory"] is None and fw["root"] is None and fw["control"] is None
     assert {"alpha", "omega", "sigma", "lam"} <= set(fw["meta"]["missing"])
-    assert read_flat_window(tmp_path / "none.npz") is None
+    with pytest.warns(runs.MissingRunWarning):
+        assert read_flat_window(tmp_path / "none.npz") is None

@@ -204,3 +204,55 @@ def test_a_rate_or_growth_interval_too_wide_cannot_hold():
     grow = Estimate(1.23, 0.38, 2.40, "bootstrap")
     assert growth_up_to_logs(grow, **kw).status == "holds"
     assert growth_up_to_logs(grow, max_width=0.5, **kw).status == "undecided"
+
+
+@pytest.mark.parametrize("za, zb, status, words", [
+    # every form within 2 of the accurate theory and at least 4 from the published
+    ({"1/sqrt(d)": -0.2, "1/d": 0.8}, {"1/sqrt(d)": -6.6, "1/d": -9.8}, "holds",
+     "follows the accurate theory"),
+    # every form follows the published theory instead
+    ({"1/d": 6.0, "1/sqrt(d)": 4.5}, {"1/d": 1.0, "1/sqrt(d)": -1.9}, "fails",
+     "follows the published theory"),
+    # one form 4 or more from both: neither
+    ({"1/d": 1.0, "1/sqrt(d)": 4.2}, {"1/d": 6.0, "1/sqrt(d)": 5.0}, "fails", "neither"),
+    # issue 47's test error: 1/d beyond 2 from the accurate theory, 1/sqrt(d) not 4 from the
+    # published one
+    ({"1/d": -2.63, "1/sqrt(d)": -2.29}, {"1/d": 6.14, "1/sqrt(d)": 2.74}, "undecided",
+     "does not separate"),
+])
+def test_follows_theory_per_form_branches(za, zb, status, words):
+    v = V.follows_theory_per_form(za, zb, what="the limit")
+    assert v.status == status and words in v.sentence
+    for f in za:  # every form's own z-scores are quoted, in the order given
+        assert f"{za[f]:+.1f}, {zb[f]:+.1f}" in v.sentence
+
+
+def test_follows_theory_per_form_needs_every_form_where_the_largest_z_rule_needs_one():
+    """choose_theory holds when the largest |z| from the accurate theory is within 2 and ONE
+    point is 4 from the published; the per-form rule needs EVERY form 4 from the published."""
+    za, zb = {"1/d": 0.5, "1/sqrt(d)": -1.0}, {"1/d": 6.0, "1/sqrt(d)": 2.5}
+    assert V.choose_theory(list(za.values()), list(zb.values())).status == "holds"
+    assert V.follows_theory_per_form(za, zb).status == "undecided"
+
+
+def test_follows_theory_per_form_without_a_form_or_with_bad_input():
+    assert V.follows_theory_per_form({}, {}).status == "undecided"
+    assert "no acceptable form" in V.follows_theory_per_form({}, {}, what="θ").sentence
+    with pytest.raises(ValueError, match="same forms"):
+        V.follows_theory_per_form({"1/d": 0.1}, {"1/sqrt(d)": 5.0})
+    with pytest.raises(ValueError, match="finite"):
+        V.follows_theory_per_form({"1/d": float("nan")}, {"1/d": 5.0})
+
+
+@pytest.mark.parametrize("parts, status", [
+    (("holds", "holds"), "holds"),
+    (("holds", "fails"), "fails"),
+    (("undecided", "fails"), "fails"),
+    (("holds", "undecided"), "undecided"),
+    (("partly", "holds"), "undecided"),
+])
+def test_all_hold_needs_every_part(parts, status):
+    vs = [V.Verdict(s, "x.") for s in parts]
+    assert V.all_hold(vs, "both").status == status
+    with pytest.raises(ValueError, match="at least one"):
+        V.all_hold([], "none")

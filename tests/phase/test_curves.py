@@ -7,12 +7,10 @@ import pytest
 
 from stumplib.phase.crossings import first_crossing
 
-from conftest import needs_shared
 from conftest import read_reference as _read
 
 
 @pytest.mark.slow
-@needs_shared
 def test_transition_matches_published_free_energies():
     """alpha_c from our training losses against alpha_c from the published Phi (larger Phi wins).
 

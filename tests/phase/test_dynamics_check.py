@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stumplib.phase.dynamics_check import classify_dynamics, semantic_start, stability_by_dynamics
+from stumplib.phase.dynamics_check import (classify_dynamics, median_interval, semantic_start,
+                                           stability_by_dynamics)
 from stumplib.phase.problem import make_problem, summaries
 
 
@@ -21,12 +22,34 @@ def test_dynamics_classification_on_a_constructed_map():
     assert classify_dynamics(m0, {100: np.full(4, 4.0), 400: np.full(4, 3.5)}) == "unclear"
 
 
+def test_median_interval_is_the_order_statistics_interval():
+    """(x_(j), x_(n+1-j)) with coverage 1 - 2 P(Binomial(n, 1/2) <= j - 1): j = 1 up to n = 8,
+    j = 2 at n = 9 (96.1%), j = 3 at n = 12; below n = 6 the range, with its lower coverage."""
+    assert median_interval(np.arange(6.0)) == (0.0, 5.0, pytest.approx(1 - 2 / 64))
+    lo, hi, cover = median_interval(np.arange(9.0)[::-1])
+    assert (lo, hi) == (1.0, 7.0) and cover == pytest.approx(1 - 2 * 10 / 512)
+    assert median_interval(np.arange(12.0))[:2] == (2.0, 9.0)
+    assert median_interval([3.0, 1.0, np.nan])[:2] == (1.0, 3.0)
+    assert median_interval([1.0, 2.0, 3.0])[2] == pytest.approx(0.75)
+    assert np.isnan(median_interval([])[0])
+
+
+def test_a_median_below_the_start_whose_interval_reaches_it_is_not_a_decay():
+    """Issue 47, part 7: the dynamics are judged on the median's interval at the largest d."""
+    m0 = 3.0
+    spread = {100: np.full(6, 2.0), 400: np.array([0.5, 1.0, 2.0, 2.5, 4.0, 6.0])}
+    assert np.median(spread[400]) < m0 and classify_dynamics(m0, spread) == "unclear"
+    tight = {100: np.full(6, 2.0), 400: np.array([0.5, 1.0, 2.0, 2.5, 2.6, 2.9])}
+    assert classify_dynamics(m0, tight) == "decays"
+
+
 def test_stability_by_dynamics_at_a_stable_semantic_point():
     from stumplib.phase.replica import solve_fixed_rule
     fp = solve_fixed_rule(1.5, omega=0.3, branch="semantic", n_nodes=6)
     pt = dict(omega=0.3, alpha=1.5, theta=float(fp["theta"]), q=float(fp["q"]), derivative=-1.6)
     rows = stability_by_dynamics([pt], [40, 160], 3, cache=False)
     assert rows[0]["solver"] == "stable" and rows[0]["dynamics"] == "decays" and rows[0]["agree"] is True
+    assert rows[0]["median_lo"] <= rows[0]["median_abs_m"][-1] <= rows[0]["median_hi"] < 3.0
     unstable = dict(pt, derivative=1.4)  # the same point with a flag saying otherwise: a disagreement
     assert stability_by_dynamics([unstable], [40, 160], 3, cache=False)[0]["agree"] is False
 

@@ -57,3 +57,48 @@ def test_limits_recover_a_planted_approach_and_paired_gaps_pool_the_asked_d():
                "lowest": np.array([1, 0])} for d in (500, 1000)}
     assert ls.paired_gaps(rec).tolist() == pytest.approx([0.01, 0.0, 0.01, 0.0])
     assert ls.paired_gaps(rec, [1000]).tolist() == pytest.approx([0.01, 0.0])
+
+
+def test_pool_searches_joins_the_seeds_of_two_runs_per_dimension():
+    """Two runs' seeds pooled per d give the summary of all seeds together; a d of one run only
+    is that run's; runs with different numbers of starts are padded without changing anything."""
+    def rec(S, K, theta, seed0):
+        rng = np.random.default_rng(seed0)
+        loss = 1.0 + rng.random((S, K))
+        lowest = np.argmin(loss, 1)
+        return dict(loss=loss, theta=np.full((S, K), theta) + 1e-3 * rng.random((S, K)),
+                    test_error=np.full((S, K), 0.0028), converged=np.ones((S, K), bool),
+                    label=np.tile(np.arange(K), (S, 1)), lowest=lowest,
+                    saturated=lowest < K // 2, n_distinct=np.full(S, K),
+                    seconds=np.full(S, 2.0), objective_seconds=np.full(S, 1e-3))
+    old = {500: rec(3, 4, 0.10, 0), 1000: rec(2, 4, 0.10, 1)}
+    new = {1000: rec(4, 3, 0.09, 2), 2000: rec(2, 3, 0.09, 3)}
+    pooled = ls.pool_searches(old, new)
+    assert sorted(pooled) == [500, 1000, 2000]
+    assert pooled[1000]["loss"].shape == (6, 4) and pooled[1000]["seeds"].tolist() == [2, 4]
+    assert np.isnan(pooled[1000]["loss"][2:, 3]).all() and not pooled[1000]["converged"][2:, 3].any()
+    s = ls.summary(pooled)
+    lows = np.r_[old[1000]["theta"][np.arange(2), old[1000]["lowest"]],
+                 new[1000]["theta"][np.arange(4), new[1000]["lowest"]]]
+    assert s["seeds"].tolist() == [3, 6, 2]
+    assert s["lowest_theta"][1] == pytest.approx(lows.mean())
+    assert s["lowest_theta"][0] == pytest.approx(ls.summary(old)["lowest_theta"][0])
+
+
+def test_limits_with_three_d_use_the_forms_the_data_do_not_reject():
+    """accept="p_value" (the confirmatory run's rule): three d suffice; the two-parameter forms
+    are fitted, one rejected at 5% drops out; "aicc" needs four d and gives nothing here."""
+    ds = np.array([2000, 4000, 8000])
+    y = 0.0966 + 2.0 / ds
+    summ = {"ds": ds, "lowest_theta": y, "lowest_theta_se": np.full(3, 1e-6),
+            "lowest_test_error": 0.0028 + 0.02 / ds, "lowest_test_error_se": np.full(3, 1e-4),
+            **{f"informed_{k}{s}": np.full(3, np.nan) for k in ("theta", "test_error")
+               for s in ("", "_se")}}
+    lim = ls.limits(summ, accept="p_value")
+    assert set(lim) == {"lowest_theta", "lowest_test_error"}
+    assert lim["lowest_theta"]["acceptable"] == ["1/d"]
+    assert set(lim["lowest_test_error"]["acceptable"]) == {"1/d", "1/sqrt(d)"}
+    assert all(f["limit"].lo >= 0 for f in lim["lowest_test_error"]["fits"].values())
+    assert ls.limits(summ) == {}
+    with pytest.raises(ValueError, match="accept"):
+        ls.limits(summ, accept="envelope")

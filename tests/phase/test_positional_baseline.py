@@ -7,14 +7,13 @@ import numpy as np
 import pytest
 
 from stumplib.phase.positional_baseline import baseline_test_error_of, linear_baseline_test_error, teacher_moments
+from stumplib.phase.published import reference_file
 
-from conftest import A0, REF, needs_shared
+from conftest import A0
 
 
-@needs_shared
 def test_linear_baseline_matches_published_empirics():
-    emp = []
-    with open(REF / "empirics_mean_sigma0.5_omega0.3.csv") as fh:
+    with reference_file("empirics_mean_sigma0.5_omega0.3.csv").open() as fh:  # shipped with stumplib
         emp = [float(r["linear_gen_error_mean"]) for r in csv.DictReader(fh)]
     ours = linear_baseline_test_error(omega=0.3)
     assert abs(ours - np.mean(emp)) / np.mean(emp) < 0.02

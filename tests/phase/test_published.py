@@ -8,7 +8,7 @@ import pytest
 from stumplib.phase import Outcome, state_evolution
 from stumplib.phase.replica import solve_fixed_rule
 
-from conftest import POS_FILE, REF, SEM_FILE, needs_shared
+from conftest import POS_FILE, SEM_FILE
 from conftest import read_reference as _read
 
 
@@ -39,7 +39,6 @@ STOPPED_DEV = {"semantic": 6.108784528779942e-4, "positional": 1.807107508556948
 REPLAY_RTOL = 1e-6
 
 
-@needs_shared
 def test_stroud_rule_reproduces_the_published_fixed_points(stroud_fixed_points):
     """The authors' procedure (144-node rule, global proximal minimisers, damping 0.8, stop at
     undamped changes below 1e-4 in q, m, theta, same start for every alpha) reproduces the published
@@ -60,18 +59,16 @@ def test_stroud_rule_reproduces_the_published_fixed_points(stroud_fixed_points):
         assert dev == pytest.approx(STOPPED_DEV[br], rel=REPLAY_RTOL), (br, dev)
 
 
-@needs_shared
 def test_published_positional_points_fail_the_stopping_rule_with_exact_minimisers():
     """At the published semantic points the 144-node rule's undamped change is below the authors'
     1e-4 in q and theta (where they stopped); at some published positional points it is not (m or
     q change by more): those points carry their minimiser's error, of the stopping rule's size."""
     from stumplib.phase.published import published_curves
-    out = published_curves(REF)
+    out = published_curves()  # the files shipped with stumplib
     assert max(np.abs(out[f"sem_resid_{k}"]).max() for k in ("q", "theta")) < 1e-4
     assert max(np.abs(out[f"pos_resid_{k}"]).max() for k in ("q", "m")) > 1.5e-4
 
 
-@needs_shared
 def test_stroud_fixed_points_is_far_from_the_accurate_rule_at_alpha_1(stroud_fixed_points):
     """At the published alpha = 1.016 the accurate rule's theta is below the 144-node fixed point by
     many of its quadrature errors: the published gap is the rule's, not the equations'."""

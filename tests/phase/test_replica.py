@@ -9,7 +9,7 @@ from stumplib.phase.quadrature import quadrature_4d
 from stumplib.phase.replica import FixedRuleResult, se_update, solve_fixed_rule, theta_profile
 from stumplib.phase.setting import StateEvolutionError
 
-from conftest import POS_FILE, SEM_FILE, needs_shared
+from conftest import POS_FILE, SEM_FILE
 from conftest import read_reference as _read
 
 #: the semantic branch's ill-conditioned window (see chapter 6)
@@ -75,7 +75,6 @@ def test_state_evolution_raises_when_not_converged():
 
 
 @pytest.mark.slow
-@needs_shared
 def test_theory_matches_published_fixed_points_at_large_alpha():
     """Test error within 5% of the published fixed points (alpha >= 1, both branches), and the
     training loss equals minus the published free energy Phi."""
@@ -89,7 +88,6 @@ def test_theory_matches_published_fixed_points_at_large_alpha():
 
 
 @pytest.mark.slow
-@needs_shared
 def test_theory_matches_published_fixed_points_outside_the_window():
     """Every published alpha of both branches, test error within 5% (6 Gauss-Hermite nodes per
     axis), except the semantic branch inside WINDOW, where the fixed point is ill-conditioned and
@@ -107,7 +105,6 @@ def test_theory_matches_published_fixed_points_outside_the_window():
 
 # ---------------------------------------------------------------- the theta profile
 @pytest.mark.slow
-@needs_shared
 def test_published_semantic_point_in_the_window_is_not_a_fixed_point():
     """At alpha = 0.793 the published semantic fixed point (theta = 0.0755, test error 0.00324) is
     not a fixed point of the equations integrated accurately (2^13 scrambled Sobol points): with q, V

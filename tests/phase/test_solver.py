@@ -10,7 +10,7 @@ from stumplib.phase import AccuracyNotReached, Outcome, state_evolution
 from stumplib.phase.replica import se_update
 from stumplib.phase.solver import OUTPUT_KEYS, StateEvolutionResult, estimate, scrambled_rules
 
-from conftest import POS_FILE, SEM_FILE, needs_shared
+from conftest import POS_FILE, SEM_FILE
 from conftest import read_reference as _read
 
 
@@ -89,7 +89,6 @@ def test_solver_positional_branch_and_the_vanishing_semantic_branch():
 
 
 @pytest.mark.slow
-@needs_shared
 def test_solver_returns_a_named_outcome_at_every_published_alpha():
     """Every published alpha >= 0.3 at omega = 0.3, both branches: one of the three named outcomes,
     never an exception, never a converged point off its branch."""

@@ -54,3 +54,51 @@ def test_solve_point_below_the_semantic_branch_is_not_converged():
     s = _setup(pmax=9)
     pt = solve_point(0.3, 0, None, Sweep(p_next=s.pmin), s)
     assert pt.outcome in (Outcome.NO_FIXED_POINT, Outcome.UNDECIDED) and pt.reason
+
+
+def test_no_fixed_point_only_at_the_converged_neighbours_level(monkeypatch):
+    """Issue 47, part 7: 'no fixed point' was issued from one pooled iteration at whatever level
+    the sweep had reached (down to 2^10) while the converged neighbour needed a finer rule. A rule
+    coarser than the neighbour's that leaves the branch is refined to the neighbour's level first;
+    the outcome is only issued there (or finer), and the point converges if that rule stays."""
+    import stumplib.phase.solver_search as ss
+
+    levels = []
+
+    def leaves(a, i, st, sweep, s):  # every rule leaves the branch
+        levels.append(st.p)
+        st.final = False
+        return None, {"status": "left_branch", "n_updates": 1}, False
+
+    monkeypatch.setattr(ss, "_pooled_solve", leaves)
+    s = _setup(pmin=8, pmax=12)
+    sweep = Sweep(p_next=8, p_converged=11)
+    pt = solve_point(0.7, 0, None, sweep, s)
+    assert pt.outcome == Outcome.NO_FIXED_POINT and pt.p == 11 and levels == [8, 11]
+    assert "2^11" in pt.reason
+    levels.clear()  # no converged neighbour: the first level decides, as before
+    pt = solve_point(0.7, 0, None, Sweep(p_next=8), s)
+    assert pt.outcome == Outcome.NO_FIXED_POINT and levels == [8]
+    levels.clear()  # the neighbour's level is capped by the largest rule allowed
+    pt = solve_point(0.7, 0, None, Sweep(p_next=9, p_converged=14), s)
+    assert pt.p == 12 and levels == [8, 12]
+
+
+def test_state_evolution_reads_the_neighbours_level_from_init(monkeypatch):
+    """``init["log2_points"]`` (the converged point a tail continues from) sets the level below
+    which no point is declared without a fixed point."""
+    import stumplib.phase.solver_search as ss
+    from stumplib.phase.solver import state_evolution
+
+    levels = []
+
+    def leaves(a, i, st, sweep, s):
+        levels.append(st.p)
+        return None, {"status": "left_branch", "n_updates": 1}, False
+
+    monkeypatch.setattr(ss, "_pooled_solve", leaves)
+    init = dict(q=0.3, m=0.0, V=1.0, theta=0.05, log2_points=12)
+    r = state_evolution([0.7], omega=0.3, rtol=2e-2, n_scramblings=4, min_log2_points=10,
+                        max_log2_points=13, init=init)
+    assert r.outcome[0] == Outcome.NO_FIXED_POINT and r.log2_points[0] == 12
+    assert levels == [10, 12]

@@ -464,15 +464,18 @@ def flat_landscape_figure(land: Mapping[int, Mapping[str, Any]], held: Mapping[s
 
 def lowest_minima_figure(summ: Mapping[str, Any], limits: Mapping[str, Any],
                          searches: Mapping[int, Mapping[str, Any]], *, accurate: float,
-                         accurate_err: float, published: float, theory_theta: float):
+                         accurate_err: float, published: float, theory_theta: float,
+                         published_theta: float = float("nan")):
     """The lowest minima against the theory, and how saturated their search is.
 
     (a) Test error against ``1/d``: the minimisers from ``Q = Q*`` (open grey) and the lowest
     minima found (filled black), seed means with two standard errors; the chosen approach form of
-    the lowest minima (dotted) and its limit at ``1/d = 0`` (square, interval over acceptable
-    forms); the accurate theory (line, band: three quadrature errors) and the published one
-    (dashed). (b) theta the same way. (c) Saturation: the share of seeds whose lowest minimum had
-    been found after ``k`` starts, per ``d`` (the vertical line: half the starts).
+    the lowest minima (dotted) and the limit at ``1/d = 0`` of every acceptable form (squares,
+    the chosen one filled, the others open and set to the left, each with the 95% interval of its
+    own fit: the standard error its z-scores use); the accurate theory (line, band: three
+    quadrature errors) and the published one (dashed). (b) theta the same way (the published
+    theta dashed). (c) Saturation: the share of seeds whose lowest minimum had been found after
+    ``k`` starts, per ``d`` (the vertical line: half the starts).
 
     Parameters
     ----------
@@ -486,6 +489,8 @@ def lowest_minima_figure(summ: Mapping[str, Any], limits: Mapping[str, Any],
         The theories' test errors at this alpha (the accurate one with its quadrature error).
     theory_theta : float
         The accurate theory's theta.
+    published_theta : float, optional
+        The published theory's theta (dashed in (b); NaN: not drawn).
 
     Returns
     -------
@@ -509,10 +514,15 @@ def lowest_minima_figure(summ: Mapping[str, Any], limits: Mapping[str, Any],
             X = np.column_stack([np.ones_like(xx[1:])] + FORMS[f["form"]](1 / xx[1:]))
             ax.plot(xx[1:], unit * (X @ coef), ":", color="#000000", lw=1,
                     label=f"lowest: {f['form']} fit")
-            e = f["envelope"]
-            ax.errorbar([0], [unit * e.value], yerr=[[unit * (e.value - e.lo)], [unit * (e.hi - e.value)]],
-                        fmt="s", color="#000000", ms=5, capsize=3, label=r"its limit at $1/d = 0$")
-        ax.set_xlim(-0.03 * x.max(), 1.1 * x.max())
+            order = [f["form"]] + [g for g in f["acceptable"] if g != f["form"]]
+            for j, g in enumerate(order):  # each acceptable form's limit, its own fit's interval
+                e = f["fits"][g]["limit"]
+                ax.errorbar([-0.025 * x.max() * j], [unit * e.value],
+                            yerr=[[unit * (e.value - e.lo)], [unit * (e.hi - e.value)]], fmt="s",
+                            color="#000000", mfc="#000000" if j == 0 else "white", ms=5,
+                            capsize=3, label=(r"limit at $1/d = 0$, per acceptable form"
+                                              if j == 0 else None))
+        ax.set_xlim(-0.08 * x.max(), 1.1 * x.max())
         ax.set_xlabel(r"$1/d$")
     t_acc = 1e3 * accurate
     axes[0].axhspan(t_acc - 3e3 * accurate_err, t_acc + 3e3 * accurate_err, color=style.COLORS["semantic"],
@@ -523,6 +533,8 @@ def lowest_minima_figure(summ: Mapping[str, Any], limits: Mapping[str, Any],
                         label="published theory")
     axes[0].set_ylabel(r"test error per sample ($10^{-3}$)")
     axes[1].axhline(theory_theta, color=style.COLORS["semantic"], lw=1.2)
+    if np.isfinite(published_theta):
+        axes[1].axhline(published_theta, color=style.COLORS["semantic"], ls="--", lw=1)
     axes[1].set_ylabel(r"semantic overlap $\theta$")
     ax = axes[2]
     K = 1

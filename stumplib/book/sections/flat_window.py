@@ -13,11 +13,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from stumplib.book.verdicts import Verdict, choose_theory
-from stumplib.core.stats import Estimate
+from stumplib.book.verdicts import Verdict, all_hold, follows_theory_per_form
 from stumplib.phase.scaling_forms import choose_form
 
-__all__ = ["scaling_rows", "lowest_minima_rows", "lowest_min_verdict"]
+__all__ = ["scaling_rows", "lowest_minima_rows", "per_form", "lowest_min_verdict",
+           "per_form_rows", "confirm_rows", "confirm_verdicts"]
 
 
 def scaling_rows(table: Mapping[str, np.ndarray], alpha_index: int = 0, *,
@@ -115,24 +115,65 @@ def lowest_minima_rows(summ: Mapping[str, np.ndarray],
     return rows
 
 
-def lowest_min_verdict(limit: Estimate, accurate: float, accurate_err: float, published: float,
-                       *, follow: float | None = None, separate: float | None = None,
-                       what: str = "the lowest minima") -> Verdict:
-    """Whether the lowest minima's extrapolated test error follows the accurate theory rather
-    than the published one (:func:`stumplib.book.verdicts.choose_theory` on the two z-scores).
-
-    The limit's standard error is its interval's half-width over the normal quantile of its
-    level (for an envelope over forms: conservative); the accurate theory's quadrature error is
-    combined with it, the published curve has none.
+def per_form(fit: Mapping[str, Any] | None, accurate: float, accurate_err: float,
+             published: float) -> dict[str, dict[str, float]]:
+    """Every acceptable form of an extrapolation in ``d`` judged with its own fit: limit,
+    standard error, 95% interval and z-scores against the accurate and the published theory
+    (:func:`stumplib.phase.scaling_forms.form_z`; the accurate theory's quadrature error is
+    combined with each form's standard error, the published curve has none).
 
     Parameters
     ----------
-    limit : Estimate
-        The extrapolated test error (an envelope over acceptable forms).
+    fit : mapping or None
+        :func:`stumplib.phase.scaling_forms.choose_form`'s or ``accept_forms``' output (``None``:
+        no extrapolation, an empty result).
     accurate, accurate_err : float
-        The accurate theory's test error and its quadrature error (one standard error).
+        The accurate theory's value and its quadrature error (one standard error).
     published : float
-        The published theory's test error.
+        The published theory's value (NaN: its z-scores are NaN).
+
+    Returns
+    -------
+    dict
+        ``{form: {"limit", "se", "lo", "hi", "z_accurate", "z_published", "chi2", "dof",
+        "p_value"}}``, the chosen form first.
+    """
+    from stumplib.phase.scaling_forms import form_z
+
+    if not fit or not fit.get("acceptable"):
+        return {}
+    order = list(fit["acceptable"])
+    if fit.get("form") in order:  # the chosen form first
+        order.remove(fit["form"])
+        order.insert(0, fit["form"])
+    za = form_z(fit["fits"], order, accurate, accurate_err)
+    zp = form_z(fit["fits"], order, published)
+    out = {}
+    for f in order:
+        ft, lim = fit["fits"][f], fit["fits"][f]["limit"]
+        out[f] = dict(limit=za[f]["limit"], se=za[f]["se"], lo=float(lim.lo), hi=float(lim.hi),
+                      z_accurate=za[f]["z"], z_published=zp[f]["z"], chi2=float(ft["chi2"]),
+                      dof=int(ft["dof"]), p_value=float(ft["p_value"]))
+    return out
+
+
+def lowest_min_verdict(fit: Mapping[str, Any] | None, accurate: float, accurate_err: float,
+                       published: float, *, follow: float | None = None,
+                       separate: float | None = None,
+                       what: str = "the lowest minima's test error") -> Verdict:
+    """Whether an extrapolation in ``d`` of the lowest minima follows the accurate theory rather
+    than the published one: every acceptable form judged with its own fit and standard error
+    (:func:`per_form`, :func:`stumplib.book.verdicts.follows_theory_per_form`).
+
+    Parameters
+    ----------
+    fit : mapping or None
+        :func:`stumplib.phase.scaling_forms.choose_form`'s or ``accept_forms``' output for the
+        quantity (``None``: too few ``d`` to extrapolate, undecided).
+    accurate, accurate_err : float
+        The accurate theory's value and its quadrature error (one standard error).
+    published : float
+        The published theory's value.
     follow, separate : float or None
         The rule's thresholds in standard errors (``None``: the registry's, claim
         ``lowest_min``).
@@ -143,19 +184,169 @@ def lowest_min_verdict(limit: Estimate, accurate: float, accurate_err: float, pu
     -------
     Verdict
     """
-    from scipy.stats import norm
-
     from stumplib.book.registry import rule_arguments
 
     args = rule_arguments("lowest_min")
     follow = args["follow"] if follow is None else follow
     separate = args["separate"] if separate is None else separate
-    se = (limit.hi - limit.lo) / (2 * norm.ppf(0.5 + limit.level / 2))
-    if not (np.isfinite(se) and se > 0 and np.isfinite(limit.value)):
-        return Verdict("undecided", f"{what}: no finite extrapolated test error.")
+    if not fit:
+        return Verdict("undecided", f"{what}: too few dimensions to extrapolate.")
     if not (np.isfinite(published) and np.isfinite(accurate)):
-        return Verdict("undecided", f"{what}: a theory to compare with is missing (the published "
-                                    "curve needs the shared reference files).")
-    z_acc = (limit.value - accurate) / math.hypot(se, accurate_err)
-    z_pub = (limit.value - published) / se
-    return choose_theory([z_acc], [z_pub], follow=follow, separate=separate, what=what)
+        missing = [n for n, v in (("the accurate theory", accurate),
+                                  ("the published curve (published at omega = 0.3 only)", published))
+                   if not np.isfinite(v)]
+        return Verdict("undecided", f"{what}: no theory to compare with: "
+                                    f"{' and '.join(missing)} missing.")
+    forms = per_form(fit, accurate, accurate_err, published)
+    if any(not (np.isfinite(v["z_accurate"]) and np.isfinite(v["z_published"]))
+           for v in forms.values()):
+        return Verdict("undecided", f"{what}: an acceptable form has no finite limit.")
+    return follows_theory_per_form({f: v["z_accurate"] for f, v in forms.items()},
+                                   {f: v["z_published"] for f, v in forms.items()},
+                                   follow=follow, separate=separate, what=what)
+
+
+def per_form_rows(fit: Mapping[str, Any] | None, accurate: float, accurate_err: float,
+                  published: float, *, check: tuple[int, float, float, int] | None = None,
+                  fmt: str = ".6f", quantity: str | None = None) -> list[dict[str, Any]]:
+    """One table row per acceptable form (the chosen one first): its limit ± standard error,
+    its 95% interval, its fit and its z-scores, from the same fit (:func:`per_form`); and, as a
+    check that no extrapolation enters, the seed mean at the largest ``d``.
+
+    Parameters
+    ----------
+    fit : mapping or None
+        :func:`stumplib.phase.scaling_forms.choose_form`'s or ``accept_forms``' output.
+    accurate, accurate_err, published : float
+        The theories (the accurate one with its quadrature error).
+    check : tuple or None
+        ``(d, mean, standard error, seeds)`` at the largest ``d`` (shown, not judged).
+    fmt : str
+        Number format of the values.
+    quantity : str or None
+        Shown in a first column ``quantity`` (``None``: no such column).
+
+    Returns
+    -------
+    list of dict
+        Rows ``form``, ``limit ± SE``, ``95% interval``, ``chi2 / dof (p)``, ``z accurate``,
+        ``z published`` (at least one: without a fit, a row saying so).
+    """
+    rows = []
+    for f, v in per_form(fit, accurate, accurate_err, published).items():
+        rows.append({"form": f, "limit ± SE": f"{v['limit']:{fmt}} ± {v['se']:{fmt}}",
+                     "95% interval": f"[{v['lo']:{fmt}}, {v['hi']:{fmt}}]",
+                     "chi2 / dof (p)": f"{v['chi2']:.1f} / {v['dof']} ({v['p_value']:.2f})",
+                     "z accurate": f"{v['z_accurate']:+.1f}",
+                     "z published": f"{v['z_published']:+.1f}"})
+    if check is not None and np.isfinite(check[1]) and np.isfinite(check[2]):
+        d, m, se, n = check
+        za = (m - accurate) / math.hypot(se, accurate_err)
+        zp = (m - published) / se
+        rows.append({"form": f"seed mean at d = {int(d)} ({int(n)} seeds; a check)",
+                     "limit ± SE": f"{m:{fmt}} ± {se:{fmt}}", "95% interval": "",
+                     "chi2 / dof (p)": "", "z accurate": f"{za:+.1f}",
+                     "z published": f"{zp:+.1f}" if np.isfinite(zp) else ""})
+    if not rows or rows[0]["form"].startswith("seed mean"):
+        why = "too few d to extrapolate" if not fit else "no acceptable form"
+        rows.insert(0, {"form": f"none: {why}", "limit ± SE": "", "95% interval": "",
+                        "chi2 / dof (p)": "", "z accurate": "", "z published": ""})
+    if quantity is not None:
+        rows = [{"quantity": quantity, **r} for r in rows]
+    return rows
+
+
+def confirm_rows(conf: Mapping[str, Any],
+                 summ: Mapping[str, np.ndarray] | None) -> list[dict[str, Any]]:
+    """One row per planned ``d`` of the confirmatory run: seeds done of those planned, and the
+    lowest minima's theta and test error (seed mean ± standard error), or what is missing.
+
+    Parameters
+    ----------
+    conf : mapping
+        :func:`stumplib.book.runs.read_confirm`'s output (``seeds``: ``{d: seeds done}``).
+    summ : mapping or None
+        :func:`stumplib.phase.lowest_summary.summary` of its searches (``None``: none done).
+
+    Returns
+    -------
+    list of dict
+        Rows ``d``, ``seeds``, ``theta lowest``, ``test error lowest``; a ``d`` without a seed
+        reads "not yet run", one seed "one seed: no standard error".
+    """
+    from stumplib.book.runs import CONFIRM_PLAN
+
+    at = {int(d): i for i, d in enumerate(summ["ds"])} if summ is not None else {}
+    rows = []
+    for d in sorted(conf["seeds"]):
+        n, plan = int(conf["seeds"][d]), CONFIRM_PLAN.get(d)
+        row = {"d": d, "seeds": f"{n} of {plan}" if plan else n}
+        for k, name, f in (("lowest_theta", "theta lowest", ".4f"),
+                           ("lowest_test_error", "test error lowest", ".6f")):
+            i = at.get(d)
+            if i is None or n == 0:
+                row[name] = "not yet run"
+            elif not np.isfinite(summ[f"{k}_se"][i]):
+                row[name] = f"{summ[k][i]:{f}} (one seed: no standard error)"
+            else:
+                row[name] = f"{summ[k][i]:{f}} ± {summ[f'{k}_se'][i]:{f}}"
+        rows.append(row)
+    return rows
+
+
+def confirm_verdicts(conf: Mapping[str, Any],
+                     theories: Mapping[str, tuple[float, float, float]], *,
+                     follow: float | None = None,
+                     separate: float | None = None) -> dict[str, Any]:
+    """The confirmatory run's two claims and the landing row, by the rule fixed before its data
+    (``scripts/PHASE_CONFIRM.md``).
+
+    On the fresh seeds alone, the lowest minima's theta and their test error are each
+    extrapolated in ``d`` by every form not rejected at 5%
+    (:func:`stumplib.phase.lowest_summary.limits` with ``accept="p_value"``) and judged per form
+    (:func:`lowest_min_verdict`). The landing row **holds** when both claims hold, **fails** when
+    either fails (it follows the published theory, or lies beyond the separate threshold from
+    both), and is **undecided** otherwise (:func:`stumplib.book.verdicts.all_hold`). Until every
+    planned task is done, or when the store is refused, all three are undecided and say why.
+
+    Parameters
+    ----------
+    conf : mapping
+        :func:`stumplib.book.runs.read_confirm`'s output.
+    theories : mapping
+        ``{"theta": (accurate, accurate_err, published), "test_error": (...)}``.
+    follow, separate : float or None
+        The rule's thresholds (``None``: the registry's, claim ``lowest_min``).
+
+    Returns
+    -------
+    dict
+        ``summary`` (:func:`stumplib.phase.lowest_summary.summary` of the seeds done, ``None``
+        when none), ``limits`` (per quantity, ``{}`` until complete), ``theta``, ``test``
+        (Verdicts of the two claims) and ``landing`` (the landing row's Verdict).
+    """
+    from stumplib.phase.lowest_summary import limits, summary
+
+    summ = summary(conf["searches"]) if conf.get("searches") else None
+    if conf["state"] != "complete":
+        why = conf["message"].rstrip(".")
+        if conf["state"] in ("absent", "partial"):
+            why = f"the confirmatory run is not complete: {why}"
+        v = Verdict("undecided", f"{why}.")
+        return dict(summary=summ, limits={}, theta=v, test=v, landing=v)
+    lim = limits(summ, accept="p_value")
+    kw = dict(follow=follow, separate=separate)
+    v_theta = lowest_min_verdict(lim.get("lowest_theta"), *theories["theta"],
+                                 what="θ of the lowest minima (fresh seeds)", **kw)
+    v_test = lowest_min_verdict(lim.get("lowest_test_error"), *theories["test_error"],
+                                what="their test error (fresh seeds)", **kw)
+    word = {"holds": "follows the accurate theory",
+            "fails": "does not follow the accurate theory",
+            "undecided": "does not separate the theories"}
+    if v_theta.status == v_test.status == "holds":
+        text = "on fresh seeds θ and the test error both follow the accurate theory"
+    else:
+        text = (f"on fresh seeds θ {word.get(v_theta.status, word['undecided'])} and the test "
+                f"error {word.get(v_test.status, word['undecided'])}")
+    landing = all_hold([v_theta, v_test], text)
+    return dict(summary=summ, limits=lim, theta=v_theta, test=v_test, landing=landing)

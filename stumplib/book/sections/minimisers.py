@@ -43,14 +43,19 @@ def dynamics_rows(checks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     -------
     list of dict
         Rows ``omega``, ``alpha``, ``∂F_m/∂m``, ``solver``, ``|m| sqrt(d), d = <d>`` (the median
-        over the converged runs, one column per ``d``), ``dynamics``, ``agree`` and ``not
-        converged``.
+        over the converged runs, one column per ``d``), ``its interval, d = <largest d>`` (the
+        median's distribution-free interval and its coverage, where the checks carry it),
+        ``dynamics``, ``agree`` and ``not converged``.
     """
     rows = []
     for c in checks:
         row = {"omega": c["omega"], "alpha": c["alpha"], "∂F_m/∂m": c["derivative"],
                "solver": c["solver"]}
         row.update({f"|m| sqrt(d), d = {d}": m for d, m in zip(c["ds"], c["median_abs_m"])})
+        if "median_lo" in c:
+            row[f"its interval, d = {c['ds'][-1]}"] = (f"[{c['median_lo']:.3g}, "
+                                                      f"{c['median_hi']:.3g}] "
+                                                      f"({c['median_coverage']:.0%})")
         row.update(dynamics=c["dynamics"], agree=c["agree"])
         row["not converged"] = c["not_converged"]
         rows.append(row)

@@ -13,13 +13,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from stumplib.book import verdicts
-from stumplib.book.typeset import plural
 from stumplib.book.verdicts import Verdict
 from stumplib.core.stats import Estimate
 
-__all__ = ["FORM_NAMES", "semantic_end_verdict", "stability_verdict", "limit_position",
-           "gd_decision_verdict", "extrapolation_rows", "decision_rows", "replay_verdict",
-           "replay_rows", "tail_rows", "dynamics_verdict"]
+__all__ = ["FORM_NAMES", "semantic_end_verdict", "end_fit_rows", "published_tail",
+           "stability_verdict", "limit_position", "gd_decision_verdict", "extrapolation_rows",
+           "decision_rows", "replay_verdict", "replay_rows", "tail_rows", "dynamics_verdict"]
 
 
 #: how the page names the extrapolations of :data:`stumplib.phase.decision.EXTRAPOLATIONS`
@@ -27,34 +26,76 @@ FORM_NAMES = {"line": "straight line in 1/d", "quadratic": "with a 1/d^2 term",
               "drop_smallest": "without the smallest d"}
 
 
-def semantic_end_verdict(end: Estimate, alphas: Any, outcomes: Any) -> Verdict:
-    """Where the semantic branch ends, from :func:`stumplib.phase.crossings.branch_end` and the
-    points' named outcomes.
+def semantic_end_verdict(end: Estimate) -> Verdict:
+    """Where the semantic branch ends, from its fitted end
+    (:func:`stumplib.phase.curves.branch_end_fit`), by the registry's rule of
+    ``phase_semantic_end`` (:func:`stumplib.book.verdicts.located` with the registry's largest
+    width).
 
     Parameters
     ----------
-    end : :func:`stumplib.phase.crossings.branch_end`'s estimate.
-    alphas, outcomes : (A,) the points followed down.
+    end : the fitted ``alpha_end`` with its interval (NaN where no sweep fitted).
 
     Returns
     -------
-    ``holds`` when the end is bracketed by a converged point and a point without a fixed point
-    with nothing undecided between; ``undecided`` when undecided points lie in the bracket or the
-    grid does not reach the end (censored).
+    ``holds`` when the interval is finite and no wider than the registry's ``max_width``;
+    ``undecided`` otherwise (wider, or not located).
     """
-    a, o = np.asarray(alphas, dtype=float), np.asarray(outcomes, dtype=object)
-    if end.censored == "upper":
-        return Verdict("undecided", f"the semantic branch continues down to alpha = "
-                                    f"{end.value:.3g}, the grid's end.")
-    if end.censored == "lower":
-        return Verdict("undecided",
-                       f"no semantic fixed point at alpha <= {end.value:.3g} on the grid.")
-    und = int(np.sum((a < end.hi) & (a >= end.lo) & (o == "undecided")))
-    if und:
-        return Verdict("undecided", f"semantic branch established down to alpha = {end.hi:.3g}; "
-                                    f"{plural(und, 'undecided point')} down to {end.lo:.3g}.")
-    return Verdict("holds",
-                   f"the semantic branch ends between alpha = {end.lo:.3g} and {end.hi:.3g}.")
+    from stumplib.book.registry import rule_arguments
+
+    return verdicts.located(end, symbol="α_end", **rule_arguments("phase_semantic_end"))
+
+
+def end_fit_rows(fit: Mapping[str, Any]) -> list[dict]:
+    """One table row per sweep of :func:`stumplib.phase.curves.branch_end_fit`: its converged
+    points, the fitted end and its error, the fit's chi-square and the sweep's time.
+
+    Parameters
+    ----------
+    fit : mapping
+        :func:`stumplib.phase.curves.branch_end_fit`'s result.
+
+    Returns
+    -------
+    list of dict
+    """
+    rows = []
+    for r, (sw, f) in enumerate(zip(fit["sweeps"], fit["fits"])):
+        o = np.asarray(sw["outcome"], dtype=object)
+        rows.append({"sweep": r + 1, "converged points": f"{int(np.sum(o == 'converged'))} of "
+                                                          f"{o.size}",
+                     "α_end": f["alpha_end"], "error": f["err"],
+                     "χ²/dof": f["chi2"] / f["dof"] if f["dof"] else np.nan,
+                     "seconds": float(np.sum(sw["seconds"]))})
+    return rows
+
+
+def published_tail(pub_sem: Mapping[str, np.ndarray], alpha_end: float) -> dict[str, float]:
+    """How far down the published semantic curve keeps ``theta > 0``, and its ``theta`` at the
+    published ``alpha`` nearest the accurate theory's fitted end.
+
+    Parameters
+    ----------
+    pub_sem : mapping
+        The published semantic file (:func:`stumplib.phase.published.read_published`), every
+        ``alpha``.
+    alpha_end : float
+        The accurate theory's fitted end.
+
+    Returns
+    -------
+    dict of float
+        ``alpha_min_positive`` (the smallest published ``alpha`` with ``theta > 0``, NaN if none),
+        ``alpha_near`` and ``theta_near`` (NaN where ``alpha_end`` is NaN).
+    """
+    a, t = np.asarray(pub_sem["alpha"], dtype=float), np.asarray(pub_sem["theta"], dtype=float)
+    pos = t > 0
+    out = dict(alpha_min_positive=float(a[pos].min()) if pos.any() else np.nan,
+               alpha_near=np.nan, theta_near=np.nan)
+    if np.isfinite(alpha_end):
+        i = int(np.argmin(np.abs(a - alpha_end)))
+        out.update(alpha_near=float(a[i]), theta_near=float(t[i]))
+    return out
 
 
 def stability_verdict(derivative: Any, outcome: Any, *, direction: str = "m") -> Verdict:
@@ -300,11 +341,17 @@ def tail_rows(tail: Mapping[str, np.ndarray]) -> list[dict]:
     Returns
     -------
     list of dict
+        ``alpha``, ``outcome``, ``theta``, its ``error`` and the derivative of the free energy in
+        ``m`` at ``m = 0``; a dash where the solver gave no number (a point that did not converge:
+        its outcome says why).
     """
+    def shown(v: Any) -> Any:  # what the solver did not give (a point not converged): a dash
+        return v if np.isfinite(v) else "—"
+
     return [{"alpha": tail["alpha"][i], "outcome": str(tail["outcome"][i]).replace("_", " "),
-             "theta": tail["theta"][i],
-             "error": tail["theta_err"][i],
-             "∂F_m/∂m at m = 0": tail["suppressed_derivative"][i]}
+             "theta": shown(tail["theta"][i]),
+             "error": shown(tail["theta_err"][i]),
+             "∂F_m/∂m at m = 0": shown(tail["suppressed_derivative"][i])}
             for i in range(tail["alpha"].size)]
 
 

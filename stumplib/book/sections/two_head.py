@@ -3,9 +3,9 @@
 The science (the two-head model, its training and its errors on chapter 5's axes) is
 :mod:`stumplib.stump.two_head`; the claim "a trained two-head model learns the symmetrization" is
 judged by the registry's rule (:mod:`stumplib.book.registry`, key ``two_head``: the paired ratio of
-its whole-prior MSE to the best hand-made rule's). This module chooses the section's phrases from
-the measured numbers, by thresholds stated here, so that no sentence is typed by hand to match a
-number.
+its whole-prior MSE to that of the best rule measured on trained heads). This module chooses the
+section's phrases from the measured numbers, by thresholds stated here, so that no sentence is
+typed by hand to match a number.
 """
 from __future__ import annotations
 

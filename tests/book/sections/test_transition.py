@@ -31,16 +31,34 @@ def test_replay_verdict_per_branch():
     assert replay_verdict(pub, target=1e-4).status == "fails"
 
 
-def test_branch_end_and_its_verdict():
+def test_semantic_end_verdict_locates_the_fitted_end_within_the_registrys_width():
+    """Issue 47, part 7: the end is the fitted alpha_end; it holds when its interval is finite and
+    at most the registry's 0.02 wide, and is undecided when wider or not located."""
+    from stumplib.book.registry import rule_arguments
     from stumplib.book.sections.transition import semantic_end_verdict
-    a = np.array([1.0, 0.9, 0.8, 0.7])
-    o = np.array(["converged", "converged", "no_fixed_point", "no_fixed_point"])
-    e = branch_end(a, o)
-    assert (e.lo, e.hi) == (0.8, 0.9) and semantic_end_verdict(e, a, o).status == "holds"
-    o2 = np.array(["converged", "converged", "undecided", "no_fixed_point"])
-    assert semantic_end_verdict(branch_end(a, o2), a, o2).status == "undecided"
-    o3 = np.array(["converged"] * 4)
-    assert semantic_end_verdict(branch_end(a, o3), a, o3).status == "undecided"
+    from stumplib.core.stats import Estimate
+
+    assert rule_arguments("phase_semantic_end")["max_width"] == 0.02
+    v = semantic_end_verdict(Estimate(0.708, 0.701, 0.715, "quadrature"))
+    assert v.status == "holds" and "0.708" in v.sentence
+    assert semantic_end_verdict(Estimate(0.71, 0.69, 0.73, "quadrature")).status == "undecided"
+    assert semantic_end_verdict(Estimate.nan("quadrature")).status == "undecided"
+    a = np.array([1.0, 0.9, 0.8, 0.7])  # the grid's bracket is still a description
+    e = branch_end(a, ["converged", "converged", "no_fixed_point", "no_fixed_point"])
+    assert (e.lo, e.hi) == (0.8, 0.9)
+
+
+def test_published_tail_and_end_fit_rows():
+    from stumplib.book.sections.transition import end_fit_rows, published_tail
+
+    pub = dict(alpha=np.array([0.01, 0.35, 0.681, 1.02]), theta=np.array([3e-4, 0.02, 0.06, 0.1]))
+    got = published_tail(pub, 0.705)
+    assert got == dict(alpha_min_positive=0.01, alpha_near=0.681, theta_near=0.06)
+    assert np.isnan(published_tail(pub, np.nan)["theta_near"])
+    sw = dict(outcome=np.array(["converged", "undecided"]), seconds=np.array([1.0, 2.0]))
+    fit = dict(sweeps=[sw], fits=[dict(alpha_end=0.7, err=0.003, chi2=2.0, dof=1.0)])
+    row = end_fit_rows(fit)[0]
+    assert row["converged points"] == "1 of 2" and row["χ²/dof"] == 2.0 and row["seconds"] == 3.0
 
 
 def _forms(line, quadratic, drop, dmax_z=(-3.0, 1.0)):
