@@ -155,7 +155,7 @@ REGISTRY: tuple[Claim, ...] = (
           "the published theory, or 4 from both, fails)",
           "2 and 4 standard errors: following and separating (fixed in "
           "scripts/PHASE_CONFIRM.md before the run)", "follows_theory_per_form",
-          number="lowest_min_pooled_test_limit"),
+          number="lowest_min_pooled_test_limit", recorded=True),
     Claim("own_over_path", "stump", CH3, "GD tracks beyond the certificate",
           "own-calibration tracking scale over β*, median over shapes (the range, smallest to "
           "largest, is what the rule judges: every shape at or above the bound holds)",
