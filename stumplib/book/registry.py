@@ -200,8 +200,8 @@ REGISTRY: tuple[Claim, ...] = (
           number="phase_stopped_pos_max_rel_dev"),
     Claim("phase_semantic_end", "phase", CH6, "where the semantic branch ends",
           "α_end where θ*², linear in α near the end, reaches zero: a weighted least-squares fit "
-          "on the converged semantic points between α = 0.72 and 0.80, per independent sweep of "
-          "scramblings; interval ±1.96 errors of the sweeps' mean (each sweep's error the larger "
+          "on the converged semantic points just above the end (α from 0.72 to at most 0.80), per "
+          "independent sweep of scramblings; interval ±1.96 errors of the sweeps' mean (each sweep's error the larger "
           "of the fit's and that of all θ moved together by their errors; scaled up where the "
           "sweeps disagree)",
           "located, interval at most 0.02 wide",

@@ -65,7 +65,7 @@ def end_fit_rows(fit: Mapping[str, Any]) -> list[dict]:
         rows.append({"sweep": r + 1, "converged points": f"{int(np.sum(o == 'converged'))} of "
                                                           f"{o.size}",
                      "α_end": f["alpha_end"], "error": f["err"],
-                     "χ²/dof": f["chi2"] / f["dof"] if f["dof"] else np.nan,
+                     "χ²/dof": f["chi2"] / f["dof"] if f["dof"] else "—",  # no dof: no number
                      "seconds": float(np.sum(sw["seconds"]))})
     return rows
 
