@@ -9,6 +9,7 @@ from stumplib.phase.curves import branch_end_fit, combine_branch_ends, fit_branc
 
 ALPHAS = np.linspace(0.72, 0.80, 9)
 END, SLOPE = 0.7050, 0.045  # about the measured branch (theta* = 0.06 at 0.80)
+Z = 1.959963984540054
 
 
 def _theta(alphas=ALPHAS):
@@ -22,21 +23,29 @@ def test_fit_recovers_the_end_of_an_exact_branch():
     assert f["chi2"] < 1e-12 and 0 < f["err"] < 5e-3 and f["err"] >= f["err_coherent"]
 
 
-def test_fit_interval_covers_the_end_under_independent_and_shared_noise():
-    """Synthetic sweeps: theta* with independent noise of its stated error, or one error shared
-    by every point (a sweep's scramblings are common to its points): +-1.96 err covers the true
-    end in about 95% or more of the sweeps, and the error is not grossly inflated."""
+def test_fit_interval_covers_the_end_under_independent_shared_and_tilted_noise():
+    """Synthetic sweeps: theta* with independent noise of its stated error, one error shared by
+    every point, or a tilt across the window (+err at one end to -err at the other, times one
+    normal draw: the pattern two measured families differ by; a sweep's scramblings are common to
+    its points): +-1.96 err covers the true end in about 95% or more of the sweeps, and the
+    interval stays below 0.02 wide. The independent-fit error alone covers the tilt in far fewer
+    sweeps."""
     rng = np.random.default_rng(7)
-    err = np.linspace(0.0006, 0.0012, ALPHAS.size)[::-1]  # larger near the end, as measured
-    for shared in (False, True):
-        hits, widths = 0, []
+    err = np.linspace(0.0006, 0.0012, ALPHAS.size)[::-1]  # larger near the end (0.72)
+    ramp = np.linspace(1.0, -1.0, ALPHAS.size)
+    for mode in ("independent", "shared", "tilt"):
+        hits, hits_fit, widths = 0, 0, []
         for _ in range(400):
-            z = rng.standard_normal() if shared else rng.standard_normal(ALPHAS.size)
+            z = {"independent": rng.standard_normal(ALPHAS.size),
+                 "shared": rng.standard_normal(), "tilt": rng.standard_normal() * ramp}[mode]
             f = fit_branch_end(ALPHAS, _theta() + err * z, err)
-            hits += abs(f["alpha_end"] - END) <= 1.96 * f["err"]
-            widths.append(2 * 1.96 * f["err"])
-        assert hits / 400 >= 0.93, (shared, hits)
-        assert np.median(widths) < 0.02, (shared, np.median(widths))
+            hits += abs(f["alpha_end"] - END) <= Z * f["err"]
+            hits_fit += abs(f["alpha_end"] - END) <= Z * f["err_fit"]
+            widths.append(2 * Z * f["err"])
+        assert hits / 400 >= 0.93, (mode, hits)
+        assert np.median(widths) < 0.02, (mode, np.median(widths))
+        if mode == "tilt":
+            assert hits_fit / 400 < 0.8, hits_fit
 
 
 def test_fit_needs_two_points_and_a_rising_branch():
@@ -49,10 +58,10 @@ def test_fit_needs_two_points_and_a_rising_branch():
 def test_combine_scales_the_error_by_the_sweeps_disagreement():
     agree = combine_branch_ends([0.705, 0.706], [0.002, 0.002])
     assert agree.value == pytest.approx(0.7055) and agree.n == 2 and agree.kind == "quadrature"
-    assert agree.hi - agree.value == pytest.approx(1.96 * 0.002 / np.sqrt(2))  # chi2 < 1
+    assert agree.hi - agree.value == pytest.approx(Z * 0.002 / np.sqrt(2))  # chi2 < 1
     apart = combine_branch_ends([0.700, 0.712], [0.002, 0.002])  # 4.2 combined errors apart
     chi2 = 2 * (0.006 / 0.002) ** 2
-    assert apart.hi - apart.value == pytest.approx(1.96 * 0.002 / np.sqrt(2) * np.sqrt(chi2))
+    assert apart.hi - apart.value == pytest.approx(Z * 0.002 / np.sqrt(2) * np.sqrt(chi2))
     assert apart.contains(0.700) and apart.contains(0.712)
     part = combine_branch_ends([0.705, np.nan], [0.002, np.nan])
     assert part.n == 1 and part.n_dropped == 1 and part.dropped
@@ -68,9 +77,10 @@ def test_branch_end_fit_checks_its_arguments():
 
 @pytest.mark.slow
 def test_fitted_end_error_bars_cover_the_spread_of_independent_sweeps():
-    """Four independent families of 12 scramblings of 2^12 and 2^13 points, five alphas from 0.80
-    to 0.72 (about 3 CPU minutes each): every pair of fitted ends agrees within 3 combined errors,
-    and the combined interval is finite and contains every sweep's end within 3 of its errors."""
+    """Issue 47, part 7: four independent families of 12 scramblings of 2^12 and 2^13 points, five
+    alphas from 0.80 to 0.72 (80 to 170 s a sweep on the loaded 2-core machine): every pair of
+    fitted ends agrees within 1.96 combined errors (the errors cover the spread between families),
+    and the combined interval holds every sweep's end."""
     r = branch_end_fit([0.80, 0.78, 0.76, 0.74, 0.72], omega=0.3, log2_points=13,
                        replicates=4, seed=0, cache=False)
     ends = np.array([f["alpha_end"] for f in r["fits"]])
@@ -78,7 +88,6 @@ def test_fitted_end_error_bars_cover_the_spread_of_independent_sweeps():
     assert np.all(np.isfinite(ends)) and np.all((ends > 0.65) & (ends < 0.75)), ends
     for i in range(4):
         for j in range(i):
-            assert abs(ends[i] - ends[j]) <= 3 * np.hypot(errs[i], errs[j]), (ends, errs)
+            assert abs(ends[i] - ends[j]) <= Z * np.hypot(errs[i], errs[j]), (ends, errs)
     est = r["estimate"]
-    assert np.isfinite(est.lo) and np.isfinite(est.hi)
-    assert np.all(np.abs(ends - est.value) <= 3 * errs), (ends, errs, est)
+    assert est.n == 4 and np.all((ends >= est.lo) & (ends <= est.hi)), (ends, errs, est)
