@@ -30,6 +30,14 @@ FORMS = {
 }
 
 
+def _fits(d: np.ndarray, y: np.ndarray, se: np.ndarray, names: Sequence[str], z: float,
+          level: float, *, min_dof: int) -> dict[str, dict[str, Any]]:
+    """:func:`_fit` of every form in ``names`` that keeps at least ``min_dof`` degrees of
+    freedom."""
+    fits = {name: _fit(d, y, se, name, z, level) for name in names}
+    return {k: f for k, f in fits.items() if f["dof"] >= min_dof}
+
+
 def choose_form(d: Any, y: Any, se: Any, *, forms: Sequence[str] | None = None,
                 level: float = 0.95, delta_aic: float = 2.0) -> dict[str, Any]:
     """The approach of a seed mean ``y(d)`` to its limit, chosen by fit quality.
@@ -70,11 +78,7 @@ def choose_form(d: Any, y: Any, se: Any, *, forms: Sequence[str] | None = None,
         ``acceptable`` (names, the chosen form first).
     """
     d, y, se, names, z = _inputs(d, y, se, forms, level, min_points=3)
-    fits = {}
-    for name in names:
-        f = _fit(d, y, se, name, z, level)
-        if f["dof"] >= 2:
-            fits[name] = f
+    fits = _fits(d, y, se, names, z, level, min_dof=2)
     if not fits:
         raise ValueError(f"d: {d.size} points leave no form two degrees of freedom (need >= 4)")
     best = min(fits, key=lambda f: fits[f]["aic"])
@@ -127,11 +131,7 @@ def accept_forms(d: Any, y: Any, se: Any, *, forms: Sequence[str] | None = None,
     if not (0.0 < p_min < 1.0):
         raise ValueError(f"p_min must lie in (0, 1); got {p_min!r}")
     d, y, se, names, z = _inputs(d, y, se, forms, level, min_points=3)
-    fits = {}
-    for name in names:
-        f = _fit(d, y, se, name, z, level)
-        if f["dof"] >= 1:
-            fits[name] = f
+    fits = _fits(d, y, se, names, z, level, min_dof=1)
     if not fits:
         raise ValueError(f"d: {d.size} points leave no form a degree of freedom (need >= 3)")
     ok = sorted((f for f in fits if fits[f]["p_value"] >= p_min), key=lambda f: fits[f]["chi2"])
