@@ -154,7 +154,7 @@ REGISTRY: tuple[Claim, ...] = (
           "from the published, for θ and for the test error (both must hold; either following "
           "the published theory, or 4 from both, fails)",
           "2 and 4 standard errors: following and separating (fixed in "
-          "scripts/PHASE_CONFIRM.md before the run)", "follows_theory_per_form",
+          "scripts/PHASE_CONFIRM.md before the run)", "per_form_theory",
           number="lowest_min_pooled_test_limit", recorded=True),
     Claim("own_over_path", "stump", CH3, "GD tracks beyond the certificate",
           "own-calibration tracking scale over β*, median over shapes (the range, smallest to "

@@ -9,7 +9,7 @@ Every claim a chapter judges goes through one function of this module, one per k
 - :func:`growth_up_to_logs`: the same for a quantity claimed to *grow* at least like ``x^a``
   up to logarithms (the certified scale that an upper bound rests on);
 - :func:`choose_theory`: measurements against two competing predictions (z-scores);
-- :func:`follows_theory_per_form`: an extrapolation in ``d`` against two predictions, each
+- :func:`per_form_theory`: an extrapolation in ``d`` against two predictions, each
   acceptable approach form judged with its own fit (z-scores per form);
 - :func:`all_hold`: a claim that needs every part to hold (fails as soon as one part fails);
 - :func:`ordering`: an ordering between two estimated quantities (``alpha_l >= alpha_c``);
@@ -43,7 +43,7 @@ from stumplib.book.typeset import typeset
 from stumplib.core.stats import Estimate
 
 __all__ = ["STATUSES", "Verdict", "against_target", "at_least", "at_most", "rate_up_to_logs",
-           "growth_up_to_logs", "log_slopes", "choose_theory", "follows_theory_per_form",
+           "growth_up_to_logs", "log_slopes", "choose_theory", "per_form_theory",
            "ordering", "combine", "all_hold", "located", "short_reason", "MAX_REASON_WORDS"]
 
 STATUSES = ("holds", "fails", "undecided", "partly")
@@ -363,7 +363,7 @@ def choose_theory(z_claimed: Sequence[float], z_other: Sequence[float], *,
     return Verdict("undecided", _sentence(f"{what} do not separate the theories: {nums}{more}"))
 
 
-def follows_theory_per_form(z_claimed: Mapping[str, float], z_other: Mapping[str, float], *,
+def per_form_theory(z_claimed: Mapping[str, float], z_other: Mapping[str, float], *,
                             names: tuple[str, str] = ("the accurate theory",
                                                       "the published theory"),
                             follow: float = 2.0, separate: float = 4.0,

@@ -7,7 +7,7 @@ criterion, every form within 2 of the best) and :func:`accept_forms` (three or m
 two-parameter form whose fit is not rejected at 5%, as chapter 6's confirmatory run fixed in
 advance). Either way, every acceptable form is judged with its **own** fit: :func:`form_z` gives
 each one's limit, standard error and z-score against a theory (the book's rule that uses them is
-:func:`stumplib.book.verdicts.follows_theory_per_form`).
+:func:`stumplib.book.verdicts.per_form_theory`).
 """
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ def test_every_claim_names_an_existing_verdict_function_and_states_its_rule():
 
 
 def test_the_chapter_decision_and_two_head_rows_have_entries():
-    assert R.claim("lowest_min").rule == "follows_theory_per_form"
+    assert R.claim("lowest_min").rule == "per_form_theory"
     assert R.claim("two_head").chapter == "chapters/05_boundary_symmetrization"
     with pytest.raises(KeyError, match="no claim 'nope'"):
         R.claim("nope")

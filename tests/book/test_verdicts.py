@@ -220,28 +220,28 @@ def test_a_rate_or_growth_interval_too_wide_cannot_hold():
     ({"1/d": -2.63, "1/sqrt(d)": -2.29}, {"1/d": 6.14, "1/sqrt(d)": 2.74}, "undecided",
      "does not separate"),
 ])
-def test_follows_theory_per_form_branches(za, zb, status, words):
-    v = V.follows_theory_per_form(za, zb, what="the limit")
+def test_per_form_theory_branches(za, zb, status, words):
+    v = V.per_form_theory(za, zb, what="the limit")
     assert v.status == status and words in v.sentence
     for f in za:  # every form's own z-scores are quoted, in the order given
         assert f"{za[f]:+.1f}, {zb[f]:+.1f}" in v.sentence
 
 
-def test_follows_theory_per_form_needs_every_form_where_the_largest_z_rule_needs_one():
+def test_per_form_theory_needs_every_form_where_the_largest_z_rule_needs_one():
     """choose_theory holds when the largest |z| from the accurate theory is within 2 and ONE
     point is 4 from the published; the per-form rule needs EVERY form 4 from the published."""
     za, zb = {"1/d": 0.5, "1/sqrt(d)": -1.0}, {"1/d": 6.0, "1/sqrt(d)": 2.5}
     assert V.choose_theory(list(za.values()), list(zb.values())).status == "holds"
-    assert V.follows_theory_per_form(za, zb).status == "undecided"
+    assert V.per_form_theory(za, zb).status == "undecided"
 
 
-def test_follows_theory_per_form_without_a_form_or_with_bad_input():
-    assert V.follows_theory_per_form({}, {}).status == "undecided"
-    assert "no acceptable form" in V.follows_theory_per_form({}, {}, what="θ").sentence
+def test_per_form_theory_without_a_form_or_with_bad_input():
+    assert V.per_form_theory({}, {}).status == "undecided"
+    assert "no acceptable form" in V.per_form_theory({}, {}, what="θ").sentence
     with pytest.raises(ValueError, match="same forms"):
-        V.follows_theory_per_form({"1/d": 0.1}, {"1/sqrt(d)": 5.0})
+        V.per_form_theory({"1/d": 0.1}, {"1/sqrt(d)": 5.0})
     with pytest.raises(ValueError, match="finite"):
-        V.follows_theory_per_form({"1/d": float("nan")}, {"1/d": 5.0})
+        V.per_form_theory({"1/d": float("nan")}, {"1/d": 5.0})
 
 
 @pytest.mark.parametrize("parts, status", [

@@ -328,7 +328,9 @@ def two_head_profiles(PROF2, N_show, names):
         ax.set_xlabel(r"threshold $\tau$")
         ax.set_title(rf"$N = {N}$", fontsize=10)
     axes[0].set_ylabel(r"MSE $\times N^2$")
-    style.legend(axes[0], fontsize=9, ncol=2)
+    # one column when a rule's name is long (the comparator of the two-head claim can be),
+    # so that a legend placed below its panel does not widen the figure
+    style.legend(axes[0], fontsize=9, ncol=1 if max(map(len, names)) > 20 else 2)
     ax = axes[-1]
     for i, N in enumerate(N_show):
         rec = PROF2[N]

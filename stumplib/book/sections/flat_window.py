@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from stumplib.book.verdicts import Verdict, all_hold, follows_theory_per_form
+from stumplib.book.verdicts import Verdict, all_hold, per_form_theory
 from stumplib.phase.scaling_forms import choose_form
 
 __all__ = ["scaling_rows", "lowest_minima_rows", "per_form", "lowest_min_verdict",
@@ -163,7 +163,7 @@ def lowest_min_verdict(fit: Mapping[str, Any] | None, accurate: float, accurate_
                        what: str = "the lowest minima's test error") -> Verdict:
     """Whether an extrapolation in ``d`` of the lowest minima follows the accurate theory rather
     than the published one: every acceptable form judged with its own fit and standard error
-    (:func:`per_form`, :func:`stumplib.book.verdicts.follows_theory_per_form`).
+    (:func:`per_form`, :func:`stumplib.book.verdicts.per_form_theory`).
 
     Parameters
     ----------
@@ -201,7 +201,7 @@ def lowest_min_verdict(fit: Mapping[str, Any] | None, accurate: float, accurate_
     if any(not (np.isfinite(v["z_accurate"]) and np.isfinite(v["z_published"]))
            for v in forms.values()):
         return Verdict("undecided", f"{what}: an acceptable form has no finite limit.")
-    return follows_theory_per_form({f: v["z_accurate"] for f, v in forms.items()},
+    return per_form_theory({f: v["z_accurate"] for f, v in forms.items()},
                                    {f: v["z_published"] for f, v in forms.items()},
                                    follow=follow, separate=separate, what=what)
 

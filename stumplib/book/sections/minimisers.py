@@ -42,21 +42,19 @@ def dynamics_rows(checks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     Returns
     -------
     list of dict
-        Rows ``omega``, ``alpha``, ``∂F_m/∂m``, ``solver``, ``|m| sqrt(d), d = <d>`` (the median
-        over the converged runs, one column per ``d``), ``its interval, d = <largest d>`` (the
-        median's distribution-free interval and its coverage, where the checks carry it),
-        ``dynamics``, ``agree`` and ``not converged``.
+        Rows ``alpha``, ``∂F_m/∂m``, ``solver``, ``|m| sqrt(d), d = <d>`` (the median over the
+        converged runs, one column per ``d``), ``interval`` (at the largest ``d``: the median's
+        distribution-free interval and its coverage, where the checks carry it), ``dynamics``,
+        ``agree`` and ``unconverged`` (omega, the same for every row, is stated beside the table).
     """
     rows = []
     for c in checks:
-        row = {"omega": c["omega"], "alpha": c["alpha"], "∂F_m/∂m": c["derivative"],
-               "solver": c["solver"]}
+        row = {"alpha": c["alpha"], "∂F_m/∂m": c["derivative"], "solver": c["solver"]}
         row.update({f"|m| sqrt(d), d = {d}": m for d, m in zip(c["ds"], c["median_abs_m"])})
         if "median_lo" in c:
-            row[f"its interval, d = {c['ds'][-1]}"] = (f"[{c['median_lo']:.3g}, "
-                                                      f"{c['median_hi']:.3g}] "
-                                                      f"({c['median_coverage']:.0%})")
+            row["interval"] = (f"[{c['median_lo']:.3g}, {c['median_hi']:.3g}] "
+                               f"({c['median_coverage']:.0%})")
         row.update(dynamics=c["dynamics"], agree=c["agree"])
-        row["not converged"] = c["not_converged"]
+        row["unconverged"] = c["not_converged"]
         rows.append(row)
     return rows

@@ -27,8 +27,8 @@ def test_dynamics_rows_have_one_column_per_d_in_the_order_of_the_check():
     checks = [dict(omega=0.3, alpha=1.5, derivative=-1.6, solver="stable", ds=[40, 160],
                    median_abs_m=[2.0, math.nan], dynamics="decays", agree=True, not_converged=3)]
     (row,) = dynamics_rows(checks)
-    assert list(row) == ["omega", "alpha", "∂F_m/∂m", "solver", "|m| sqrt(d), d = 40",
-                         "|m| sqrt(d), d = 160", "dynamics", "agree", "not converged"]
+    assert list(row) == ["alpha", "∂F_m/∂m", "solver", "|m| sqrt(d), d = 40",
+                         "|m| sqrt(d), d = 160", "dynamics", "agree", "unconverged"]
     assert row["∂F_m/∂m"] == -1.6 and row["|m| sqrt(d), d = 40"] == 2.0
-    assert math.isnan(row["|m| sqrt(d), d = 160"]) and row["not converged"] == 3
+    assert math.isnan(row["|m| sqrt(d), d = 160"]) and row["unconverged"] == 3
     assert row["agree"] is True and dynamics_rows([]) == []
