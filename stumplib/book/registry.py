@@ -153,8 +153,8 @@ REGISTRY: tuple[Claim, ...] = (
           "every acceptable form within 2 standard errors of the accurate theory and at least 4 "
           "from the published, for θ and for the test error (both must hold; either following "
           "the published theory, or 4 from both, fails)",
-          "2 and 4 standard errors: following and separating (fixed in "
-          "scripts/PHASE_CONFIRM.md before the run)", "per_form_theory",
+          "2 and 4 standard errors: following and separating (fixed before the run's "
+          "data)", "per_form_theory",
           number="lowest_min_pooled_test_limit", recorded=True),
     Claim("own_over_path", "stump", CH3, "GD tracks beyond the certificate",
           "own-calibration tracking scale over β*, median over shapes (the range, smallest to "
