@@ -100,6 +100,9 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Any], l
     ap.add_argument("--d", type=int, nargs="+", default=[500, 1000, 2000])
     ap.add_argument("--seeds", type=int, nargs="+", default=[24, 12, 8],
                     help="seeds 0..S-1 per dimension (one value, or one per --d)")
+    ap.add_argument("--pick", nargs="+", default=None, metavar="D:S,S,...",
+                    help="search only these seeds of these dimensions, in this order (replaces "
+                    "--d and --seeds for the landscape stage; for example 4000:1,3 8000:2)")
     ap.add_argument("--alpha", type=float, default=1.0164)
     ap.add_argument("--theta-range", type=float, nargs=3, default=[0.082, 0.112, 7],
                     help="first, last held theta and their number")
@@ -148,6 +151,16 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Any], l
             raise ValueError(f"seeds: one value or one per --d ({len(ds)}); got {len(a.seeds)}")
         seeds = [check_int(f"seeds[{i}]", s, minimum=1, maximum=100_000)
                  for i, s in enumerate(a.seeds * len(ds) if len(a.seeds) == 1 else a.seeds)]
+        pick: list[tuple[int, int]] = []
+        for item in a.pick or []:
+            dd, _, ss = item.partition(":")
+            if not (dd.isdigit() and ss and all(x.isdigit() for x in ss.split(","))):
+                raise ValueError(f"pick: expected D:S,S,... (for example 4000:1,3); got {item!r}")
+            pick += [(check_int("pick d", int(dd), minimum=4, maximum=1_000_000),
+                      check_int("pick seed", int(x), minimum=0, maximum=100_000))
+                     for x in ss.split(",")]
+        if len(set(pick)) != len(pick):
+            raise ValueError(f"pick: each (d, seed) once; got {a.pick}")
         c_seeds = check_int("control seeds", int(a.control[2]), minimum=1, maximum=100_000)
         device = resolve_device(a.device)
         p = dict(alpha=check_real("alpha", a.alpha, low=0.0, low_open=True, high=100.0),
@@ -186,8 +199,9 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Any], l
         tasks += [Task(seed_task("control", s), ("control", p["control_d"], s, p), gpu=gpu)
                   for s in range(c_seeds)]
     if "landscape" in a.stages:
-        tasks += [Task(seed_task(d, s), ("window", d, s, p), gpu=gpu)
-                  for d, n in sorted(zip(ds, seeds), reverse=True) for s in range(n)]
+        order = pick or [(d, s) for d, n in sorted(zip(ds, seeds), reverse=True)
+                         for s in range(n)]
+        tasks += [Task(seed_task(d, s), ("window", d, s, p), gpu=gpu) for d, s in order]
     gpus = 0
     if gpu and a.scheduler is None:
         import torch

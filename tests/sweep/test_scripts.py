@@ -145,6 +145,25 @@ def test_the_flat_window_keeps_A_and_gtol_on_resume(tmp_path):
     assert r.returncode == 0 and "1 task: 0 done now, 1 already in the store" in r.stdout
 
 
+def test_the_flat_window_pick_searches_only_the_listed_seeds_with_the_same_data(tmp_path):
+    """--pick (the search-bias study of chapter 6) runs the listed (d, seed) tasks in the given
+    order, each the same search as the full sweep's task of that seed."""
+    base = ["--stages", "landscape", "--theta-range", "0.085", "0.11", "2", "--rotations", "0",
+            "--perturb", "0.1", "--workers", "0", "--no-progress"]
+    full, picked = tmp_path / "full.npz", tmp_path / "picked.npz"
+    r = script("phase_flat_window.py", *base, "--d", "24", "--seeds", "3", "--out", str(full))
+    assert r.returncode == 0, r.stderr
+    r = script("phase_flat_window.py", *base, "--pick", "24:2,0", "--out", str(picked))
+    assert r.returncode == 0, r.stderr
+    (got, _), (want, _) = read_store(picked), read_store(full)
+    assert list(got["tasks"]) == ["d24_seed2", "d24_seed0"]
+    z, w = np.load(picked), np.load(full)
+    for k in ("loss", "theta", "line_loss"):
+        assert np.allclose(z[f"d24_seed2/{k}"], w[f"d24_seed2/{k}"], rtol=1e-9, atol=0), k
+    r = script("phase_flat_window.py", *base, "--pick", "24:1,1", "--out", str(picked))
+    assert r.returncode == 2 and "pick: each (d, seed) once" in r.stderr
+
+
 def test_the_phase_diagram_per_omega_is_the_joint_diagram(tmp_path):
     from stumplib.phase.diagram import phase_diagram
 
