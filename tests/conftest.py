@@ -37,6 +37,18 @@ def _float64():
     torch.set_default_dtype(old)
 
 
+@pytest.fixture
+def book_cache():
+    """The book's results cache installed as :func:`stumplib.core.memo.remember`'s store (as
+    :func:`stumplib.book.start` does in a chapter), the previous store restored afterwards."""
+    from stumplib.book import cache
+    from stumplib.core import memo
+
+    old = memo.install(cache.store)
+    yield cache.store
+    memo.install(old)
+
+
 @pytest.fixture(autouse=True)
 def _one_thread():
     """One intra-op thread for every test, restored afterwards: the tests' tensors are small, gain

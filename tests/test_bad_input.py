@@ -256,19 +256,9 @@ def _corpus_loss_and_grad(**kw):
     return corpus_loss_and_grad(**{"beta": one, "b": one, "corpora": corpora, **kw})
 
 
-def _certified_scale(**kw):
-    from stumplib.stump.transfer import certified_scale
-    return certified_scale(**{"m": 16, "n": 16, "n_corpora": 4, "device": "cpu", **kw})
-
-
 def _transfer_profile(**kw):
     from stumplib.stump.transfer import transfer_profile
     return transfer_profile(**{"m": 4, "n": 4, "betas": [2.0, 4.0], "n_corpora": 4, "device": "cpu", **kw})
-
-
-def _bootstrap_certified(**kw):
-    from stumplib.stump.transfer import bootstrap_certified
-    return bootstrap_certified(**{"profiles": [_transfer_profile()], "level": 0.5, "n_boot": 10, **kw})
 
 
 def _default_beta_grid(**kw):
@@ -613,12 +603,7 @@ TABLE = [
         "b": [(torch.ones(2, dtype=torch.float64), "b must have shape")],
         "corpora": [({}, "corpora")]}),
     # the corpus gradient along the path and the certified scale (transfer, certified)
-    ("transfer.certified_scale", _certified_scale, {
-        "m": [(0, "m")], "n": [(2.5, "n")], "seed": [(-1, "seed")], "device": DEVICE[:1],
-        "level": [(NAN, "level"), (0.0, "level")], "n_corpora": [(1, "n_corpora")],
-        "stat": [("max", "stat")], "which": [("b", "which")], "tau_lo": [(0.9, "tau_lo")]}),
     ("transfer.transfer_profile", _transfer_profile, {"betas": [([4.0, 2.0], "betas"), ([], "betas")]}),
-    ("transfer.bootstrap_certified", _bootstrap_certified, {"profiles": [([], "profiles")]}),
     ("transfer.default_beta_grid", _default_beta_grid, {"per_octave": [(0, "per_octave")]}),
     ("transfer.crossing_scale", _crossing_scale, {"betas": [([1.0, 1.0], "betas")]}),
     ("certified.certified_scales", _certified_scales, {
@@ -937,8 +922,7 @@ CASES = [pytest.param(call, arg, value, word, id=f"{name}-{arg}-{value!r}"[:80])
          for name, call, args in TABLE for arg, bad in args.items() for value, word in bad]
 
 #: entry points whose valid call takes more than about a second (their own test files run them)
-SLOW = ("trainer.train_gd", "frozen.sq_errors", "transfer.certified_scale", "phase.state_evolution",
-        "certified.certified_scales")
+SLOW = ("trainer.train_gd", "frozen.sq_errors", "phase.state_evolution", "certified.certified_scales")
 
 
 @pytest.mark.parametrize("call, arg, value, word", CASES)

@@ -68,8 +68,8 @@ def _sq_errors():
 
 
 def _certified_scale():
-    from stumplib.stump.transfer import certified_scale
-    return certified_scale(m=16, n=16, n_corpora=4, device="cpu", seed=2)
+    from stumplib.stump.certified import certified_scales
+    return certified_scales(shapes=[(16, 16)], n_corpora=4, n_boot=10, cache=False, seed=2)
 
 
 def _attention_gd():

@@ -402,7 +402,10 @@ def test_check_flags_a_panel_letter_over_a_y_label_and_not_one_beside_it():
     for ax in axes:
         ax.plot([0, 1], [0, 1])
         ax.set_ylabel("a y label long enough to reach the top of its panel and beyond it")
-    axes[2].text(-0.06, 0.5, "(c)", transform=axes[2].transAxes, fontsize=11)  # planted: on it
+    fig.canvas.draw()  # planted on the y label, wherever the tick labels' size puts it
+    yl = axes[2].yaxis.label.get_window_extent()
+    x_ax = axes[2].transAxes.inverted().transform(((yl.x0 + yl.x1) / 2, 0))[0]
+    axes[2].text(x_ax, 0.5, "(c)", transform=axes[2].transAxes, fontsize=11, ha="center")
     got = [p for p in figcheck.figure_problems(fig) if "panel letter" in p]
     assert got and "(c) lies over the text 'a y label" in got[0]
     fig, axes = style.panels(3, height=2.6)
@@ -431,3 +434,79 @@ def test_check_flags_two_thin_lines_that_render_the_same_grey():
     ax.legend(loc="upper right")
     assert not [p for p in figcheck.figure_problems(fig) if "alike" in p]
     plt.close("all")
+
+
+# ------------------------------------------------------------------ format, resolution, font size
+def test_figures_are_glued_as_svg_and_pdf_with_text_no_smaller_than_the_small_print():
+    """Inside IPython (a chapter) :func:`style.use` makes the inline backend glue SVG (the pages)
+    and PDF (the PDF book); the SVG is at most 7 in (+ its margin) = 677 CSS px wide, and every
+    text of a chapter figure is at least the page's small print (14.4 px = 10.8 pt)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    assert figcheck.format_problems(style.FIGURE_FORMATS) == []
+    assert style.MIN_FONT_PT * figcheck.CSS_PX_PER_INCH / 72 >= figcheck.SMALL_PRINT_PX
+    assert abs(figcheck.LEGIBLE_PT - 10.8) < 1e-9
+    had = InteractiveShell.initialized()
+    shell = InteractiveShell.instance()
+    try:
+        style.use()
+        fig, ax = style.figure()
+        ax.plot([0, 1], [0, 1], label="line")
+        data, _ = shell.display_formatter.format(fig)
+        assert "image/svg+xml" in data and "application/pdf" in data
+        assert "image/png" not in data  # no bitmap for the pages to pick
+        import re
+
+        svg = data["image/svg+xml"]
+        width_pt = float(re.search(r'<svg[^>]*\swidth="([0-9.]+)pt"', svg).group(1))
+        # the column plus the crop's margin (677 CSS px; the column is 690 px at 1280 px and
+        # wider at 1400 px): shown at its natural size, never shrunk
+        assert width_pt <= (style.COLUMN_WIDTH + 2 * style.PAD_INCHES) * 72 + 0.5
+        sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text)
+                 if t.get_visible() and t.get_text().strip()]
+        assert min(sizes) >= figcheck.LEGIBLE_PT
+        plt.close(fig)
+    finally:
+        if not had:
+            InteractiveShell.clear_instance()
+
+
+def test_format_check_flags_soft_bitmaps_and_passes_vector_or_2x():
+    assert figcheck.format_problems(["svg"]) == []
+    assert figcheck.format_problems(["svg", "pdf"]) == []
+    assert figcheck.format_problems(["png"], dpi=192) == []
+    assert figcheck.format_problems(["retina"], dpi=98) == []
+    got = figcheck.format_problems(["png"], dpi=98)
+    assert got and "98 dpi" in got[0]
+    assert figcheck.format_problems(["pdf"])  # the pages would have no figure
+
+
+def test_lowest_minima_bars_reach_a_theory_exactly_when_the_rule_says_it_is_followed():
+    """Fig. 28: each acceptable form's bar is the rule's reach (2 combined standard errors, the
+    z-score's denominator), so it reaches the accurate line when |z| <= 2 and stops short when
+    |z| > 2; the saturation panel counts starts in integers."""
+    import inspect
+
+    from stumplib.book.plots import phase as ch6
+    from stumplib.book.registry import rule_arguments
+    from stumplib.phase.scaling_forms import form_z
+
+    reach = inspect.signature(ch6.lowest_minima_figure).parameters["reach"].default
+    assert reach == rule_arguments("lowest_min")["follow"]
+    summ, lim, searches = _lowest_minima_data()
+    f = lim["lowest_test_error"]
+    order = [f["form"]] + [g for g in f["acceptable"] if g != f["form"]]
+    err = 1e-6
+    for shift in (1.5, 2.5):  # the accurate theory at 1.5 and at 2.5 combined SE of the form
+        se = float(f["fits"][f["form"]]["se"])
+        acc = float(f["fits"][f["form"]]["limit"].value) + shift * np.hypot(se, err)
+        z = form_z(f["fits"], order, acc, err)[f["form"]]["z"]
+        fig = ch6.lowest_minima_figure(summ, lim, searches, accurate=acc, accurate_err=err,
+                                       published=0.0026, theory_theta=0.0966)
+        ax = fig.axes[0]
+        bar = next(c for c in ax.containers if c.get_label().startswith("limit"))
+        top = max(np.asarray(seg)[:, 1].max() for seg in bar.lines[2][0].get_segments())
+        assert (top >= 1e3 * acc - 1e-9) == (abs(z) <= reach), (shift, z, top, 1e3 * acc)
+        ticks = fig.axes[2].get_xticks()
+        assert np.allclose(ticks, np.round(ticks))
+        plt.close(fig)

@@ -645,25 +645,23 @@ def test_verdict_boxes_show_badges(facts):
 
 
 def test_reference_page_lists_the_public_functions(facts):
-    """reference.html documents every public function and class of the library's modules."""
+    """reference.html documents every public function and class of the library: the names in the
+    ``__all__`` of each package (:data:`tests.test_public_api.PUBLIC`)."""
     import importlib
     import inspect
+
+    from test_public_api import PUBLIC
 
     if "reference.html" not in PAGES:
         pytest.skip("no reference.html in the built site")
     entries = set(facts("reference.html")["apiEntries"])
     missing = []
-    for mod in ("stump.model", "stump.tasks", "stump.baselines", "stump.population", "stump.flow",
-                "stump.exponents", "stump.landscape", "stump.boundary", "core.stats.estimate",
-                "core.stats.ratios", "core.stats.resampling", "book.verdicts", "book.page",
-                "book.cache", "book.style", "book.supports", "core.validation", "core.device",
-                "core.results_io", "core.errors"):
-        m = importlib.import_module(f"stumplib.{mod}")
-        for name in getattr(m, "__all__", []):
+    for pkg, names in PUBLIC.items():
+        m = importlib.import_module(pkg)
+        for name in names:
             obj = getattr(m, name)
-            if (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == m.__name__:
-                if f"stumplib.{mod}.{name}" not in entries:
-                    missing.append(f"stumplib.{mod}.{name}")
+            if (inspect.isfunction(obj) or inspect.isclass(obj)) and f"{pkg}.{name}" not in entries:
+                missing.append(f"{pkg}.{name}")
     assert not missing, f"reference.html lacks {len(missing)} public names: {missing[:20]}"
 
 
@@ -732,13 +730,16 @@ def test_search_page_finds_pages(server, browser):
 
 # ------------------------------------------------------------------ figures and tables
 #: the book's panel width (stumplib.book.style: two panels share the 7-inch column) and its smallest
-#: font (the legend, 9 pt; tick labels 9.5 pt)
+#: figure font (stumplib.book.style.MIN_FONT_PT, 11 pt: ticks and legends)
 PANEL_INCHES = 3.5
-SMALLEST_FONT_PT = 9.0
+SMALLEST_FONT_PT = 11.0
 #: a figure is legible when each panel gets about this many CSS px and its smallest text renders
-#: at about its point size (9 pt = 12 CSS px; a little shrinking is tolerated)
+#: no smaller than the page's small print (the theme's 0.9 rem = 14.4 CSS px; 11 pt shown 1:1 is
+#: 14.7 px): a figure shrunk more than 2% to fit the column fails
 MIN_PX_PER_PANEL = 280
-MIN_FONT_PX = 11.0
+MIN_FONT_PX = 14.4
+#: CSS px per inch: an SVG's natural size (its width in pt times 96 / 72)
+CSS_PX_PER_INCH = 96.0
 
 
 @functools.lru_cache(maxsize=None)
@@ -781,9 +782,16 @@ def _figure_problems(f: dict, server: str) -> list[str]:
         if w > col["width"] + 1 or fig["right"] > col["left"] + col["width"] + 1:
             bad.append(f"{name}: {w:.0f} px wide, wider than the text column ({col['width']:.0f} px)")
         path = _figure_file(fig["src"], server)
-        dpi = _png_dpi(str(path)) if path and path.suffix.lower() == ".png" else None
-        if dpi is None:
-            continue  # not a matplotlib PNG (a logo, an SVG): no panel/font check
+        suffix = path.suffix.lower() if path else ""
+        if suffix == ".svg" and "_images" in path.parts:  # a figure a chapter glued (vector)
+            dpi = CSS_PX_PER_INCH
+        else:
+            dpi = _png_dpi(str(path)) if suffix == ".png" else None
+            if dpi is None:
+                continue  # not a matplotlib figure (a logo): no panel/font check
+            if nw < 2 * w - 1:  # a bitmap blurs on a high-DPI screen unless it has 2x pixels
+                bad.append(f"{name}: a {nw} px PNG shown {w:.0f} px wide (needs 2x: vector or "
+                           f"{2 * w:.0f} px)")
         panels = max(1, round(nw / dpi / PANEL_INCHES))
         font_px = SMALLEST_FONT_PT / 72 * dpi * w / nw
         if w < MIN_PX_PER_PANEL * panels - 1:

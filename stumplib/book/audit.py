@@ -14,8 +14,6 @@ from stumplib.book.registry import REGISTRY, claim
 from stumplib.book.runs import read_audit
 from stumplib.core.stats import coverage_ratio_range
 
-__all__ = ["seed_agreement", "audit_code_line", "AUDIT_HEADER", "audit_rows"]
-
 
 def seed_agreement(key: str, audit: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """How the audited seeds agree on ``key``'s status.

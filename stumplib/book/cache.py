@@ -10,8 +10,8 @@ and by the library's code version, so that a change to either recomputes.
   record.
 
 The science packages never import this module: they name what is worth keeping with
-:func:`stumplib.core.memo.remember`, and :func:`install` (run when :mod:`stumplib.book` is
-imported) makes this cache keep it (:func:`store`: silent, under a file lock when asked).
+:func:`stumplib.core.memo.remember`, and :func:`install` (called by :func:`stumplib.book.start`;
+importing :mod:`stumplib.book` installs nothing) makes this cache keep it (:func:`store`: silent, under a file lock when asked).
 """
 from __future__ import annotations
 
@@ -30,10 +30,6 @@ import torch
 from stumplib.core.version import PACKAGE, code_version
 from stumplib.core.results_io import (config_key, flatten, is_flat, load_structured, read_config,
                                      save_structured, unflatten)
-
-__all__ = ["CACHE_ENV", "RESULTS_ENV", "PACKAGE", "WARNINGS_LOG", "CacheWarning", "code_version",
-           "results_dir", "cache_enabled", "cached", "prune_results", "cache_warnings", "lock",
-           "store", "install"]
 
 CACHE_ENV = "STUMPBOOK_CACHE"
 RESULTS_ENV = "STUMPBOOK_RESULTS"

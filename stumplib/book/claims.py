@@ -20,8 +20,6 @@ from stumplib.book.registry import RULE_ARGS, ONE_ESTIMATE_RULES, REGISTRY, clai
 from stumplib.book.runs import read_audit
 from stumplib.core.stats import Estimate
 
-__all__ = ["judge", "decide", "decide_parts", "check", "glue_seed_agreement"]
-
 
 def judge(key: str, statistic: Estimate, **context: Any) -> V.Verdict:
     """Apply the registry's rule of ``key`` to the measured statistic.

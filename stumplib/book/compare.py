@@ -10,8 +10,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["load_claims", "compare_claims"]
-
 
 def load_claims(path: str | os.PathLike) -> list[dict[str, Any]]:
     """The claims of a build: ``claims.json`` itself, or a site folder holding it.

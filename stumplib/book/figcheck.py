@@ -8,10 +8,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LEGIBLE_PT", "figure_problems", "legend_problems", "panel_letter_problems"]
-
-#: the smallest font a reader can read at the column width, in points (:func:`figure_problems`)
-LEGIBLE_PT = 8.0
+#: CSS pixels per inch: an SVG figure of ``w`` inches is shown ``96 w`` px wide at its natural size
+CSS_PX_PER_INCH = 96.0
+#: the page's small print in CSS px: the theme's ``small`` (pydata-sphinx-theme
+#: ``--pst-font-size-milli``, 0.9 rem of the 16 px body text), also the figure captions' size
+SMALL_PRINT_PX = 14.4
+#: the smallest font allowed in a figure, in points at the column width (:func:`figure_problems`):
+#: the page's small print, ``SMALL_PRINT_PX * 72 / CSS_PX_PER_INCH`` = 10.8 pt
+LEGIBLE_PT = SMALL_PRINT_PX * 72.0 / CSS_PX_PER_INCH
+#: the pixel density a bitmap figure needs to be sharp on a high-DPI (2x) screen: twice the CSS
+#: pixels it is shown at
+MIN_BITMAP_DPI = 2 * CSS_PX_PER_INCH
+#: vector formats of the inline backend (resolution-free)
+VECTOR_FORMATS = ("svg", "pdf")
 
 
 def _drawn_points(artist, ax) -> "np.ndarray":
@@ -285,8 +294,9 @@ def figure_problems(fig) -> list[str]:
     - a legend sticks out of the figure;
     - a panel letter lies over another text (a y label, a tick label, a title) or outside the
       figure (:func:`panel_letter_problems`);
-    - any text is smaller than :data:`LEGIBLE_PT` points once the figure is shown at the column
-      width (a figure wider than :data:`stumplib.book.style.COLUMN_WIDTH` is shrunk, its fonts with it).
+    - any text is smaller than :data:`LEGIBLE_PT` points (the page's small print,
+      :data:`SMALL_PRINT_PX`) once the figure is shown at the column width (a figure wider than
+      :data:`stumplib.book.style.COLUMN_WIDTH` is shrunk, its fonts with it).
 
     Parameters
     ----------
@@ -344,6 +354,44 @@ def figure_problems(fig) -> list[str]:
         pt = t.get_fontsize() * scale
         if pt < LEGIBLE_PT - 1e-9:
             out.append(f"text {t.get_text()[:30]!r} is {pt:.1f} pt at the column width "
-                       f"(at least {LEGIBLE_PT:g})")
+                       f"(at least {LEGIBLE_PT:g}: the page's small print, {SMALL_PRINT_PX:g} px)")
     return out
 
+
+
+def format_problems(formats, dpi: float | None = None) -> list[str]:
+    """Whether figures glued in the inline backend's ``formats`` are sharp on a high-DPI screen.
+
+    The HTML pages show the first of SVG and PNG that a figure carries (myst-nb's priority). SVG
+    is vector: sharp at any density. A PNG is sharp only at :data:`MIN_BITMAP_DPI` or more (twice
+    the CSS pixels it is shown at; ``"retina"`` doubles ``dpi``). A format list without SVG or
+    PNG gives the pages no figure.
+
+    Parameters
+    ----------
+    formats : iterable of str
+        The inline backend's figure formats (``"svg"``, ``"pdf"``, ``"png"``, ``"retina"``, ...).
+    dpi : float or None
+        The PNG's dots per inch (``savefig.dpi``; ``None``: the matplotlib setting).
+
+    Returns
+    -------
+    list of str
+        One sentence per problem (empty: none).
+    """
+    import matplotlib as mpl
+
+    fm = {str(f).lower() for f in formats}
+    if "svg" in fm:
+        return []
+    if not fm & {"png", "retina", "png2x"}:
+        return [f"formats {sorted(fm)} give the web pages no figure (need svg or png)"]
+    d = float(mpl.rcParams["savefig.dpi"] if dpi is None or dpi == "figure" else dpi)
+    if dpi is None and mpl.rcParams["savefig.dpi"] == "figure":
+        d = float(mpl.rcParams["figure.dpi"])
+    if fm & {"retina", "png2x"}:
+        d *= 2
+    if d < MIN_BITMAP_DPI - 1e-9:
+        return [f"PNG figures at {d:g} dpi are soft on a high-DPI screen (a vector format, or at "
+                f"least {MIN_BITMAP_DPI:g} dpi: twice the {CSS_PX_PER_INCH:g} CSS px per inch shown)"]
+    return []

@@ -17,8 +17,6 @@ from stumplib.core.stats import Estimate
 if TYPE_CHECKING:
     from stumplib.book.verdicts import Verdict
 
-__all__ = ["glue_value", "glue_estimate", "glue_verdict", "typeset_reason"]
-
 
 def _glue(name: str, value: Any) -> None:
     from myst_nb import glue

@@ -28,9 +28,6 @@ from stumplib.core.device import resolve_device
 from stumplib.core.stats import Estimate
 from stumplib.core.validation import check_choice, check_int
 
-__all__ = ["PROFILES", "ENV_VAR", "resolve_profile", "check_parameters", "Chapter",
-           "start", "settings", "show_settings", "table"]
-
 PROFILES = ("smoke", "quick", "full")
 ENV_VAR = "STUMPBOOK_PROFILE"
 #: the first line of the cell papermill injects after the parameters cell (its ``comment``)
@@ -170,7 +167,9 @@ def start(profile: Any, device: Any, seed: Any = 0, *, token: Any = False,
           **overrides: Any) -> Chapter:
     """Start a chapter: refuse an unknown parameter name (:func:`check_parameters`), validate the
     shared parameters, resolve the settings, pin threads, start the clock, apply the book style and
-    float64. Prints nothing (the page shows no plumbing).
+    float64, and install the book's results cache as :func:`stumplib.core.memo.remember`'s store
+    (:func:`stumplib.book.cache.install`: importing :mod:`stumplib.book` installs nothing). Prints
+    nothing (the page shows no plumbing).
 
     Parameters
     ----------
@@ -185,7 +184,7 @@ def start(profile: Any, device: Any, seed: Any = 0, *, token: Any = False,
     -------
     Chapter
     """
-    from stumplib.book import style
+    from stumplib.book import cache, style
     from stumplib.core.validation import check_bool
 
     check_parameters()
@@ -203,6 +202,7 @@ def start(profile: Any, device: Any, seed: Any = 0, *, token: Any = False,
     _inline_figures()
     style.use()
     torch.set_default_dtype(torch.float64)
+    cache.install()
     return Chapter(profile, dev, seed, token, S, time.time())
 
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Claim", "REGISTRY", "RULE_ARGS", "ONE_ESTIMATE_RULES", "claim", "rule_arguments",
-           "RULE_HEADER", "registry_rows", "counted"]
 
 
 @dataclass(frozen=True)
@@ -231,8 +229,8 @@ REGISTRY: tuple[Claim, ...] = (
 #: interval does not resolve the claim to its own stated precision, and the claim is undecided
 RULE_ARGS: dict[str, dict[str, Any]] = {
     "pop_calibration": dict(bound=0.1, fmt=".3f"),
-    "pop_scale": dict(target=0.25, tol=1e-3, fmt=".4f", target_text="1/4", max_width=0.002),
-    "pop_error": dict(target=-0.25, tol=1e-3, fmt=".4f", target_text="-1/4", max_width=0.002),
+    "pop_scale": dict(target=0.25, tol=1e-3, fmt=".5f", target_text="1/4", max_width=0.002),
+    "pop_error": dict(target=-0.25, tol=1e-3, fmt=".5f", target_text="-1/4", max_width=0.002),
     "certified_scale": dict(exponent=1.0, fmt=".2f", max_width=0.5),
     "bound_mn": dict(exponent=-1.0, fmt=".2f", max_width=0.5),
     "bound_N": dict(exponent=-1.0, fmt=".2f", max_width=0.5),

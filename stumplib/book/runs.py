@@ -35,11 +35,6 @@ import numpy as np
 
 from stumplib.core.version import PACKAGE
 
-__all__ = ["RUNS_ENV", "AUDIT_NAME", "DECIDING_RUN_NAME", "MINIMISER_NAMES", "FLAT_WINDOW_NAME",
-           "RUN_PARAMETERS", "runs_dir", "run_file", "read_audit", "read_runs", "run_parameters",
-           "parameter_mismatches", "deciding_run", "read_minimisers", "read_flat_window",
-           "flat_window_record", "MissingRunWarning", "missing_message", "CONFIRM_NAME",
-           "CONFIRM_PLAN", "CONFIRM_PARAMETERS", "read_confirm"]
 
 RUNS_ENV = "STUMPBOOK_RUNS"
 #: the seed audit's file name (``scripts/seed_audit.py`` writes it)
@@ -60,6 +55,15 @@ CONFIRM_PLAN = {8000: 8, 4000: 16, 2000: 16}
 CONFIRM_PARAMETERS = dict(alpha=1.0164, seed=1, gtol=1e-8,
                           thetas=np.linspace(0.082, 0.112, 7).tolist(), n_rotations=2,
                           perturb_scales=[0.05, 0.1, 0.2, 0.4], same_tol=1e-3)
+#: chapter 6's search-bias study (``scripts/PHASE_BIAS.md``, pre-registered): the recorded
+#: sweep's late-found seeds searched again with a wider, denser held line
+BIAS_NAME = "PHASE_BIAS.npz"
+#: its seeds per dimension, in the order they run
+BIAS_PICKS = {4000: (1, 3, 4, 9, 11), 8000: (1, 2, 3, 4, 7)}
+#: its search: the recorded sweep's (``--seed 0``) with the line 0.075 to 0.12 in 16 points
+BIAS_PARAMETERS = dict(alpha=1.0164, seed=0, gtol=1e-8,
+                       thetas=np.linspace(0.075, 0.12, 16).tolist(), n_rotations=2,
+                       perturb_scales=[0.05, 0.1, 0.2, 0.4], same_tol=1e-3)
 #: the model parameters a stored run must share with the page that reads it
 RUN_PARAMETERS = ("omega", "sigma", "lam", "A")
 
@@ -226,8 +230,8 @@ def parameter_mismatches(recorded: Mapping[str, Any], expected: Mapping[str, Any
             continue
         got = np.asarray(recorded[k], dtype=float)
         if got.shape != want.shape or not np.allclose(got, want, rtol=1e-9, atol=0.0):
-            fmt = ((lambda v: str(np.round(v, 6).tolist())) if k == "A"
-                   else (lambda v: f"{float(v):g}"))
+            fmt = ((lambda v: f"{float(v):g}") if got.ndim == want.ndim == 0
+                   else (lambda v: str(np.round(v, 6).tolist())))
             out.append(f"{k} = {fmt(got)} (this page: {fmt(want)})")
     return out
 
@@ -497,3 +501,81 @@ def read_confirm(path: str | os.PathLike | None = None, *,
     out["message"] = f"{out['done']} of {planned} tasks done{failed}."
     return out
 
+
+
+def _requested_picks(command: str) -> dict[int, tuple[int, ...]]:
+    """The ``--pick D:S,S`` values of a recorded command line (empty if none)."""
+    m = re.search(r"--pick((?:\s+\d+:[\d,]+)+)", command)
+    out: dict[int, tuple[int, ...]] = {}
+    for item in (m.group(1).split() if m else []):
+        d, _, ss = item.partition(":")
+        out[int(d)] = tuple(int(x) for x in ss.split(","))
+    return out
+
+
+def read_bias(path: str | os.PathLike | None = None, *,
+              expect: Mapping[str, Any] | None = None,
+              picks: Mapping[int, Sequence[int]] | None = None) -> dict[str, Any]:
+    """Chapter 6's search-bias study (:data:`BIAS_NAME` under :func:`runs_dir`, or ``path``),
+    read as far as it has got and checked against its pre-registration
+    (``scripts/PHASE_BIAS.md``): a store with other parameters or other picked seeds is refused.
+
+    Parameters
+    ----------
+    path : str, os.PathLike or None
+        The store of ``scripts/phase_flat_window.py --pick ...``.
+    expect : mapping or None
+        The parameters it must have recorded (default :data:`BIAS_PARAMETERS`; the page adds its
+        model).
+    picks : mapping of int to sequence of int, or None
+        Seeds per dimension (default :data:`BIAS_PICKS`).
+
+    Returns
+    -------
+    dict
+        ``state`` (``"absent"``, ``"refused"``, ``"partial"`` or ``"complete"``), ``message``
+        (one sentence), ``done``, ``planned``, ``seeds`` (``{d: seeds done}``), ``searches``
+        (``{d: search records, seeds stacked}`` for each ``d`` with a seed done), ``picks``
+        (``{d: seeds planned}``), ``mismatch``.
+    """
+    from stumplib.sweep.readers import landscape_from_store
+    from stumplib.sweep.store import StoreError
+
+    want = {int(d): tuple(int(s) for s in v) for d, v in (BIAS_PICKS if picks is None
+                                                          else picks).items()}
+    expect = dict(BIAS_PARAMETERS if expect is None else expect)
+    p = Path(path) if path is not None else run_file(BIAS_NAME)
+    planned = sum(len(v) for v in want.values())
+    out: dict[str, Any] = dict(state="absent", done=0, planned=planned, searches={},
+                               seeds={d: 0 for d in sorted(want)}, picks=want, mismatch=[],
+                               name=p.name)
+    if not p.is_file():
+        out["message"] = f"0 of {planned} tasks done (no store yet)."
+        return out
+    try:
+        rec = landscape_from_store(p)
+    except StoreError as e:
+        out.update(state="refused", mismatch=[str(e)], message="the store is refused: "
+                   f"{str(e).replace(str(p), 'the file').rstrip('.')}.")
+        return out
+    st = rec["store"]
+    mismatch = parameter_mismatches(st["params"], expect)
+    for i, run in enumerate(st["runs"] or [{}]):
+        got = _requested_picks(str(run.get("command", "")))
+        if got != want:
+            mismatch.append(f"run {i + 1} picks {got or 'no seeds'} (pre-registered: {want})")
+            break
+    if mismatch:
+        out.update(state="refused", mismatch=mismatch, message="the store is refused: it "
+                   "differs from the pre-registered study (" + "; ".join(mismatch) + ").")
+        return out
+    for d, L in rec["landscape"].items():
+        if d in want and "search" in L:
+            out["searches"][d] = L["search"]
+            out["seeds"][d] = int(np.size(L["seeds"]))
+    out["done"] = int(sum(out["seeds"].values()))
+    out["state"] = "complete" if out["done"] == planned else "partial"
+    out["message"] = (f"{out['done']} of {planned} tasks done ("
+                      + ", ".join(f"{out['seeds'][d]} of {len(want[d])} at d = {d}"
+                                  for d in sorted(want)) + ").")
+    return out

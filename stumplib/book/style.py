@@ -3,10 +3,14 @@
 Call :func:`use` once at the top of a chapter (:func:`stumplib.book.start` does). Estimators and
 branches have fixed colours (:data:`COLORS`) so the same curve looks the same in every chapter.
 
-Size: every figure is drawn at most :data:`COLUMN_WIDTH` inches wide (the text column) and shown at
-:data:`SCREEN_DPI`, so a figure of the column's width is shown at its natural size (about 690 CSS
-px) and a font of ``k`` points renders at ``k * SCREEN_DPI / 72`` px, never shrunk. Fonts are at
-least 9 pt. :func:`figure` and :func:`panels` never return an empty panel.
+Size and format: every figure is drawn at most :data:`COLUMN_WIDTH` inches wide (the text column)
+and glued as vector graphics (:data:`FIGURE_FORMATS`: SVG for the web pages, PDF for the PDF
+book; :func:`use` sets the inline backend's formats), so it is sharp at any screen density. An SVG
+is shown at its natural size, 96 CSS px per inch (``COLUMN_WIDTH`` inches: 672 px), and a font of
+``k`` points renders at ``k * 96 / 72`` px: the smallest figure text, :data:`MIN_FONT_PT` (11 pt,
+14.7 px), is no smaller than the page's small print (the theme's ``small``, 0.9 rem = 14.4 px;
+:data:`stumplib.book.figcheck.LEGIBLE_PT`). :func:`figure` and :func:`panels` never return an
+empty panel.
 """
 from __future__ import annotations
 
@@ -15,16 +19,21 @@ import matplotlib.pyplot as plt
 
 from stumplib.book.figcheck import legend_problems
 
-__all__ = ["use", "COLORS", "COLUMN_WIDTH", "SCREEN_DPI", "MIN_FONT_PT", "figure",
-           "panels", "label_panels", "legend", "finish", "legend_below"]
-
 #: the text column's width in inches: a figure drawn at this width is shown at its natural size
 COLUMN_WIDTH = 7.0
-#: pixels per inch of the figures as glued into the pages (``figure.dpi``, used by the inline
-#: backend): ``COLUMN_WIDTH * SCREEN_DPI`` is about 690 px, the text column at 1280 px
+#: pixels per inch at which figures are drawn (``figure.dpi``): display coordinates of the
+#: figure checks and legend placement; the glued SVG is resolution-free
 SCREEN_DPI = 98
-#: the smallest font of any figure text (legends, ticks), in points
-MIN_FONT_PT = 9.0
+#: the formats figures are glued in (the inline backend's ``figure_formats``): SVG, which the
+#: HTML pages show (vector: sharp at any pixel density), and PDF, which the PDF book takes
+FIGURE_FORMATS = ("svg", "pdf")
+#: the margin (inches) left around a figure cropped to its drawing when glued
+PAD_INCHES = 0.02
+#: the smallest font of any figure text (legends, ticks, panel titles), in points: 14.7 CSS px
+#: at the natural size of an SVG, above the page's small print (14.4 px)
+MIN_FONT_PT = 11.0
+#: axis labels and panel letters, in points
+LABEL_PT = 12.0
 
 #: fixed colours for recurring curves (colour-blind-safe Okabe-Ito palette)
 COLORS = {
@@ -57,11 +66,17 @@ _RC = {
     "grid.alpha": 0.3,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "axes.titlesize": 11,
-    "axes.labelsize": 11,
-    "xtick.labelsize": 9.5,
-    "ytick.labelsize": 9.5,
+    "axes.titlesize": MIN_FONT_PT,
+    "axes.labelsize": LABEL_PT,
+    "xtick.labelsize": MIN_FONT_PT,
+    "ytick.labelsize": MIN_FONT_PT,
     "legend.fontsize": MIN_FONT_PT,
+    "legend.title_fontsize": MIN_FONT_PT,
+    "font.size": MIN_FONT_PT,
+    # text as outlines (the page needs no font) and stable element ids (the same figure gives the
+    # same SVG, so a rebuilt page does not differ for nothing)
+    "svg.fonttype": "path",
+    "svg.hashsalt": "stumplib",
     "legend.frameon": False,
     "lines.linewidth": 1.8,
     "lines.markersize": 5,
@@ -73,7 +88,8 @@ _RC = {
 
 
 def use() -> None:
-    """Apply the book's matplotlib style (:data:`COLUMN_WIDTH`, :data:`SCREEN_DPI`, fonts >= 9 pt).
+    """Apply the book's matplotlib style (:data:`COLUMN_WIDTH`, fonts >= :data:`MIN_FONT_PT`) and,
+    inside IPython (a chapter), glue figures in :data:`FIGURE_FORMATS` (:func:`inline_formats`).
 
     Parameters
     ----------
@@ -84,6 +100,38 @@ def use() -> None:
     None
     """
     mpl.rcParams.update(_RC)
+    inline_formats()
+
+
+def inline_formats(formats: tuple[str, ...] = FIGURE_FORMATS) -> bool:
+    """Make the inline backend render figures (shown or glued) in ``formats``: set now on the
+    running IPython shell and kept in the backend's configuration, so a backend activated later
+    in the session keeps them. Outside IPython (a script, the tests) nothing happens.
+
+    Parameters
+    ----------
+    formats : tuple of str
+        Inline backend formats (``"svg"``, ``"pdf"``, ``"png"``, ``"retina"``).
+
+    Returns
+    -------
+    bool
+        ``True`` when a shell was configured.
+    """
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import InlineBackend, set_matplotlib_formats
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    cfg = InlineBackend.instance()
+    # cropped to the drawing with a thin margin: a 7-inch figure stays within 677 CSS px
+    cfg.print_figure_kwargs = {"bbox_inches": "tight", "pad_inches": PAD_INCHES}
+    cfg.figure_formats = set(formats)
+    set_matplotlib_formats(*formats)
+    return True
 
 
 def _fit_width(width: float | None, ncols: int) -> float:
@@ -177,7 +225,7 @@ def label_panels(axes) -> None:
             ax.set_title("", loc="center")
             ax.set_title(f"{letter}  {title}", loc="left", fontsize=size)
             continue
-        ax.set_title(letter, loc="left", fontsize=11, fontweight="bold")
+        ax.set_title(letter, loc="left", fontsize=LABEL_PT, fontweight="bold")
 
 
 def _placement_free(kw: dict) -> None:

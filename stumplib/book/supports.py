@@ -23,8 +23,6 @@ import re
 from fnmatch import fnmatch
 from typing import Any, Mapping
 
-__all__ = ["BAYES_FLOOR", "NONNEGATIVE", "SIGNED", "support_floor", "support_problems"]
-
 #: glue names (``fnmatch`` patterns) of risks over the Bayes risk of the prior the thresholds are
 #: drawn from: at least 1
 BAYES_FLOOR: tuple[str, ...] = (

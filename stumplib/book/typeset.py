@@ -11,9 +11,6 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["GREEK", "superscript", "subscript", "plain_numbers", "number", "typeset",
-           "typeset_markdown", "plural"]
-
 _SUP = dict(zip("0123456789+-=()n", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿ"))
 
 

@@ -42,10 +42,6 @@ import numpy as np
 from stumplib.book.typeset import typeset
 from stumplib.core.stats import Estimate
 
-__all__ = ["STATUSES", "Verdict", "against_target", "at_least", "at_most", "rate_up_to_logs",
-           "growth_up_to_logs", "log_slopes", "choose_theory", "per_form_theory",
-           "ordering", "combine", "all_hold", "located", "short_reason", "MAX_REASON_WORDS"]
-
 STATUSES = ("holds", "fails", "undecided", "partly")
 
 

@@ -5,8 +5,6 @@ from typing import Any
 
 import torch
 
-__all__ = ["resolve_device", "make_generator", "DEFAULT_DTYPE"]
-
 #: float64 is the default for the stump model: scores reach beta ~ 1e6.
 DEFAULT_DTYPE = torch.float64
 

@@ -2,8 +2,6 @@
 paper's module for an exception)."""
 from __future__ import annotations
 
-__all__ = ["TrainingDiverged"]
-
 
 class TrainingDiverged(RuntimeError):
     """A training run diverged: a non-finite loss or parameter, a parameter past its bound, or the

@@ -5,15 +5,14 @@ A computation worth keeping between runs (a chapter's training runs, certified s
 besides the code, ``compute`` a function that computes it. With no store installed (a script, a
 sweep worker, a test) ``compute()`` simply runs. The book installs its results cache
 (:func:`stumplib.book.cache.cached`, keyed on the configuration and the library's code version)
-when :mod:`stumplib.book` is imported, so a chapter reloads what an earlier execution stored.
+when a chapter starts (:func:`stumplib.book.start`), so a chapter reloads what an earlier execution
+stored; importing :mod:`stumplib.book` installs nothing.
 
 The science packages import this module and nothing of the book.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Protocol
-
-__all__ = ["Store", "install", "installed", "remember"]
 
 
 class Store(Protocol):

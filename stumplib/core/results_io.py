@@ -25,9 +25,6 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["save_results", "load_results", "config_key", "read_config", "flatten", "unflatten",
-           "is_flat", "save_structured", "load_structured"]
-
 #: reserved entry names of a results file: its configuration and, for structured results, the layout
 CONFIG_ENTRY, LAYOUT_ENTRY = "__config__", "__layout__"
 

@@ -13,18 +13,6 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import torch
 
-__all__ = [
-    "check_int",
-    "check_real",
-    "check_prior",
-    "check_choice",
-    "check_bool",
-    "check_tensor_finite",
-    "check_grid",
-    "check_shapes",
-    "as_real_tensor",
-]
-
 
 def check_int(name: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
     """Return ``value`` as an ``int`` if it is an integer in ``[minimum, maximum]``.

@@ -10,8 +10,6 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-__all__ = ["PACKAGE", "code_version"]
-
 #: the ``stumplib`` package folder
 PACKAGE = Path(__file__).resolve().parents[1]
 

@@ -36,9 +36,8 @@ from stumplib.phase.data import positional_encodings, softmax_rows, teacher_of_s
 from stumplib.phase.minimise import gradient_descent
 from stumplib.phase.problem import Problem, initial_points, make_problem
 from stumplib.phase.objective import INITS, objective_and_grad  # noqa: F401 (re-exported)
-from stumplib.phase.setting import check_A
+from stumplib.phase.setting import DEFAULT_A, check_A
 
-__all__ = ["INITS", "objective_and_grad", "attention_test_error", "train_attention_gd"]
 
 def attention_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float, sigma: float,
                          A: Any, n_test: int, generator: torch.Generator,
@@ -107,7 +106,7 @@ def attention_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float,
 
 def train_attention_gd(alphas: Sequence[float], d: int, *, seeds: Sequence[int] | int = 4,
                        inits: Sequence[str] = ("semantic", "positional"), omega: float = 0.3,
-                       sigma: float = 0.5, lam: float = 0.01, A: Any = ((0.6, 0.4), (0.4, 0.6)),
+                       sigma: float = 0.5, lam: float = 0.01, A: Any = DEFAULT_A,
                        lr: float = 0.15, steps: int = 5000, n_test: int = 20000, lam_linear: float = 1e-4,
                        device: Any = "cpu", dtype: torch.dtype = torch.float64, seed: int = 0,
                        check_every: int = 250, progress: bool = True,
@@ -135,7 +134,7 @@ def train_attention_gd(alphas: Sequence[float], d: int, *, seeds: Sequence[int] 
     lam : float, optional
         Ridge penalty ``lambda`` of the objective, in [0, 1000] (default 0.01).
     A : array_like, shape ``(2, 2)``, optional
-        Row-stochastic positional matrix of the teacher (default the paper's ``((0.6, 0.4), (0.4, 0.6))``).
+        Row-stochastic positional matrix of the teacher (default the paper's ``DEFAULT_A``).
     lr : float, optional
         Step size, in (0, 100] (default 0.15, the authors').
     steps : int, optional
@@ -251,7 +250,7 @@ def _check_gd(alphas, d, seeds, inits, *, omega, sigma, lam, lam_linear, A, lr, 
     if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
         seeds = list(range(check_int("seeds", seeds, minimum=1, maximum=10_000)))
     seeds = check_grid("seeds", seeds, kind="int", minimum=0)
-    inits = [check_choice(f"inits[{i}]", v, INITS) for i, v in enumerate(check_grid_str(inits))]
+    inits = [check_choice(f"inits[{i}]", v, INITS) for i, v in enumerate(_check_grid_str(inits))]
     check_real("omega", omega, low=0.0, high=1.0)
     check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
     check_real("lam", lam, low=0.0, high=1e3)
@@ -306,7 +305,7 @@ def _gd_outputs(pb: Problem, Q, mask, te, ns, shape, lam_linear) -> dict[str, np
                 baseline_test_error=base)
 
 
-def check_grid_str(values: Any) -> list:
+def _check_grid_str(values: Any) -> list:
     """A non-empty list (of strings checked by the caller)."""
     if isinstance(values, str) or not hasattr(values, "__iter__"):
         raise ValueError(f"inits must be a non-empty list of {list(INITS)}; got {values!r}")

@@ -15,8 +15,6 @@ import numpy as np
 
 from stumplib.core.stats import Estimate, crossing
 
-__all__ = ["first_crossing", "crossing_estimate", "branch_end", "branch_gaps"]
-
 
 def first_crossing(x: Any, above: Any, below: Any) -> float:
     """Smallest ``x`` (linear interpolation) after which ``below < above`` holds to the end of the

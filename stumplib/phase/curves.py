@@ -1,7 +1,7 @@
 """Theory curves of both branches over ``alpha`` at one ``omega``, and what is read off them.
 
 The accurate curves from the accuracy-controlled solver (:func:`accurate_curves`, with errors and
-named outcomes), the fixed-rule curves with their crossings (:func:`theory_curves`), the semantic
+named outcomes), the fixed-rule curves with their crossings (:func:`.replica.solve_fixed_rule`), the semantic
 branch followed below the solved points to its end (:func:`branch_tail`), where it ends fitted
 from the converged points just above the end (:func:`fit_branch_end` on one sweep,
 :func:`branch_end_fit` over independent families of scramblings), the converged semantic
@@ -18,14 +18,10 @@ import numpy as np
 
 from stumplib.core.stats import Estimate
 from stumplib.phase.crossings import first_crossing
-
-__all__ = ["accurate_curves", "theory_curves", "theory_at", "branch_tail", "window_profiles",
-           "lowest_points", "semantic_points", "fit_branch_end", "combine_branch_ends",
-           "branch_end_fit"]
-
+from stumplib.phase.setting import DEFAULT_A
 
 def accurate_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
-                    A: Any = ((0.6, 0.4), (0.4, 0.6)), rtol: float = 3e-3,
+                    A: Any = DEFAULT_A, rtol: float = 3e-3,
                     max_log2_points: int = 14,
                     branches=("semantic", "positional"), **kw) -> dict[str, np.ndarray]:
     """Both branches with the accuracy-controlled solver (:func:`stumplib.phase.state_evolution`).
@@ -72,50 +68,6 @@ def accurate_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float
             out[f"{key}_{k}_err"] = np.atleast_1d(r[f"{k}_err"])
         out[f"{key}_outcome"] = np.atleast_1d(r["outcome"]).astype(str)
     out["baseline"] = np.asarray(linear_baseline_test_error(omega=omega, sigma=sigma, A=A))
-    return out
-
-
-def theory_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
-                  A: Any = ((0.6, 0.4), (0.4, 0.6)), n_nodes: int = 10, rule: str = "gauss-hermite"
-                  ) -> dict[str, np.ndarray]:
-    """Both branches of the state evolution with a fixed rule (:func:`.replica.solve_fixed_rule`) on
-    a grid of alpha and the linear baseline (no error estimate: see :func:`accurate_curves`).
-
-    Parameters
-    ----------
-    alphas : array_like, shape ``(K,)``
-        Sample ratios.
-    omega, sigma, lam : float
-        The model.
-    A : array_like, shape ``(2, 2)``
-        The positional attention matrix.
-    n_nodes : int
-        Nodes of the rule (per axis).
-    rule : str
-        The fixed rule (:func:`.replica.solve_fixed_rule`).
-
-    Returns
-    -------
-    dict with ``alpha`` and, for ``br`` in (sem, pos), the arrays ``{br}_q``, ``{br}_m``,
-    ``{br}_V``, ``{br}_theta``, ``{br}_test_error``, ``{br}_train_loss`` (K,), plus ``baseline``
-    (scalar array), ``alpha_c`` (global minimum switches: semantic training loss below the
-    positional one) and ``alpha_l`` (semantic test error below the baseline).
-    """
-    from stumplib.phase.positional_baseline import linear_baseline_test_error
-    from stumplib.phase.replica import solve_fixed_rule
-
-    out: dict[str, np.ndarray] = {"alpha": np.asarray(alphas, dtype=np.float64)}
-    for br, key in (("semantic", "sem"), ("positional", "pos")):
-        r = solve_fixed_rule(alphas, omega=omega, sigma=sigma, lam=lam, A=A, branch=br,
-                             n_nodes=n_nodes, rule=rule)
-        for k in ("q", "m", "V", "theta", "test_error", "train_loss"):
-            out[f"{key}_{k}"] = np.atleast_1d(r[k])
-    base = linear_baseline_test_error(omega=omega, sigma=sigma, A=A)
-    out["baseline"] = np.asarray(base)
-    out["alpha_c"] = np.asarray(first_crossing(out["alpha"], out["pos_train_loss"],
-                                               out["sem_train_loss"]))
-    out["alpha_l"] = np.asarray(first_crossing(out["alpha"], np.full_like(out["alpha"], base),
-                                               out["sem_test_error"]))
     return out
 
 
@@ -411,7 +363,7 @@ def combine_branch_ends(ends: Any, errs: Any, *, z: float = 1.959963984540054) -
 
 def branch_end_fit(alphas: Any, *, omega: float, log2_points: int, n_scramblings: int = 12,
                    replicates: int = 2, seed: int = 0, sigma: float = 0.5, lam: float = 0.01,
-                   A: Any = ((0.6, 0.4), (0.4, 0.6)), init: Mapping[str, float] | None = None,
+                   A: Any = DEFAULT_A, init: Mapping[str, float] | None = None,
                    max_updates: int = 150, cache: bool = True) -> dict[str, Any]:
     """Where the semantic branch ends, fitted (:func:`fit_branch_end`) on ``replicates`` sweeps
     down ``alphas`` with independent families of scramblings, combined

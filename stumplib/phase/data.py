@@ -11,10 +11,7 @@ from typing import Any
 import torch
 
 from stumplib.core.validation import check_int, check_real
-from stumplib.phase.setting import check_A
-
-__all__ = ["positional_encodings", "sample_teacher", "sample_tokens", "teacher_matrix", "teacher_of_scores",
-           "softmax_rows"]
+from stumplib.phase.setting import DEFAULT_A, check_A
 
 
 def positional_encodings(d: int, *, device: Any = "cpu", dtype: torch.dtype = torch.float64) -> torch.Tensor:
@@ -128,7 +125,7 @@ def teacher_of_scores(hs: torch.Tensor, *, omega: float, A: Any) -> torch.Tensor
 
 
 def teacher_matrix(z: torch.Tensor, q_star: torch.Tensor, *, omega: float,
-                   A: Any = ((0.6, 0.4), (0.4, 0.6))) -> torch.Tensor:
+                   A: Any = DEFAULT_A) -> torch.Tensor:
     """Teacher matrices ``T`` for tokens ``z`` (..., n, 2, d) and teachers ``q_star`` (d,) or (..., d).
 
     Parameters

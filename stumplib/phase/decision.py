@@ -12,9 +12,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["EXTRAPOLATIONS", "decide", "extrapolations", "consistency", "at_alphas", "gd_gap"]
-
-
 #: the three extrapolations to ``d -> infinity`` (name: polynomial degree in ``1/d``, smallest
 #: ``d`` dropped); the decision stands only where all three agree
 EXTRAPOLATIONS = {"line": (1, False), "quadratic": (2, False), "drop_smallest": (1, True)}

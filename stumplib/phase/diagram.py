@@ -22,9 +22,7 @@ import numpy as np
 from stumplib.core.stats import Estimate
 from stumplib.core.validation import check_int, check_real
 from stumplib.phase.crossings import crossing_estimate
-
-__all__ = ["CROSSING_OUTCOMES", "bracket_crossing", "BranchPoints", "phase_diagram", "diagram_key",
-           "crossing", "omega_curves"]
+from stumplib.phase.setting import DEFAULT_A
 
 #: named outcomes of a crossing: found; the curve stays above 0 (the crossing lies above the grid);
 #: stays below 0 (below the grid or the branch's end); fewer than two points with both branches
@@ -136,7 +134,7 @@ class BranchPoints:
     """
 
     def __init__(self, omega: float, *, rtol: float, sigma: float = 0.5, lam: float = 0.01,
-                 A: Any = ((0.6, 0.4), (0.4, 0.6)), seed: int = 0, **solver: Any) -> None:
+                 A: Any = DEFAULT_A, seed: int = 0, **solver: Any) -> None:
         from stumplib.phase.positional_baseline import linear_baseline_test_error
 
         self.omega, self.sigma, self.lam, self.A = omega, sigma, lam, A
@@ -243,7 +241,7 @@ def phase_diagram(omegas: Sequence[float], grid: Sequence[float], *,
                   extra: Mapping[float, Sequence[float]] | None = None,
                   max_log2_points: int | Mapping[float, int] = 14, xtol: float = 0.01,
                   max_refine: int = 4, sigma: float = 0.5, lam: float = 0.01,
-                  A: Any = ((0.6, 0.4), (0.4, 0.6)), seed: int = 0, cache: bool = True,
+                  A: Any = DEFAULT_A, seed: int = 0, cache: bool = True,
                   **solver: Any) -> dict[str, np.ndarray]:
     """alpha_c(omega) and alpha_l(omega), each located by bracketing and refinement.
 

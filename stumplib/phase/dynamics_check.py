@@ -17,8 +17,7 @@ import torch
 from stumplib.phase.data import positional_encodings
 from stumplib.phase.minimise import minimise
 from stumplib.phase.problem import Problem, make_problem, summaries
-
-__all__ = ["semantic_start", "median_interval", "classify_dynamics", "stability_by_dynamics"]
+from stumplib.phase.setting import DEFAULT_A
 
 
 def semantic_start(pb: Problem, theta: float, q: float, m0: float, *,
@@ -131,7 +130,7 @@ def classify_dynamics(m0: float, m_final: Mapping[int, Any], *, factor: float = 
 
 def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[int], seeds: int, *,
                           m0_sqrt_d: float = 3.0, sigma: float = 0.5, lam: float = 0.01,
-                          A: Any = ((0.6, 0.4), (0.4, 0.6)), seed: int = 0, cache: bool = True,
+                          A: Any = DEFAULT_A, seed: int = 0, cache: bool = True,
                           device: Any = "cpu") -> list[dict[str, Any]]:
     """The solver's stability flag along ``m`` checked by minimisation: at each semantic fixed
     point (``omega, alpha, theta, q, derivative``), start at its overlaps with ``m = m0_sqrt_d /

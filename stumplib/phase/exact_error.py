@@ -15,8 +15,7 @@ import torch
 
 from stumplib.core.validation import check_int, check_real
 from stumplib.phase.data import positional_encodings, softmax_rows, teacher_of_scores
-
-__all__ = ["exact_test_error"]
+from stumplib.phase.setting import DEFAULT_A
 
 
 def _gauss_hermite_4(n_nodes: int, sigma: float, dtype, device):
@@ -29,7 +28,7 @@ def _gauss_hermite_4(n_nodes: int, sigma: float, dtype, device):
 
 
 def exact_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float, sigma: float = 0.5,
-                     A: Any = ((0.6, 0.4), (0.4, 0.6)), n_nodes: int = 16) -> np.ndarray:
+                     A: Any = DEFAULT_A, n_nodes: int = 16) -> np.ndarray:
     """Per-sample test error ``E |y_hat - y|^2 / (2 d)`` over fresh tokens, without sampling noise.
 
     With an orthonormal basis ``e_1, e_2, e_3`` of ``span(Q*, Q, p_1)`` (``Q*, Q`` in the first

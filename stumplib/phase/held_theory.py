@@ -26,12 +26,11 @@ import numpy as np
 from stumplib.core.stats import Estimate
 from stumplib.core.validation import check_real
 from stumplib.phase.landscape_fit import landscape_fit
-
-__all__ = ["held_theory", "held_root"]
+from stumplib.phase.setting import DEFAULT_A
 
 
 def held_theory(alpha: float, thetas: Sequence[float], *, omega: float = 0.3, sigma: float = 0.5,
-                lam: float = 0.01, A: Any = ((0.6, 0.4), (0.4, 0.6)), log2_points: int = 12,
+                lam: float = 0.01, A: Any = DEFAULT_A, log2_points: int = 12,
                 n_scramblings: int = 8, seed: int = 0, tol: float = 1e-10,
                 max_iter: int = 2000) -> dict[str, np.ndarray]:
     """The state evolution with ``theta`` held (module docstring): the constrained minimum's
@@ -52,7 +51,7 @@ def held_theory(alpha: float, thetas: Sequence[float], *, omega: float = 0.3, si
     omega, sigma, lam : float, optional
         The model: positional weight (default 0.3), token noise (0.5), ridge (0.01).
     A : array_like, shape ``(2, 2)``, optional
-        The teacher's attention matrix (default ``((0.6, 0.4), (0.4, 0.6))``).
+        The teacher's attention matrix (default ``DEFAULT_A``).
     log2_points : int, optional
         Each Sobol rule has ``2**log2_points`` nodes (default 12).
     n_scramblings : int, optional

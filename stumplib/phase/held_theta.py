@@ -18,8 +18,6 @@ from stumplib.core.validation import check_real
 from stumplib.phase.minimise import minimise
 from stumplib.phase.problem import Problem
 
-__all__ = ["HeldTheta", "hold_theta", "constrained_minimise"]
-
 
 @dataclass
 class HeldTheta(Problem):

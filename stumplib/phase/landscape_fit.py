@@ -12,8 +12,6 @@ import numpy as np
 
 from stumplib.core.stats import Estimate
 
-__all__ = ["landscape_fit", "landscape_summary"]
-
 
 def _cubic(theta: np.ndarray, E: np.ndarray, centre: float) -> dict[str, float]:
     """Least-squares cubic through ``E(theta)``: its minimum inside the window, the curvature there

@@ -37,10 +37,7 @@ from stumplib.phase.exact_error import exact_test_error
 from stumplib.phase.held_theta import constrained_minimise
 from stumplib.phase.minimise import minimise
 from stumplib.phase.problem import Problem, make_problem, summaries
-
-__all__ = ["START_KINDS", "distinct_minima", "running_lowest", "saturated", "rotation_start",
-           "line_scan", "search_problem", "search", "search_seeds", "objective_seconds",
-           "landscape_run"]
+from stumplib.phase.setting import DEFAULT_A
 
 #: the kinds of start, in the order the search tries them
 START_KINDS = ("informed", "release", "rotation", "perturbation")
@@ -200,7 +197,7 @@ def search_problem(pb: Problem, n: int, thetas: Sequence[float], *, rng: np.rand
                    rotation_thetas: Sequence[float] = (), n_rotations: int = 2,
                    perturb_scales: Sequence[float] = (0.05, 0.1, 0.2, 0.4), gtol: float = 1e-8,
                    same_tol: float = 1e-3, omega: float = 0.3, sigma: float = 0.5,
-                   A: Any = ((0.6, 0.4), (0.4, 0.6)), test_error: bool = True,
+                   A: Any = DEFAULT_A, test_error: bool = True,
                    max_iter: int = 20000) -> dict[str, Any]:
     """:func:`search` on a given one-seed problem (any :class:`.problem.Problem`, a planted
     landscape in the tests).
@@ -331,7 +328,7 @@ def objective_seconds(pb: Problem, n: int, repeats: int = 5) -> float:
 
 def search(alpha: float, d: int, s: int, thetas: Sequence[float], *, seed: int = 0,
            omega: float = 0.3, sigma: float = 0.5, lam: float = 0.01,
-           A: Any = ((0.6, 0.4), (0.4, 0.6)), rotation_thetas: Sequence[float] | None = None,
+           A: Any = DEFAULT_A, rotation_thetas: Sequence[float] | None = None,
            n_rotations: int = 2, perturb_scales: Sequence[float] = (0.05, 0.1, 0.2, 0.4),
            gtol: float = 1e-8, same_tol: float = 1e-3, device: Any = "cpu",
            max_iter: int = 20000) -> dict[str, Any]:

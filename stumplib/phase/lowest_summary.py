@@ -19,10 +19,6 @@ import numpy as np
 
 from stumplib.core.validation import check_real
 
-__all__ = ["summary", "limits", "paired_gaps", "pool_searches", "as_landscape",
-           "SEED_KEYS"]
-
-
 def summary(searches: dict[int, dict[str, np.ndarray]], *, level: float = 0.95,
             loss_tol: float = 1e-9) -> dict[str, np.ndarray]:
     """Per dimension, the seed statistics of :func:`search` records: the lowest minima and the

@@ -27,8 +27,7 @@ from stumplib.core.device import make_generator
 from stumplib.core.validation import check_int, check_real
 from stumplib.phase.exact_error import exact_test_error
 from stumplib.phase.problem import Problem, initial_points, make_problem, summaries
-
-__all__ = ["gradient_descent", "minimise", "minimiser_runs", "study"]
+from stumplib.phase.setting import DEFAULT_A
 
 
 def gradient_descent(pb: Problem, Q: torch.Tensor, mask: torch.Tensor, *, lr: float, steps: int,
@@ -146,7 +145,7 @@ def _newton_step(pb: Problem, x: np.ndarray, g: np.ndarray, mask: torch.Tensor,
 
 def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, *,
                    init: str = "semantic", omega: float = 0.3, sigma: float = 0.5,
-                   lam: float = 0.01, A: Any = ((0.6, 0.4), (0.4, 0.6)), gtol: float = 1e-8,
+                   lam: float = 0.01, A: Any = DEFAULT_A, gtol: float = 1e-8,
                    gd_steps: int = 0, gd_seeds: int | None = None, lr: float = 0.15, seed: int = 0,
                    n_nodes: int = 16, max_iter: int = 20000, n_samples: int | None = None,
                    device: Any = "cpu") -> dict[str, np.ndarray]:

@@ -12,8 +12,6 @@ import math
 
 import torch
 
-__all__ = ["INITS", "objective_and_grad", "objective_from_grams"]
-
 #: the starting points: ``"semantic"`` (``Q = Q*``), ``"positional"`` (``Q = p_1``), ``"random"``
 INITS = ("semantic", "positional", "random")
 

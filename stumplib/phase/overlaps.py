@@ -11,9 +11,6 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["QUANTITIES", "overlap_table", "theory_points"]
-
-
 #: the overlaps of the figure, in its order (keys of :func:`overlap_table`)
 QUANTITIES = ("train_loss", "theta", "q", "abs_m", "test_error")
 

@@ -11,8 +11,6 @@ from typing import Sequence
 
 from stumplib.core.validation import check_int
 
-__all__ = ["PARALLEL_MIN", "num_threads", "run_parallel"]
-
 #: problems per thread below which work runs in the calling thread
 PARALLEL_MIN = 2 ** 13
 _POOL: list = []  # the lazily created thread pool (one per process)

@@ -13,12 +13,10 @@ from typing import Any
 import numpy as np
 
 from stumplib.core.validation import check_int, check_real
-from stumplib.phase.setting import check_A
-
-__all__ = ["teacher_moments", "linear_baseline_test_error", "baseline_test_error_of"]
+from stumplib.phase.setting import DEFAULT_A, check_A
 
 
-def teacher_moments(*, omega: float, sigma: float = 0.5, A: Any = ((0.6, 0.4), (0.4, 0.6)),
+def teacher_moments(*, omega: float, sigma: float = 0.5, A: Any = DEFAULT_A,
                     n_nodes: int = 80) -> tuple[np.ndarray, np.ndarray]:
     """Mean and entrywise variance of the teacher matrix ``T`` over ``u ~ N(0, sigma^2 I_2)``.
 
@@ -59,7 +57,7 @@ def teacher_moments(*, omega: float, sigma: float = 0.5, A: Any = ((0.6, 0.4), (
 
 
 def linear_baseline_test_error(*, omega: float, sigma: float = 0.5,
-                               A: Any = ((0.6, 0.4), (0.4, 0.6))) -> float:
+                               A: Any = DEFAULT_A) -> float:
     """Exact asymptotic per-sample test error of the best linear positional baseline,
     ``(sigma^2 / 2) sum_{lk} Var T_lk`` (independent of ``alpha``).
 
@@ -79,7 +77,7 @@ def linear_baseline_test_error(*, omega: float, sigma: float = 0.5,
 
 
 def baseline_test_error_of(B: Any, *, omega: float, sigma: float = 0.5,
-                           A: Any = ((0.6, 0.4), (0.4, 0.6))) -> np.ndarray:
+                           A: Any = DEFAULT_A) -> np.ndarray:
     """Asymptotic test error ``(sigma^2/2) (|B - E T|_F^2 + sum Var T)`` of given matrices ``B``.
 
     Parameters

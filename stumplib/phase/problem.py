@@ -20,9 +20,7 @@ from stumplib.core.device import make_generator
 from stumplib.core.validation import check_choice, check_int, check_real
 from stumplib.phase.data import positional_encodings, sample_teacher, sample_tokens, teacher_matrix
 from stumplib.phase.objective import INITS, objective_from_grams
-from stumplib.phase.setting import check_A
-
-__all__ = ["Problem", "make_problem", "initial_points", "summaries"]
+from stumplib.phase.setting import DEFAULT_A, check_A
 
 
 @dataclass
@@ -100,7 +98,7 @@ class Problem:
 
 
 def make_problem(d: int, seeds: Sequence[int], n: int, *, seed: int = 0, omega: float = 0.3,
-                 sigma: float = 0.5, lam: float = 0.01, A: Any = ((0.6, 0.4), (0.4, 0.6)),
+                 sigma: float = 0.5, lam: float = 0.01, A: Any = DEFAULT_A,
                  device: Any = "cpu", dtype: torch.dtype = torch.float64) -> Problem:
     """Draw the teachers and ``n`` samples of each seed (seed ``s`` from generator
     ``seed * 1000 + s``; a run at ``alpha`` uses the first ``round(alpha d)`` samples). The draws

@@ -15,8 +15,6 @@ from scipy.special import expit
 from stumplib.core.validation import check_real
 from stumplib.phase.parallel import PARALLEL_MIN, num_threads, run_parallel
 
-__all__ = ["prox_objective_and_derivatives", "proximal", "proximal_bfgs"]
-
 # ----------------------------------------------------------------------------------------------
 # the two-dimensional proximal problem
 # ----------------------------------------------------------------------------------------------

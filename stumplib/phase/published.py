@@ -26,10 +26,7 @@ import numpy as np
 
 from stumplib.core.stats import crossing
 from stumplib.phase.curves import theory_at
-
-__all__ = ["FILES", "REFERENCE_FILES", "reference_dir", "reference_file", "read_published", "AUTHORS_START",
-           "replay_authors", "published_curves", "published_crossings", "published_at",
-           "theta_deviation_at"]
+from stumplib.phase.setting import DEFAULT_A
 
 #: the published theory files (semantic and positional branch, omega = 0.3), among
 #: :data:`REFERENCE_FILES`
@@ -143,7 +140,7 @@ AUTHORS_START = {"semantic": {"q": 0.05, "m": 0.0, "V": 20.0, "theta": 0.0335},
 
 def replay_authors(alphas: Any, branch: str, *, start: Mapping[str, float] | None = None,
                    damping: float = 0.8, tol: float = 1e-4, max_iter: int = 300, omega: float = 0.3,
-                   sigma: float = 0.5, lam: float = 0.01, A: Any = ((0.6, 0.4), (0.4, 0.6))
+                   sigma: float = 0.5, lam: float = 0.01, A: Any = DEFAULT_A
                    ) -> dict[str, np.ndarray]:
     """The authors' state-evolution procedure, stopped where they stopped it.
 

@@ -14,8 +14,6 @@ import numpy as np
 
 from stumplib.core.validation import check_choice, check_int
 
-__all__ = ["RULES", "gauss_hermite_4d", "sobol_normal_4d", "stroud_secrest_4d", "quadrature_4d", "check_n_nodes"]
-
 RULES = ("gauss-hermite", "sobol", "stroud")
 
 # ----------------------------------------------------------------------------------------------

@@ -46,8 +46,6 @@ from stumplib.phase.setting import (
     teacher_rows,
 )
 
-__all__ = ["geometry", "initial_point", "se_update", "test_error_from_overlaps", "FixedRuleResult", "solve_fixed_rule", "theta_profile"]
-
 # ----------------------------------------------------------------------------------------------
 # one step of the state evolution (batched over alphas)
 # ----------------------------------------------------------------------------------------------
@@ -82,7 +80,7 @@ def geometry(q: np.ndarray, m: np.ndarray, theta: np.ndarray, sigma: float, node
 
 
 def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, sigma: float = 0.5,
-              lam: float = 0.01, A: Any = ((0.6, 0.4), (0.4, 0.6)), n_nodes: int = 10,
+              lam: float = 0.01, A: Any = DEFAULT_A, n_nodes: int = 10,
               warm: np.ndarray | None = None, tol: float = 1e-10,
               restart: bool = True, rule: str = "gauss-hermite", nodes: np.ndarray | None = None,
               weights: np.ndarray | None = None, match_starts: bool = True,
@@ -205,7 +203,7 @@ def _test_error_nodes(q, m, theta, sigma, omega, A_, nodes, w):
 
 
 def test_error_from_overlaps(q: Any, m: Any, theta: Any, *, omega: float, sigma: float = 0.5,
-                             A: Any = ((0.6, 0.4), (0.4, 0.6)), n_nodes: int = 12) -> np.ndarray:
+                             A: Any = DEFAULT_A, n_nodes: int = 12) -> np.ndarray:
     """Asymptotic per-sample test error ``E |y_hat - y|^2 / (2 d) = sigma^2 E sum_l (s_l - t_l)^2``.
 
     Student pre-activations ``h = sqrt(q) xi + (m, -m)``, teacher ``u = V* Y + theta xi / sqrt(q)``
@@ -476,7 +474,7 @@ def solve_fixed_rule(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float
 # the semantic branch along theta: a one-dimensional view of the fixed-point problem
 # ----------------------------------------------------------------------------------------------
 def theta_profile(alpha: float, thetas: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
-                  A: Any = ((0.6, 0.4), (0.4, 0.6)), rule: str = "gauss-hermite", n_nodes: int = 10,
+                  A: Any = DEFAULT_A, rule: str = "gauss-hermite", n_nodes: int = 10,
                   tol: float = 1e-4, max_iter: int = 300) -> dict[str, np.ndarray]:
     """The semantic branch's fixed-point problem restricted to a line in ``theta``.
 

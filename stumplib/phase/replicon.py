@@ -9,12 +9,11 @@ from typing import Any
 import numpy as np
 
 from stumplib.core.stats import Estimate
-
-__all__ = ["replicon"]
+from stumplib.phase.setting import DEFAULT_A
 
 
 def replicon(alpha: float, q: float, V: float, theta: float, *, omega: float = 0.3,
-             sigma: float = 0.5, lam: float = 0.01, A: Any = ((0.6, 0.4), (0.4, 0.6)),
+             sigma: float = 0.5, lam: float = 0.01, A: Any = DEFAULT_A,
              log2_points: int = 14, n_scramblings: int = 8, seed: int = 1) -> dict[str, Estimate]:
     """The de Almeida-Thouless (replicon) check of a replica-symmetric fixed point.
 
@@ -37,7 +36,7 @@ def replicon(alpha: float, q: float, V: float, theta: float, *, omega: float = 0
     omega, sigma, lam : float, optional
         The model: positional weight (default 0.3), token noise (0.5), ridge (0.01).
     A : array_like, shape ``(2, 2)``, optional
-        The teacher's attention matrix (default ``((0.6, 0.4), (0.4, 0.6))``).
+        The teacher's attention matrix (default ``DEFAULT_A``).
     log2_points : int, optional
         Each Sobol rule has ``2**log2_points`` nodes (default 14).
     n_scramblings : int, optional

@@ -18,9 +18,6 @@ import numpy as np
 
 from stumplib.core.stats import Estimate
 
-__all__ = ["FORMS", "choose_form", "accept_forms", "form_z"]
-
-
 #: the candidate approaches in d: name -> the columns of the design matrix (the first is 1)
 FORMS = {
     "1/d": lambda d: [d ** -1.0],

@@ -15,8 +15,6 @@ from scipy.special import expit
 
 from stumplib.core.validation import check_choice, check_grid, check_real
 
-__all__ = ["StateEvolutionError", "BRANCHES", "DEFAULT_A", "PhaseModel", "check_A", "check_alphas", "check_model", "MappingResult", "teacher_rows"]
-
 BRANCHES = ("semantic", "positional")
 
 

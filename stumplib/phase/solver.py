@@ -101,9 +101,6 @@ from stumplib.phase.solver_qmc import scrambled_rules  # noqa: F401  (re-exporte
 from stumplib.phase.solver_search import (AccuracyNotReached, Outcome, Point, SolveSetup, Sweep,
                                           solve_point)
 
-__all__ = ["Outcome", "AccuracyNotReached", "state_evolution", "StateEvolutionResult",
-           "scrambled_rules", "estimate", "OUTPUT_KEYS"]
-
 OUTPUT_KEYS = ("q", "m", "V", "theta", "test_error", "train_loss")
 
 

@@ -34,8 +34,6 @@ import numpy as np
 
 from stumplib.phase.solver_qmc import pooled_update, update_from_averages
 
-__all__ = ["admissible", "constrain", "solve_pooled", "predict_start", "jacobian_pass"]
-
 _FLOOR = np.array([1e-4, 1e-3, 1e-2, 1e-4])  # scales of q, m, V, theta for relative changes
 _NEWTON_ZONE = 0.05  # scaled residual below which quasi-Newton steps are taken
 _JAC_POINTS = 2 ** 11  # points per scrambling for the Jacobian and loss gradients at the point

@@ -35,9 +35,6 @@ from stumplib.phase.replica import geometry
 
 from stumplib.phase.setting import teacher_rows
 
-__all__ = ["scrambled_rules", "pooled_nodes", "nested_values", "pooled_update",
-           "update_from_averages"]
-
 _N_TRACKED = 4  # tracked starts per node: the origin, the two matching points, the centre
 
 

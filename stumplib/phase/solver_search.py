@@ -29,8 +29,6 @@ from stumplib.phase.solver_fixed_point import (admissible, constrain, jacobian_p
                                                predict_start, solve_pooled)
 from stumplib.phase.solver_qmc import nested_values, pooled_nodes, pooled_update
 
-__all__ = ["Outcome", "AccuracyNotReached", "SolveSetup", "Sweep", "Point", "solve_point"]
-
 _DELICATE = 0.01  # relative error of the order parameter above which two levels must agree
 _ORDER_RTOL = 0.1  # largest relative error of the order parameter of a delicate point
 _LEVEL_NSIG = 3.0  # how many combined errors two levels may differ by

@@ -10,9 +10,6 @@ import torch
 
 from stumplib.core.validation import check_prior
 
-__all__ = ["min_positive", "max_negative", "midpoint", "bayes_posterior_mean", "erm_stump",
-           "BASELINES"]
-
 
 def _check(x: torch.Tensor, y: torch.Tensor) -> None:
     if not (torch.is_tensor(x) and torch.is_tensor(y)) or x.shape != y.shape or x.ndim < 1:

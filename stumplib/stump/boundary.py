@@ -44,11 +44,6 @@ from stumplib.core.stats import Estimate, interval, ratio_of_means, resample
 from stumplib.stump.tasks import reflect
 from stumplib.core.validation import check_choice, check_int, check_prior, check_real, check_tensor_finite
 
-__all__ = ["ESTIMATORS", "HEAD_ESTIMATORS", "train_heads", "profile_record", "threshold_grid", "reflected_estimate", "combine", "estimate_all",
-           "profile_errors", "side_empty_probability", "exact_mse", "interior_ratio", "corpus_ratios",
-           "boundary_excess", "mse_profile",
-]
-
 #: every estimator of the chapter, in plotting order
 ESTIMATORS = ("one-head", "reflected", "symmetrized", "count-weighted", "boundary-aware",
               "min positive", "midpoint", "Bayes")

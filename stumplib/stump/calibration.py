@@ -8,7 +8,7 @@ score: the local minimiser in ``b`` of the corpus loss that GD reaches coming do
 increasing grid it walks ``c`` down from ``c0`` until ``dL/db`` changes sign (the highest local
 minimum below ``c0``) and bisects there; at each later scale it starts from the previous scale's
 minimiser and walks to the nearest sign change. Plain bisection of ``dL/db`` on ``[tau_lo, tau_hi + 1]``
-(:func:`bisection_label_score`) lands on whichever sign change the halvings meet, and once
+(the superseded method, removed) lands on whichever sign change the halvings meet, and once
 ``beta >> m`` the corpus loss has spurious lower minima (a label score just above one of the corpus's
 few thresholds). At the minimiser ``dL/db = 0``, so the partial derivative ``dL/dbeta`` there is the
 *reduced gradient* ``d/dbeta min_b L``; :func:`own_profile` compares it with the population's (at
@@ -49,9 +49,6 @@ from stumplib.core.stats import Estimate, crossing, interval, resample
 from stumplib.stump.corpus_grad import corpus_grad
 from stumplib.stump.transfer import draw_corpus_batch, population_path
 from stumplib.core.validation import check_choice, check_int, check_prior, check_real
-
-__all__ = ["own_label_score", "bisection_label_score", "OwnProfile", "own_profile", "tracking_scale",
-           "scale_with_bootstrap", "calibrated_shift", "failure_probability", "predicted_label_scores", "calibration_study", "failure_fractions", "mae_by_m", "own_scales"]
 
 
 def _grads(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: float, c: torch.Tensor,
@@ -128,34 +125,6 @@ def own_label_score(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, betas: 
         out[k] = c
         c = torch.where(found, c, torch.full_like(c, float(c0)))
     return out
-
-
-def bisection_label_score(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: float, *,
-                          tau_lo: float = 0.2, tau_hi: float = 0.8, iters: int = 50) -> torch.Tensor:
-    """Plain bisection of ``dL/db`` on ``c`` in ``[tau_lo, tau_hi + 1]`` (the rule continuation replaces).
-
-    Parameters
-    ----------
-    tau : torch.Tensor, shape ``(C, m)``
-        The thresholds of ``C`` corpora.
-    x, y : torch.Tensor, shape ``(C, m, n)``
-        Their examples and labels.
-    beta : float
-        The scale.
-    tau_lo, tau_hi : float
-        The prior's ends (the bracket).
-    iters : int
-        Halvings.
-
-    Returns
-    -------
-    torch.Tensor, shape ``(C,)``
-    """
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
-    C = x.shape[0]
-    lo = torch.full((C,), tau_lo, dtype=x.dtype, device=x.device)
-    hi = torch.full((C,), tau_hi + 1.0, dtype=x.dtype, device=x.device)
-    return _bisect(tau, x, y, float(beta), lo, hi, iters, [])
 
 
 @dataclass

@@ -48,9 +48,6 @@ from stumplib.stump.transfer import (DEFAULT_LEVEL, TransferProfile, certified_i
                        population_path)
 from stumplib.core.validation import check_int, check_prior, check_real, check_shapes
 
-__all__ = ["GRID", "book_grid", "CertifiedScales", "shape_seed", "scan_profile", "bootstrap_scales", "certified_scales",
-           "slope", "worst_per_value", "worst_slope"]
-
 #: the book's grid of shapes per profile (chapters 3 and 4 share it, hence one beta* per shape):
 #: ``diag`` sizes ``m = n`` with ``diag_corpora`` corpora each; ``m`` and then ``n`` varied over
 #: ``cross`` with the other fixed at ``base`` (``cross_corpora`` each); ``n_boot`` resamples

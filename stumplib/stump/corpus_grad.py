@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["corpus_moments", "corpus_grad"]
-
 
 def corpus_moments(x: torch.Tensor, y: torch.Tensor, beta: torch.Tensor, b: torch.Tensor,
                    ny: torch.Tensor | None = None, work: list | None = None

@@ -18,9 +18,6 @@ from stumplib.core.stats import (Estimate, PowerLawFit, fit_power_law, interp_cr
 from stumplib.core.validation import check_int, check_real
 from stumplib.stump.flow import FlowResult, interpolate_flow
 
-__all__ = ["calibration_time", "growth_share_at_calibration", "fit_exponent",
-           "extrapolate_exponent", "asymptotic_exponents"]
-
 
 def calibration_time(result: FlowResult) -> np.ndarray:
     """End of the calibration phase of each run.

@@ -59,10 +59,6 @@ from stumplib.stump.tasks import sample_tasks
 if TYPE_CHECKING:
     from stumplib.stump.trainer import RunConfig
 
-__all__ = ["dense_layout", "padded_layout", "layout_grad", "group_grad", "TAIL_EXPONENT",
-           "TAIL_FLOOR", "TASK_MULTIPLE", "TAIL_RENEW", "SERIES_ORDER", "SERIES_RADIUS",
-           "ANCHOR_MIN_STEPS", "SERIES_MIN_COLUMNS", "SERIES_MIN_ELEMENTS"]
-
 #: Exponential terms more than this below their group's largest are dropped
 #: (``e^-50 ~ 2e-22``: even ``10^4`` of them change no float64 sum whose largest term is 1).
 TAIL_EXPONENT = 50.0

@@ -31,10 +31,6 @@ from stumplib.core.errors import TrainingDiverged
 from stumplib.core.validation import check_bool, check_choice, check_int, check_prior, check_real
 from stumplib.stump.population import population_loss_and_grad
 
-__all__ = ["FlowDiverged", "FlowResult", "GDResult", "flow_velocity", "log_time_rhs",
-           "integrate_flow", "interpolate_flow", "population_gd", "one_thread", "check_vector",
-           "check_pair"]
-
 #: parameters beyond this magnitude count as diverged
 MAX_PARAM = 1e12
 _METHODS = ("BDF", "Radau", "LSODA")
@@ -148,27 +144,6 @@ def check_pair(beta0: Any, b0: Any, names: tuple[str, str] = ("beta0", "b0")
             raise ValueError(f"{names[0]} and {names[1]} must have the same length (or one of them "
                              f"length 1); got {beta0.size} and {b0.size}")
     return beta0, b0
-
-
-# --------------------------------------------------------------------------------------------------
-# gradient flow
-# --------------------------------------------------------------------------------------------------
-def flow_velocity(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: float = 0.8
-                  ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-hand side of the gradient flow in real time: ``(dbeta/dt, db/dt) = -grad L``.
-
-    Parameters
-    ----------
-    beta, b : float or torch.Tensor, broadcastable to shape ``S``
-    tau_lo, tau_hi : the uniform threshold prior.
-
-    Returns
-    -------
-    dbeta_dt, db_dt : torch.Tensor, shape ``S``
-    """
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
-    _, g_beta, g_b = population_loss_and_grad(beta, b, tau_lo, tau_hi)
-    return -g_beta, -g_b
 
 
 def log_time_rhs(s: float, y: np.ndarray, tau_lo: float = 0.2, tau_hi: float = 0.8) -> np.ndarray:

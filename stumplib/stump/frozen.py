@@ -36,9 +36,6 @@ from stumplib.stump.model import estimate
 from stumplib.stump.tasks import labels
 from stumplib.stump.transfer import population_path
 
-__all__ = ["FIXED_TAUS", "fresh_contexts", "sq_errors", "head_law_grid", "fit_two_term",
-           "bootstrap_two_term", "head_mse", "bootstrap_stop_law", "bound", "bound_form_spread"]
-
 #: fixed interior thresholds (inside the prior [0.2, 0.8], away from its upper end)
 FIXED_TAUS = (0.3, 0.4, 0.5)
 

@@ -34,8 +34,6 @@ from stumplib.core.validation import check_prior, check_real
 from stumplib.stump.flow import check_pair, check_vector, one_thread
 from stumplib.stump.population import population_hessian, population_loss_and_grad
 
-__all__ = ["gradient_field", "hessian_max_eig", "valley_c", "scale_constant"]
-
 
 def gradient_field(c_grid: Any, log10_beta_grid: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
                    *, device: Any = "cpu") -> dict[str, np.ndarray]:

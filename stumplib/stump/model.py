@@ -19,8 +19,6 @@ import torch
 
 from stumplib.core.validation import as_real_tensor, check_tensor_finite
 
-__all__ = ["attention_weights", "estimate", "estimate_and_grad", "estimate_and_grad_unchecked", "check_context"]
-
 
 def _as_param(name: str, v: Any, like: torch.Tensor) -> torch.Tensor:
     return as_real_tensor(name, v, dtype=like.dtype, device=like.device)

@@ -22,16 +22,6 @@ import torch
 from stumplib.core.device import DEFAULT_DTYPE
 from stumplib.core.validation import as_real_tensor, check_int, check_prior
 
-__all__ = [
-    "population_moments",
-    "population_estimate",
-    "population_error",
-    "prior_quadrature",
-    "population_loss",
-    "population_loss_and_grad",
-    "population_hessian",
-]
-
 _SMALL = 0.05  # |z| below which the series are used
 
 

@@ -28,9 +28,6 @@ from stumplib.stump.frozen import FIXED_TAUS, sq_errors
 from stumplib.stump.trainer import RunConfig, train_gd
 from stumplib.stump.transfer import population_path, step_size_limit
 
-__all__ = ["StagedRuns", "stage_marks", "train_staged", "train_to_certified_stop", "stop_errors",
-           "end_errors", "gain_past_stop", "law_kept_past_stop"]
-
 #: :func:`train_staged` counts a run as diverged only on non-finite parameters, ``beta <= 0`` or
 #: ``|beta|, |b|`` above :data:`stumplib.stump.train_loop.MAX_PARAM`, not on its loss growing (the
 #: loss is at most 1 and the initial loss at least ~1e-8 at the scales of this book)

@@ -12,8 +12,6 @@ import torch
 from stumplib.core.device import DEFAULT_DTYPE, make_generator, resolve_device
 from stumplib.core.validation import check_int, check_prior, check_tensor_finite
 
-__all__ = ["sample_thresholds", "sample_contexts", "sample_tasks", "labels", "reflect"]
-
 
 def sample_thresholds(num_tasks: int, tau_lo: float = 0.2, tau_hi: float = 0.8, *, seed: int = 0,
                       device: Any = "auto", dtype: torch.dtype = DEFAULT_DTYPE,

@@ -20,8 +20,6 @@ from stumplib.stump.fast_kernel import group_grad
 if TYPE_CHECKING:
     from stumplib.stump.trainer import RunConfig
 
-__all__ = ["MAX_PARAM", "TrainLoop"]
-
 #: A run counts as diverged once ``|beta|`` or ``|b|`` exceeds this. The scales GD reaches in
 #: this book are a few tens over the spacing of the examples (``beta`` of order ``1e4`` for
 #: ``n ~ 2000``); at ``1e7`` neighbouring examples (spacing ``>= 1e-5`` for ``n <= 1e5``) differ by

@@ -40,9 +40,6 @@ from stumplib.stump.fast_kernel import dense_layout, layout_grad, padded_layout
 from stumplib.stump.tasks import sample_tasks
 from stumplib.stump.train_loop import TrainLoop
 
-__all__ = ["RunConfig", "TrainResult", "make_corpora", "corpus_loss_and_grad", "train_gd",
-           "record_steps"]
-
 
 @dataclass(frozen=True)
 class RunConfig:

@@ -28,6 +28,8 @@ Definitions used here (stated in chapter 3):
 
 Corpora of the same ``(n, seed)`` are nested in ``m`` (corpus ``k`` holds tasks ``k m ... (k+1) m - 1``
 of one seeded draw), so neighbouring ``m`` share random numbers and the curves are smooth in ``m``.
+The certified scales the chapters report are computed by :mod:`stumplib.stump.certified` from the
+profiles of this module (:func:`transfer_profile`, :func:`certified_interval`).
 """
 from __future__ import annotations
 
@@ -39,39 +41,16 @@ import numpy as np
 import torch
 
 from stumplib.core.device import DEFAULT_DTYPE, resolve_device
-from stumplib.core.stats import crossing, resample
+from stumplib.core.stats import crossing
 from stumplib.stump.population import population_hessian, population_loss_and_grad
 from stumplib.stump.tasks import sample_tasks
 from stumplib.stump.corpus_grad import corpus_grad
-from stumplib.core.validation import check_choice, check_grid, check_int, check_prior, check_real, check_shapes
-
-__all__ = [
-    "calibrated_label_score",
-    "population_path",
-    "draw_corpus_batch",
-    "TransferProfile",
-    "transfer_profile",
-    "crossing_scale",
-    "certified_interval",
-    "certified_scale",
-    "DEFAULT_LEVEL",
-    "default_beta_grid",
-    "population_hessian",  # re-exported from stumplib.stump.population (chapter 3 imports it from here)
-    "step_size_limit",
-    "profile_grid",
-    "transfer_profiles",
-    "bootstrap_certified", "gd_against_flow"]
+from stumplib.core.validation import check_choice, check_grid, check_int, check_prior, check_real
 
 #: default relative-error level defining the certified scale
 DEFAULT_LEVEL = 0.5
 #: elements of (beta, corpus, task, example) evaluated at once (memory bound)
 _CHUNK_ELEMS = 2 ** 22
-
-
-def _check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False; got {value!r}")
-    return value
 
 
 def default_beta_grid(beta_min: float = 1.0, beta_max: float = 2.0 ** 16, per_octave: int = 2
@@ -407,73 +386,6 @@ def transfer_profile(m: int, n: int, betas: Any = None, *, n_corpora: int = 32, 
                            path["g"].cpu().numpy(), g.cpu().numpy())
 
 
-def certified_scale(m: int, n: int, *, level: float = DEFAULT_LEVEL, n_corpora: int = 32,
-                    seed: int = 0, device: Any = "auto", tau_lo: float = 0.2, tau_hi: float = 0.8,
-                    beta_min: float = 1.0, beta_max: float = 2.0 ** 17, per_octave: int = 4,
-                    stat: str = "rms", which: str = "along") -> float:
-    """The certified scale ``beta*(m, n)``: where the corpus gradient stops tracking the population.
-
-    Along the population path (``c = c*(beta)``, see :func:`calibrated_label_score`), ``n_corpora``
-    corpora of ``m`` tasks x ``n`` examples are drawn (seeded) and the relative gradient error
-    along the progress direction, ``|<g_corpus - g_pop, u>| / |g_pop|`` with ``u = g_pop / |g_pop|``
-    (``which="along"``; ``which="rel"`` takes the whole error vector), is aggregated over corpora by
-    ``stat`` (root mean square by default). ``beta*`` is the first scale on the grid ``beta_min * 2^(k/per_octave)`` where it reaches
-    ``level``, log-log interpolated. The grid is scanned upwards in chunks and stops soon after the
-    crossing, so the cost grows with ``beta*``, not with ``beta_max``.
-
-    Parameters
-    ----------
-    m, n : int, >= 1
-    level : relative-error level (> 0); default 0.5 (angle to the population gradient below
-        30 degrees, at least half of its progress component).
-    n_corpora : corpora averaged over (>= 2).
-    seed : seed of the corpora (same seed, same number).
-    device : ``"auto" | "cpu" | "cuda" | "cuda:K"``.
-    tau_lo, tau_hi : the threshold prior's ends.
-    beta_min, beta_max, per_octave : the scan's grid (``beta_min * 2^(k/per_octave)``, capped).
-    stat, which : the aggregate over corpora and the error measured (:meth:`TransferProfile.curve`).
-
-    Returns
-    -------
-    float
-        ``beta*``; ``nan`` if the error never drops below ``level`` on the grid (no certified
-        interval: typical of very small corpora), ``inf`` if it stays below ``level`` up to
-        ``beta_max``.
-    """
-    m = check_int("m", m)
-    n = check_int("n", n)
-    level = check_real("level", level, low=0.0, low_open=True)
-    n_corpora = check_int("n_corpora", n_corpora, minimum=2)
-    seed = check_int("seed", seed, minimum=0)
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
-    check_choice("stat", stat, ("rms", "median", "mean"))
-    check_choice("which", which, ("rel", "along"))
-    grid = default_beta_grid(beta_min, beta_max, per_octave)
-    dev = resolve_device(device)
-    dtype = DEFAULT_DTYPE
-    tau, x, y = draw_corpus_batch(m, n, n_corpora, seed=seed, tau_lo=tau_lo, tau_hi=tau_hi,
-                                  device=dev, dtype=dtype)
-    chunk = max(per_octave, 2)
-    betas_done: list[float] = []
-    curve: list[float] = []
-    for k0 in range(0, grid.size, chunk):
-        bk = grid[k0:k0 + chunk]
-        path = population_path(bk, tau_lo, tau_hi, device=dev, dtype=dtype)
-        g = _corpus_grads(tau, x, y, path["beta"], path["b"]).cpu().numpy()
-        gp = path["g"].cpu().numpy()
-        prof = TransferProfile(m, n, n_corpora, seed, bk, path["c"].cpu().numpy(), gp, g)
-        betas_done.extend(bk.tolist())
-        curve.extend(prof.curve(stat, which).tolist())
-        cur = np.asarray(curve)
-        below = np.nonzero(cur < level)[0]
-        if below.size:
-            above = np.nonzero(~(cur[below[0]:] < level))[0]
-            # stop once the interval has ended and the error stayed above the level for a chunk
-            if above.size and cur.size - (below[0] + above[0]) > chunk:
-                break
-    return crossing_scale(np.asarray(betas_done), np.asarray(curve), level)
-
-
 def step_size_limit(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8) -> np.ndarray:
     """Linear-stability limit ``2 / lambda_max`` of constant-step GD at points of the population path.
 
@@ -527,91 +439,6 @@ def profile_grid(m: int, n: int, *, beta_min: float = 1.0, per_octave: int = 4,
     top_factor = check_real("top_factor", top_factor, low=0.0, low_open=True)
     top = max(top_factor * min(m, n), beta_min * 2.0 ** (8 / per_octave))
     return default_beta_grid(beta_min, top, per_octave)
-
-
-def transfer_profiles(shapes: Sequence[tuple[int, int]], *, n_corpora: int = 32, seed: int = 0,
-                      beta_min: float = 1.0, per_octave: int = 4, top_factor: float = 0.5,
-                      tau_lo: float = 0.2, tau_hi: float = 0.8, device: Any = "auto",
-                      progress: bool = True) -> list[TransferProfile]:
-    """:func:`transfer_profile` for every ``(m, n)`` in ``shapes`` on its :func:`profile_grid`.
-
-    Parameters
-    ----------
-    shapes : sequence of (int, int)
-        The shapes.
-    n_corpora, seed : int
-        Corpora per shape and their seed.
-    beta_min, per_octave, top_factor
-        The grid (:func:`profile_grid`).
-    tau_lo, tau_hi : float
-        The threshold prior's ends.
-    device : str or torch.device
-        Where to compute.
-    progress : bool
-        Show a tqdm bar.
-
-    Returns
-    -------
-    list of TransferProfile
-        One per shape (:func:`stumplib.core.memo.remember` stores them as they are).
-    """
-    shp = check_shapes(shapes)
-    n_corpora = check_int("n_corpora", n_corpora, minimum=2)
-    seed = check_int("seed", seed, minimum=0)
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
-    _check_bool("progress", progress)
-    grids = [profile_grid(m, n, beta_min=beta_min, per_octave=per_octave, top_factor=top_factor)
-             for m, n in shp]
-    dev = resolve_device(device)
-    it = list(zip(shp, grids))
-    if progress:
-        from tqdm.auto import tqdm
-        it = tqdm(it, desc="transfer profiles")
-    out = [transfer_profile(m, n, g, n_corpora=n_corpora, seed=seed, tau_lo=tau_lo, tau_hi=tau_hi,
-                            device=dev) for (m, n), g in it]
-    return out
-
-
-def bootstrap_certified(profiles: Sequence[TransferProfile], level: float = DEFAULT_LEVEL, *,
-                        n_boot: int = 400, seed: int = 0, stat: str = "rms", which: str = "along"
-                        ) -> tuple[np.ndarray, np.ndarray]:
-    """Certified scales and their bootstrap over corpora (corpora resampled with replacement,
-    independently for each profile).
-
-    Parameters
-    ----------
-    profiles : sequence of TransferProfile, length ``P``
-        The profiles.
-    level : float
-        The relative-error level.
-    n_boot : int
-        Resamples (>= 10).
-    seed : int
-        Seed (profile ``j`` uses ``seed + j``).
-    stat, which : str
-        As in :meth:`TransferProfile.curve`.
-
-    Returns
-    -------
-    beta_star : np.ndarray, shape ``(P,)``
-    boot : np.ndarray, shape ``(n_boot, P)``
-        ``nan`` where no interval exists.
-    """
-    if not isinstance(profiles, (list, tuple)) or len(profiles) == 0 or not all(
-            isinstance(p, TransferProfile) for p in profiles):
-        raise ValueError("profiles must be a non-empty list of TransferProfile")
-    level = check_real("level", level, low=0.0, low_open=True)
-    n_boot = check_int("n_boot", n_boot, minimum=10)
-    seed = check_int("seed", seed, minimum=0)
-    check_choice("stat", stat, ("rms", "median", "mean"))
-    check_choice("which", which, ("rel", "along"))
-    est = np.array([p.certified(level, stat, which) for p in profiles])
-    boot = np.empty((n_boot, len(profiles)))
-    for j, p in enumerate(profiles):
-        boot[:, j] = resample(np.arange(p.n_corpora),
-                              lambda idx, p=p: p.certified(level, stat, which, idx.astype(int)),
-                              n_boot=n_boot, seed=seed + j)
-    return est, boot
 
 
 def gd_against_flow(shapes: Sequence[tuple[int, int]], n_seeds: int, *, lr: float, beta0: float,

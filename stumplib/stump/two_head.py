@@ -56,10 +56,6 @@ from stumplib.core.validation import (as_real_tensor, check_choice, check_int, c
                                       check_real, check_tensor_finite)
 from stumplib.stump.model import check_context, estimate_and_grad_unchecked
 
-__all__ = ["FEATURES", "TERMS", "RULES", "rule", "features", "estimate", "estimate_and_grad",
-           "loss_and_grad", "combination_step", "TwoHeadResult", "train_two_head", "weights",
-           "profile_errors", "sq_errors", "rule_sq_errors", "profile_summary", "paired_ratio"]
-
 #: the context features of the combination, in the order of ``A``'s columns
 FEATURES = ("1", "q = n1/N", "pos = 1{n1 > 0}", "neg = 1{n0 > 0}")
 #: the combined terms, in the order of ``A``'s rows

@@ -14,6 +14,17 @@ needs dask).
 - :mod:`.readers`: the stores of the phase runs read back into the layouts chapter 6 uses;
 - :mod:`.provenance`: command, commit, machine.
 
+The public names (``from stumplib.sweep import ...``): :class:`Task`, :func:`run_sweep`
+(:class:`SweepSummary`), :class:`Store` (:func:`read_store`), :func:`connect`, and the scripts'
+shared command line :func:`add_arguments`, :func:`check_arguments`, :func:`run`.
+
 The scripts that use it: ``scripts/phase_minimisers.py``, ``scripts/phase_flat_window.py``,
 ``scripts/phase_diagram.py``, ``scripts/seed_audit.py`` (and ``scripts/import_legacy_run.py``).
 """
+from stumplib.sweep.cli import add_arguments, check_arguments, run
+from stumplib.sweep.cluster import connect
+from stumplib.sweep.driver import SweepSummary, Task, run_sweep
+from stumplib.sweep.store import Store, read_store
+
+__all__ = ["Task", "run_sweep", "SweepSummary", "Store", "read_store", "connect",
+           "add_arguments", "check_arguments", "run"]

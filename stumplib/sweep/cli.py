@@ -19,9 +19,6 @@ from stumplib.sweep.files import StoreLocked
 from stumplib.sweep.params import ParameterMismatch
 from stumplib.sweep.store import Store, StoreError
 
-__all__ = ["add_arguments", "check_arguments", "run", "EXIT_FAILED", "EXIT_REFUSED",
-           "EXIT_INTERRUPTED"]
-
 #: exit status when tasks failed, and when the run was refused before any work
 EXIT_FAILED, EXIT_REFUSED = 1, 2
 #: exit status of a run interrupted by Ctrl-C (128 + SIGINT, as a shell reports it)

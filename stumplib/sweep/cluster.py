@@ -28,10 +28,6 @@ import logging
 import os
 from typing import Any, Callable, Iterator
 
-__all__ = ["THREAD_VARIABLES", "ALLOWED_FAILURES", "single_thread_environment", "pin_threads",
-           "single_threaded", "MALLOC_VARIABLES", "malloc_warning",
-           "available_cores", "check_workers", "connect", "describe"]
-
 #: environment variables that cap the threads of BLAS, OpenMP, numexpr and the phase solver
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "STUMPLIB_THREADS")

@@ -28,8 +28,6 @@ from typing import Any, Callable, Mapping, Sequence
 from stumplib.sweep.cluster import single_threaded
 from stumplib.sweep.store import TASK_ID, Store
 
-__all__ = ["Task", "SweepSummary", "execute", "run_sweep"]
-
 #: seconds between two looks at the cluster's size while no task comes back
 POLL_S = 2.0
 

@@ -19,8 +19,6 @@ from typing import IO, Callable
 
 from stumplib.sweep.provenance import now
 
-__all__ = ["StoreLocked", "DriverLock", "atomic_write"]
-
 
 class StoreLocked(RuntimeError):
     """Another driver holds the store's lock."""

@@ -14,8 +14,6 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["ParameterMismatch", "encode", "decode", "same", "first_difference", "check_resume"]
-
 _ARRAY = "__ndarray__"
 
 

@@ -10,8 +10,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["REPOSITORY", "now", "git_commit", "machine", "command_line", "describe_run"]
-
 #: the repository that holds ``stumplib``
 REPOSITORY = Path(__file__).resolve().parents[2]
 

@@ -23,9 +23,6 @@ import numpy as np
 from stumplib.sweep.params import decode
 from stumplib.sweep.store import read_store
 
-__all__ = ["seed_task", "parse_seed_task", "omega_task", "store_meta", "minimiser_runs_from_store",
-           "landscape_from_store", "diagram_from_store", "merge_diagrams", "stack_seeds"]
-
 _SEED_TASK = re.compile(r"(?:d(\d+)|([a-z]+))_seed(\d+)")
 
 

@@ -31,8 +31,6 @@ from stumplib.sweep.files import DriverLock, atomic_write
 from stumplib.sweep.params import check_resume, decode, encode
 from stumplib.sweep.provenance import now
 
-__all__ = ["FORMAT", "StoreError", "Store", "read_store", "TASK_ID"]
-
 #: the layout version every manifest records
 FORMAT = "stumplib.sweep/1"
 #: what a task id may contain (it names entries of the store)

@@ -25,8 +25,22 @@ def test_remember_computes_without_a_store_and_uses_an_installed_one():
         memo.install(old)
 
 
-def test_importing_the_book_installs_its_cache_as_the_store():
-    import stumplib.book  # noqa: F401
+def test_importing_the_book_has_no_side_effect_and_starting_a_chapter_installs_its_cache():
+    import subprocess
+    import sys
+
+    code = ("import stumplib.book\nfrom stumplib.core import memo\nassert memo.installed() is None\n"
+            "from stumplib.book import cache\ncache.install()\nassert memo.installed() is cache.store\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    from stumplib import book
     from stumplib.book import cache
 
-    assert memo.installed() is cache.store
+    import torch
+
+    old, dtype = memo.install(None), torch.get_default_dtype()
+    try:
+        book.start("smoke", "cpu")
+        assert memo.installed() is cache.store
+    finally:
+        memo.install(old)
+        torch.set_default_dtype(dtype)

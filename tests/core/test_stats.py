@@ -160,3 +160,8 @@ def test_a_deterministic_result_prints_without_an_interval():
 
     assert format(Estimate(0.25, 0.25, 0.25, "quadrature"), ".4f") == "0.2500 (deterministic)"
     assert format(Estimate(0.25, 0.24, 0.26, "seeds"), ".2f") == "0.25 [0.24, 0.26]"
+    # a real interval narrower than the printed digits gets the digits that show it
+    e = Estimate(0.2500351, 0.2499505, 0.2500482, "windows")
+    assert format(e, ".4f") == "0.25004 [0.24995, 0.25005]"
+    assert format(Estimate(1.0, 1.0 - 1e-12, 1.0 + 1e-12, "fit"), ".2f") == (
+        "1.000000 [1.000000, 1.000000]")  # at most four more digits

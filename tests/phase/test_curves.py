@@ -26,12 +26,17 @@ def test_transition_matches_published_free_energies():
     a = sem["alpha"][order]
     ref_c = first_crossing(a, sem["Phi"][order], pos["Phi"][order])
     sel = (a > 0.9) & (a < 1.8)
-    from stumplib.phase.curves import theory_curves
-    th = theory_curves(a[sel], omega=0.3, n_nodes=6)
-    assert abs(float(th["alpha_c"]) - ref_c) < 0.02, (float(th["alpha_c"]), ref_c)
+    from stumplib.phase.replica import solve_fixed_rule
+
+    loss = {br: solve_fixed_rule(a[sel], omega=0.3, sigma=0.5, lam=0.01, branch=br,
+                                 n_nodes=6, rule="gauss-hermite")["train_loss"]
+            for br in ("semantic", "positional")}
+    ours = float(first_crossing(a[sel], loss["positional"], loss["semantic"]))
+    assert abs(ours - ref_c) < 0.02, (ours, ref_c)
 
 
-def test_window_profiles_one_structured_entry_per_rule_reloaded_unchanged(tmp_path, monkeypatch):
+def test_window_profiles_one_structured_entry_per_rule_reloaded_unchanged(tmp_path, monkeypatch,
+                                                                           book_cache):
     from stumplib import book
     from stumplib.phase.replica import theta_profile
     from stumplib.phase.curves import window_profiles

@@ -71,7 +71,8 @@ def _stored_names(results):
     return names
 
 
-def test_stability_by_dynamics_cache_is_structured_and_reloads_the_same_rows(tmp_path, monkeypatch):
+def test_stability_by_dynamics_cache_is_structured_and_reloads_the_same_rows(tmp_path, monkeypatch,
+                                                                            book_cache):
     from stumplib import book
     from stumplib.phase.replica import solve_fixed_rule
 

@@ -75,7 +75,7 @@ def _stored_names(results):
     return names
 
 
-def test_study_cache_is_structured_and_reloads_what_it_computed(tmp_path, monkeypatch):
+def test_study_cache_is_structured_and_reloads_what_it_computed(tmp_path, monkeypatch, book_cache):
     from stumplib import book
     from stumplib.phase.minimise import study
 

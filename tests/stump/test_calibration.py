@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from stumplib.stump.calibration import (OwnProfile, bisection_label_score, failure_probability, own_label_score,
+from stumplib.stump.calibration import (OwnProfile, failure_probability, own_label_score,
                                   predicted_label_scores, tracking_scale)
 from stumplib.stump.corpus_grad import corpus_grad
 from stumplib.stump.transfer import draw_corpus_batch
@@ -23,12 +23,28 @@ def _loss(tau, x, y, beta, c):
     return float(L), float(gb)
 
 
+def _bisection_label_score(tau, x, y, beta, iters=60):
+    """Plain bisection of ``dL/db`` on ``[tau_lo, tau_hi + 1]`` per corpus (the superseded method,
+    kept here as the contrast): lands on whichever sign change the halvings meet."""
+    out = []
+    for k in range(x.shape[0]):
+        lo, hi = 0.2, 1.8
+        for _ in range(iters):
+            mid = 0.5 * (lo + hi)
+            if _loss(tau[k:k + 1], x[k:k + 1], y[k:k + 1], beta, mid)[1] > 0:
+                hi = mid
+            else:
+                lo = mid
+        out.append(0.5 * (lo + hi))
+    return torch.tensor(out)
+
+
 def test_continuation_finds_the_highest_local_minimum_where_bisection_does_not():
     tau, x, y = _corpus()
     betas = 2.0 ** np.arange(1, 9.01, 0.5)
     beta = betas[-1]
     c_cont = own_label_score(tau, x, y, betas)[-1].numpy()
-    c_bis = bisection_label_score(tau, x, y, beta).numpy()
+    c_bis = _bisection_label_score(tau, x, y, beta).numpy()
     for k in range(2):
         t, xx, yy = tau[k:k + 1], x[k:k + 1], y[k:k + 1]
         for c in (c_cont[k], c_bis[k]):  # both are local minima of the loss in b

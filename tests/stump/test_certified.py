@@ -7,7 +7,8 @@ import torch
 
 from stumplib.stump import certified as ce
 from stumplib.stump.corpus_grad import corpus_grad
-from stumplib.stump.transfer import TransferProfile, certified_scale, draw_corpus_batch, population_path
+from stumplib.stump.transfer import (TransferProfile, default_beta_grid, draw_corpus_batch, population_path,
+                                     transfer_profile)
 
 
 def test_blocked_gradients_equal_the_trainer_gradient():
@@ -24,7 +25,8 @@ def test_adaptive_scan_gives_the_dense_grid_crossing():
     """The adaptive grid holds the dense grid's points around the crossing: same corpora, same beta*."""
     m, n, C = 128, 128, 16
     prof = ce.scan_profile(m, n, n_corpora=C, seed=5)
-    dense = certified_scale(m, n, n_corpora=C, seed=5, device="cpu")
+    grid = default_beta_grid(1.0, 2.0 ** 12, 4)  # the dense quarter-octave grid
+    dense = transfer_profile(m, n, grid, n_corpora=C, seed=5, device="cpu").certified()
     assert np.isfinite(dense)
     assert prof.certified() == pytest.approx(dense, rel=1e-9)
     assert prof.beta.size < 20  # fewer points than the dense quarter-octave grid
@@ -57,7 +59,8 @@ def test_bootstrap_of_beta_star_recovers_a_known_slope():
     assert cover >= 16  # a 95% interval covers the true slope in most of 20 replicate sets
 
 
-def test_certified_scales_are_one_computation_shared_through_the_cache(tmp_path, monkeypatch):
+def test_certified_scales_are_one_computation_shared_through_the_cache(tmp_path, monkeypatch,
+                                                                       book_cache):
     """Chapters 3 and 4 call the same function: for a shared shape the same beta* and replicates,
     whatever the other shapes, reloaded from the cache or computed afresh."""
     monkeypatch.setenv("STUMPBOOK_RESULTS", str(tmp_path))

@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from stumplib.stump import flow as FL
 from stumplib.stump import landscape as LA
-from stumplib.stump.population import population_loss
+from stumplib.stump.population import population_loss, population_loss_and_grad
 
 
 def test_valley_matches_numerical_minimiser():
@@ -40,7 +39,7 @@ def test_hessian_max_eig_matches_second_differences_of_the_loss(beta, b):
     population loss values (no gradient involved). Steps 1e-3 of each coordinate (mixed
     differences on the diagonal too, step 2h): measured errors 3.8e-4 at (20, 18) and 2.9e-6 at
     (5, 0), hence the tolerance 2e-3 (five times the larger)."""
-    from stumplib.stump.population import population_loss
+    from stumplib.stump.population import population_loss, population_loss_and_grad
     x0, h = np.array([beta, b]), np.array([1e-3 * beta, 1e-3 * max(abs(b), 1.0)])
     L = lambda v: float(population_loss(*v))  # noqa: E731
     H = np.empty((2, 2))
@@ -55,7 +54,8 @@ def test_hessian_max_eig_matches_second_differences_of_the_loss(beta, b):
 def test_gradient_field_is_the_flow_direction():
     f = LA.gradient_field([0.0, 0.5, 0.9], [0.5, 1.0, 2.0])
     assert f["dc_dt"].shape == (3, 3)
-    vb, vB = FL.flow_velocity(10.0, 5.0)
+    _, gb, gB = population_loss_and_grad(10.0, 5.0)
+    vb, vB = -gb, -gB  # the flow's velocity
     assert f["dc_dt"][1, 1] == pytest.approx(float((vB - 0.5 * vb) / 10.0), rel=1e-10)
     assert f["dlnbeta_dt"][1, 1] == pytest.approx(float(vb / 10.0), rel=1e-10)
     assert np.all(f["dc_dt"][:, 0] > 0)        # c = 0 lies below every threshold: c is pushed up

@@ -86,7 +86,7 @@ def test_a_diverged_run_is_flagged_and_the_others_carry_on():
     assert alone.at_end()[1][0] == pytest.approx(r.at_end()[1][0], rel=1e-12)
 
 
-def test_staged_runs_come_back_from_the_cache_as_they_were(tmp_path, monkeypatch):
+def test_staged_runs_come_back_from_the_cache_as_they_were(tmp_path, monkeypatch, book_cache):
     """Trained, cached, reloaded: the same :class:`StagedRuns`; stop and end errors keep only the
     runs that did not diverge."""
     from stumplib.stump.staged import StagedRuns, end_errors, stop_errors, train_to_certified_stop

@@ -209,7 +209,7 @@ def calibration(ms, tau_fix, p_meas, p_lo, p_hi, p_pred, mae, mae_lo, mae_hi, rm
     a0.set_xscale("log", base=2)
     a0.set_xlabel("tasks $m$")
     a0.set_ylabel(r"P(label score $c_T$ below $\tau$)")
-    style.legend(a0, title="lines: prediction", title_fontsize=9)
+    style.legend(a0, title="lines: prediction", title_fontsize=style.MIN_FONT_PT)
     a1.errorbar(ms, mae, yerr=[mae - mae_lo, mae_hi - mae], fmt="o", color=C["attention"], capsize=2,
                 label="MAE, trained heads")
     a1.plot(ms, rmse, "s", color=C["midpoint"], label="RMSE, trained heads")

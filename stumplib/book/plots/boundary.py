@@ -36,6 +36,7 @@ def profiles(PROF, head, N_grid, N_ref):
     C = style.COLORS
     fig, axes = style.panels(3, height=3.0)
     pair = [N_grid[0], N_ref] if N_ref != N_grid[0] else [N_grid[0], N_grid[-1]]
+    lows = []
     for ax, N in zip(axes[:2], pair):
         rec = PROF[head, N]
         tg = rec["tau"]
@@ -53,12 +54,17 @@ def profiles(PROF, head, N_grid, N_ref):
         ax.axhline(2.0, color="0.5", lw=0.8, ls="-.")
         ax.axhline(0.5, color="0.5", lw=0.8, ls="-.")
         ax.set_yscale("log")
-        ax.set_ylim(1e-3, 2 * N ** 2)  # room for the legend below the Bayes level
+        low = min((float(np.nanmin(v[v > 0])) for ln in ax.get_lines()
+                   for v in [np.asarray(ln.get_ydata(), float)] if np.any(v > 0)), default=0.1)
+        lows.append(low)
         ax.set_xlabel(r"threshold $\tau$")
         ax.set_title(rf"$N = {N}$, $\beta = {rec['beta']:.0f}$, $c = {rec['b'] / rec['beta']:.3f}$",
-                     fontsize=10)
+                     fontsize=style.MIN_FONT_PT)
     axes[0].set_ylabel(r"MSE $\times N^2$")
-    style.legend(axes[0], loc="lower center", ncol=2)
+    # one legend for (a) and (b), above both: inside a panel it would lie on the curves
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncol=3)
+    # (b) shares (a)'s axis; the bottom just below the lowest curve of either panel
+    axes[0].set_ylim(max(1e-3, 0.5 * min(lows)), 2 * pair[0] ** 2)
     axes[1].sharey(axes[0])
     ax = axes[2]  # the upper boundary layer for every N, against the expected number of positives
     cmap = plt.get_cmap("viridis")
@@ -75,7 +81,7 @@ def profiles(PROF, head, N_grid, N_ref):
     ax.set_xlim(0, 12)
     ax.set_xlabel(r"expected positives $N(1-\tau)$")
     ax.set_ylabel("MSE (not rescaled)")
-    ax.set_title("upper end: one-head (solid), boundary-aware (dashed)", fontsize=9)
+    ax.set_title("upper end: one-head (solid), boundary-aware (dashed)", fontsize=style.MIN_FONT_PT)
     style.legend(ax, loc="upper right")
     style.label_panels(axes)
     style.finish(fig)
@@ -136,7 +142,7 @@ def mechanism(PROF, tau_r, err_r, k, N_grid, N_ref):
     ax.axvline(N_ref * (1 - float(tau_r[k])), color="k", ls=":", lw=1, label=r"$N(1-\tau)$")
     ax.set_xlabel(r"error $\times N$ (symlog)")
     ax.set_ylabel("density")
-    ax.set_title(rf"$N = {N_ref}$, $\tau = 1 - 1/N$", fontsize=10)
+    ax.set_title(rf"$N = {N_ref}$, $\tau = 1 - 1/N$", fontsize=style.MIN_FONT_PT)
     style.legend(ax, loc="upper left")
 
     ax = axes[2]
@@ -205,7 +211,7 @@ def ratios(sweep, PROF, N_grid, N_ref, c_sharp):
     ax.set_xscale("log"); ax.set_yscale("log")
     ax.set_xlabel(r"sharpness $\beta / N$")
     ax.set_ylabel("interior MSE ratio")
-    ax.set_title(rf"$N = {N_ref}$, $c = {c_sharp}$", fontsize=10)
+    ax.set_title(rf"$N = {N_ref}$, $c = {c_sharp}$", fontsize=style.MIN_FONT_PT)
     style.legend(ax)
     ax = axes[1]
     for head, mk in (("sharp", "o"), ("trained", "s")):
@@ -254,39 +260,49 @@ def two_head_training(res, groups, N):
     """
     from stumplib.stump.two_head import weights
 
+    from matplotlib.lines import Line2D
+
     C = style.COLORS
     fig, axes = style.panels(3, height=2.8)
     t = np.maximum(res.steps, 0.5)
     styles = ("-", "--", ":")
+    seen = set()  # colour = quantity (the panels' legends), line style = start (figure legend)
+
+    def once(ax, key):
+        if (ax, key) in seen:
+            return {}
+        seen.add((ax, key))
+        return {"label": key}
+
     for (lab, idx), ls in zip(groups.items(), styles):
         H, A = res.heads[idx], res.A[idx]  # (r, K, 4), (r, K, 3, 4)
         for r in range(len(idx)):
-            axes[0].plot(t, H[r, :, 0], ls, color=C["one-head"], lw=1.2,
-                         **({"label": f"head, {lab}"} if r == 0 else {}))
+            axes[0].plot(t, H[r, :, 0], ls, color=C["one-head"], lw=1.2, **once(0, "head"))
             if A[r, :, 1].any():  # a mirror that is never used is not drawn
                 axes[0].plot(t, H[r, :, 2], ls, color=C["reflected"], lw=1.2,
-                             **({"label": f"mirror, {lab}"} if r == 0 else {}))
+                             **once(0, "mirror"))
             wb = weights(A[r], [N // 2], N)[:, 0]  # (K, 3)
             for k, name in enumerate(("$w_1$", "$w_2$", "$w_0$")):
-                axes[1].plot(t, wb[:, k], ls, color=C[TERM_COLORS[k]], lw=1.2,
-                             **({"label": f"{name}, {lab}"} if r == 0 and ls == "-" else {}))
+                axes[1].plot(t, wb[:, k], ls, color=C[TERM_COLORS[k]], lw=1.2, **once(1, name))
             w0 = weights(A[r], [0], N)[:, 0]
             axes[2].plot(t, A[r, :, 0, 1], ls, color=C["one-head"], lw=1.2,
-                         **({"label": rf"$\partial w_1/\partial q$, {lab}"} if r == 0 else {}))
+                         **once(2, r"$\partial w_1/\partial q$"))
             axes[2].plot(t, w0[:, 2], ls, color=C["Bayes"], lw=1.2,
-                         **({"label": rf"$w_0$ at $n_1 = 0$, {lab}"} if r == 0 else {}))
+                         **once(2, r"$w_0$ at $n_1 = 0$"))
+    fig.legend([Line2D([], [], ls=ls, color="0.25", lw=1.2) for ls in styles[:len(groups)]],
+               list(groups), loc="outside lower center", ncol=len(groups))
     axes[0].set_ylabel(r"attention scale $\beta$")
     axes[1].set_ylabel(rf"weight at $n_1 = N/2$ ($N = {N}$)")
     axes[2].set_ylabel("weight")
     for ref, txt in ((1.0, "count weighting"), (0.5, "Bayes fallback"), (0.0, "plain / Bayes")):
         axes[2].axhline(ref, color="0.6", lw=0.8, ls="-.")
         axes[2].annotate(txt, (1.0, ref), xycoords=("axes fraction", "data"), xytext=(-4, 2),
-                         textcoords="offset points", ha="right", va="bottom", fontsize=9,
+                         textcoords="offset points", ha="right", va="bottom", fontsize=style.MIN_FONT_PT,
                          color="0.35")
     for ax in axes:
         ax.set_xscale("log")
         ax.set_xlabel("gradient-descent step")
-        style.legend(ax, fontsize=9)  # placed by style.finish where it covers no line
+        style.legend(ax, fontsize=style.MIN_FONT_PT)  # placed by style.finish where it covers no line
     axes[2].set_ylim(-0.3, 1.35)
     style.label_panels(axes)
     style.finish(fig)
@@ -326,11 +342,11 @@ def two_head_profiles(PROF2, N_show, names):
                     color=C.get(name, "k"), lw=2.2 if name == "two-head" else 1.3, label=name)
         ax.set_yscale("log")
         ax.set_xlabel(r"threshold $\tau$")
-        ax.set_title(rf"$N = {N}$", fontsize=10)
+        ax.set_title(rf"$N = {N}$", fontsize=style.MIN_FONT_PT)
     axes[0].set_ylabel(r"MSE $\times N^2$")
     # one column when a rule's name is long (the comparator of the two-head claim can be),
     # so that a legend placed below its panel does not widen the figure
-    style.legend(axes[0], fontsize=9, ncol=1 if max(map(len, names)) > 20 else 2)
+    style.legend(axes[0], fontsize=style.MIN_FONT_PT, ncol=1 if max(map(len, names)) > 20 else 2)
     ax = axes[-1]
     for i, N in enumerate(N_show):
         rec = PROF2[N]
@@ -342,8 +358,8 @@ def two_head_profiles(PROF2, N_show, names):
     ax.set_yscale("log")
     ax.set_xlabel(r"expected positives $N(1-\tau)$")
     ax.set_ylabel(r"MSE $\times N^2$")
-    ax.set_title("upper end (line width grows with N)", fontsize=10)
-    style.legend(ax, fontsize=9)
+    ax.set_title("upper end (wider: larger N)", fontsize=style.MIN_FONT_PT)
+    style.legend(ax, fontsize=style.MIN_FONT_PT)
     style.label_panels(axes)
     style.finish(fig)  # each legend where it covers no curve, else below its panel
     plt.close(fig)
@@ -375,30 +391,36 @@ def two_head_weights(A_learned, N, rules, K=10):
     """
     from stumplib.stump.two_head import weights
 
+    from matplotlib.lines import Line2D
+
     C = style.COLORS
     fig, axes = style.panels(2, height=2.8)
     k = np.arange(K + 1)
     labels = ("head $w_1$", "mirror $w_2$", "constant $w_0$")
+    looks = ("o-", "--", ":")  # learned (one line per corpus), then the reference rules
     for ax, n1, xl in ((axes[0], k, r"positive examples $n_1$ (upper end)"),
                        (axes[1], N - k, r"negative examples $n_0 = N - n_1$ (lower end)")):
         W = weights(np.asarray(A_learned), n1, N)  # (R, P, 3)
         for j in range(3):
             for r in range(W.shape[0]):
-                ax.plot(k, W[r, :, j], "o-", ms=3, color=C[TERM_COLORS[j]], lw=1.2, alpha=0.85,
-                        label=f"{labels[j]}, learned" if r == 0 and ax is axes[0] else None)
-            for (name, A_r), ls in zip(rules.items(), ("--", ":")):
+                ax.plot(k, W[r, :, j], "o-", ms=3, color=C[TERM_COLORS[j]], lw=1.2, alpha=0.85)
+            for A_r, ls in zip(rules.values(), looks[1:]):
                 ax.plot(k, weights(np.asarray(A_r), n1, N)[:, j], ls, color=C[TERM_COLORS[j]],
-                        lw=1.0, label=name if j == 0 and ax is axes[0] else None)
+                        lw=1.0)
         ax.set_xlabel(xl)
+        ax.set_ylabel(rf"weight ($N = {N}$)")
         ax.axhline(0, color="0.8", lw=0.6)
     W = weights(np.asarray(A_learned), N - k, N)
     for r in range(W.shape[0]):
         axes[1].plot(k, W[r, :, 1] + W[r, :, 2], "s-", ms=3, color="k", lw=0.8,
                      label=r"$w_2 + w_0$, learned" if r == 0 else None)
-    style.legend(axes[1], fontsize=9)
-    axes[0].set_ylabel(rf"weight ($N = {N}$)")
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3,
-               fontsize=9)
+    style.legend(axes[1], fontsize=style.MIN_FONT_PT)
+    # colour: the term; line: learned or a reference rule (one legend for both panels)
+    handles = [Line2D([], [], color=C[TERM_COLORS[j]], lw=2.5) for j in range(3)]
+    handles += [Line2D([], [], ls="-" if ls == "o-" else ls, marker="o" if ls == "o-" else None,
+                       ms=3, color="0.3", lw=1.2) for ls in looks[:len(rules) + 1]]
+    names = list(labels) + ["learned, one line per corpus"] + list(rules)
+    fig.legend(handles, names, loc="outside lower center", ncol=2, fontsize=style.MIN_FONT_PT)
     style.label_panels(axes)
     style.finish(fig)
     plt.close(fig)

@@ -207,6 +207,7 @@ def certified_growth(shapes, beta, lo, hi, fit, own=None, own_censored=None, fit
     ax.set_ylabel(r"scale $\beta$")
     h, lab = ax.get_legend_handles_labels()
     order = sorted(range(len(lab)), key=lambda i: not lab[i].startswith(r"$\beta^*$"))  # beta* first
-    fig.legend([h[i] for i in order], [lab[i] for i in order], loc="outside lower center", ncols=2)
+    fig.legend([h[i] for i in order], [lab[i] for i in order], loc="outside lower center", ncols=2,
+               columnspacing=1.0, handlelength=1.6)  # two columns within the 7-inch column
     style.finish(fig)
     return fig

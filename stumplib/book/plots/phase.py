@@ -5,14 +5,13 @@ from typing import Any, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
 
 from stumplib.book import style
 
-__all__ = ["diagram_figure", "theory_figure", "minimiser_figure", "transition_figure", "window_figure", "flat_landscape_figure", "flat_overlaps_figure",
-           "lowest_minima_figure"]
-
 #: panel size (inches) and legend font of every figure here: two panels fill the book's text width
-WIDTH, HEIGHT, LEGEND = style.COLUMN_WIDTH / 2, 2.9, 9
+WIDTH, HEIGHT, LEGEND = style.COLUMN_WIDTH / 2, 2.9, style.MIN_FONT_PT
 
 
 def _conv(th: Mapping[str, np.ndarray], key: str):
@@ -155,7 +154,7 @@ def window_figure(prof: Sequence[Mapping[str, Any]], thetas, rules, alpha_window
     axes[1].set_ylabel("test error (per sample)")
     for ax in axes:
         ax.set_xlabel(r"semantic overlap $\theta$ (held fixed)")
-    axes[0].set_title(rf"$\alpha$ = {alpha_window}", fontsize=10)
+    axes[0].set_title(rf"$\alpha$ = {alpha_window}", fontsize=style.MIN_FONT_PT)
     style.legend(axes[0], fontsize=LEGEND)
     style.label_panels(axes)
     style.finish(fig)
@@ -238,17 +237,23 @@ def minimiser_figure(decision: Mapping[str, Any], alphas, accurate, accurate_err
     fig, axes = style.panels(len(alphas), width=WIDTH, height=HEIGHT)
     x_all = 1.0 / np.asarray(decision["ds"], dtype=float)
     forms = decision.get("forms", {"line": dict(limit=decision["limit"])})
-    look = {"line": (1, ":", "straight line"), "quadratic": (2, "-.", r"with $1/d^2$"),
-            "drop_smallest": (1, (0, (1, 3)), "without smallest $d$")}
+    # each extrapolation its own colour and line (Okabe-Ito), its limit a square of that colour
+    look = {"line": (1, ":", "straight line", "#D55E00"),
+            "quadratic": (2, "-.", r"with $1/d^2$", "#009E73"),
+            "drop_smallest": (1, (0, (1, 3)), "without smallest $d$", "#CC79A7")}
+    spare = ("#E69F00", "#56B4E9", "#000000")
+    drawn = {}  # legend: label -> handle, in drawing order
     for j, (ax, a) in enumerate(zip(axes, alphas)):
         m, se = decision["mean"][:, j], decision["se"][:, j]
         ok = np.isfinite(m) & np.isfinite(se) & (se > 0)
         x = x_all[ok]
         xmax = float(x.max()) if x.size else float(x_all.max())  # no seed spread (one seed): no points
-        ax.errorbar(x, m[ok], yerr=2 * se[ok], fmt="o", color=style.COLORS["semantic"], capsize=3,
-                    label="minimisers")
+        h = ax.errorbar(x, m[ok], yerr=2 * se[ok], fmt="o", color=style.COLORS["semantic"],
+                        capsize=3, label="minimisers")
+        drawn.setdefault("minimisers", h)
+        n_forms = len(forms)
         for k, (name, f) in enumerate(forms.items()):
-            deg, ls, label = look.get(name, (1, ":", name))
+            deg, ls, label, col = look.get(name, (1, ":", name, spare[k % len(spare)]))
             lim = f["limit"][j]
             keep = ok.copy()
             if name == "drop_smallest" and keep.any():
@@ -258,19 +263,26 @@ def minimiser_figure(decision: Mapping[str, Any], alphas, accurate, accurate_err
             xk = x_all[keep]
             coef = np.polyfit(xk, m[keep], deg, w=1 / se[keep])
             xx = np.linspace(0, xk.max(), 40)
-            ax.plot(xx, np.polyval(coef, xx), ls=ls, color=style.COLORS["fit"], label=label)
-            off = -(2 - k) * 0.02 * xmax  # side by side at and left of 1/d = 0
-            ax.errorbar([off], [lim.value], yerr=[[lim.value - lim.lo], [lim.hi - lim.value]], fmt="s",
-                        color=style.COLORS["fit"], capsize=3, ms=4)
+            ax.plot(xx, np.polyval(coef, xx), ls=ls, color=col, lw=1.6, label=label)
+            # side by side in the forms' order, the last at 1/d = 0, a marker's width apart
+            off = -(n_forms - 1 - k) * 0.06 * xmax
+            ax.errorbar([off], [lim.value], yerr=[[lim.value - lim.lo], [lim.hi - lim.value]],
+                        fmt="s", color=col, capsize=3, ms=5, mec="white", mew=0.6, zorder=4)
+            drawn.setdefault(label, Line2D([], [], ls=ls, color=col, lw=1.6, marker="s", ms=5,
+                                           mec="white", mew=0.6))
         acc, err = float(accurate[j]), float(accurate_err[j])
         ax.axhspan(acc - 3 * err, acc + 3 * err, color=style.COLORS["semantic"], alpha=0.25, lw=0)
-        ax.axhline(acc, color=style.COLORS["semantic"], label="accurate theory")
-        ax.axhline(float(published[j]), color="k", ls="--", label="published theory")
-        ax.set_xlim(-0.07 * xmax, 1.1 * xmax)
+        drawn.setdefault("accurate theory", ax.axhline(acc, color=style.COLORS["semantic"]))
+        drawn.setdefault("published theory",
+                         ax.axhline(float(published[j]), color="k", ls="--"))
+        ax.axvline(0, color="0.6", lw=0.6)
+        ax.set_xlim(-(0.06 * max(n_forms - 1, 0) + 0.05) * xmax, 1.05 * xmax)
         ax.set_xlabel(r"$1/d$")
-        ax.set_title(rf"$\alpha$ = {a:.4g}", fontsize=10)
+        ax.set_title(rf"$\alpha$ = {a:.4g}", fontsize=style.MIN_FONT_PT)
         ax.set_ylabel("test error per sample")
-    style.legend(axes[0], fontsize=LEGEND)
+    # one legend for both panels, below them in three columns
+    fig.legend(list(drawn.values()), list(drawn), loc="outside lower center", ncol=3,
+               fontsize=LEGEND)
     style.label_panels(axes)
     style.finish(fig)
     plt.close(fig)
@@ -350,8 +362,8 @@ def flat_overlaps_figure(table: Mapping[str, Any], theory: Mapping[str, Any],
     ax.axhline(0, color="k", lw=0.8)
     ax.set_xlabel(r"$1/d$")
     ax.set_ylabel("relative to the theory (%)")
-    ax.set_title(rf"$\alpha$ = {table['alphas'][0]:.4g}", fontsize=10)
-    ax.legend(fontsize=LEGEND - 1, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.3))
+    ax.set_title(rf"$\alpha$ = {table['alphas'][0]:.4g}", fontsize=style.MIN_FONT_PT)
+    ax.legend(fontsize=LEGEND, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.3))
     axes[0].legend(fontsize=LEGEND)
     style.label_panels(axes)
     plt.close(fig)
@@ -465,17 +477,20 @@ def flat_landscape_figure(land: Mapping[int, Mapping[str, Any]], held: Mapping[s
 def lowest_minima_figure(summ: Mapping[str, Any], limits: Mapping[str, Any],
                          searches: Mapping[int, Mapping[str, Any]], *, accurate: float,
                          accurate_err: float, published: float, theory_theta: float,
-                         published_theta: float = float("nan")):
+                         published_theta: float = float("nan"), theory_theta_err: float = 0.0,
+                         reach: float = 2.0):
     """The lowest minima against the theory, and how saturated their search is.
 
     (a) Test error against ``1/d``: the minimisers from ``Q = Q*`` (open grey) and the lowest
     minima found (filled black), seed means with two standard errors; the chosen approach form of
     the lowest minima (dotted) and the limit at ``1/d = 0`` of every acceptable form (squares,
-    the chosen one filled, the others open and set to the left, each with the 95% interval of its
-    own fit: the standard error its z-scores use); the accurate theory (line, band: three
-    quadrature errors) and the published one (dashed). (b) theta the same way (the published
-    theta dashed). (c) Saturation: the share of seeds whose lowest minimum had been found after
-    ``k`` starts, per ``d`` (the vertical line: half the starts).
+    the chosen one filled, the others open and set to the left, each with a bar of ``reach``
+    combined standard errors: its own fit's standard error and the accurate theory's quadrature
+    error, the denominator of its z-score, so a bar reaches the accurate theory exactly when
+    ``|z| <= reach``, the rule's "follows"); the accurate theory (line, band: three quadrature
+    errors) and the published one (dashed). (b) theta the same way (the published theta dashed).
+    (c) Saturation: the share of seeds whose lowest minimum had been found after ``k`` starts, per
+    ``d`` (the vertical line: half the starts; integer ticks).
 
     Parameters
     ----------
@@ -491,6 +506,11 @@ def lowest_minima_figure(summ: Mapping[str, Any], limits: Mapping[str, Any],
         The accurate theory's theta.
     published_theta : float, optional
         The published theory's theta (dashed in (b); NaN: not drawn).
+    theory_theta_err : float, optional
+        The accurate theory's quadrature error of theta (one standard error; default 0).
+    reach : float, optional
+        The bars' half-width in combined standard errors: the ``follow`` threshold of chapter 6's
+        rule (claim ``lowest_min``, 2).
 
     Returns
     -------
@@ -498,10 +518,11 @@ def lowest_minima_figure(summ: Mapping[str, Any], limits: Mapping[str, Any],
     """
     from stumplib.phase.scaling_forms import FORMS
 
-    fig, axes = style.panels(3, width=WIDTH, height=2.9)
+    fig, axes = style.panels(3, width=WIDTH, height=3.2)
     x = 1 / np.asarray(summ["ds"], dtype=float)
     xx = np.linspace(0, 1.1 * x.max(), 200)
-    for ax, q, unit in ((axes[0], "test_error", 1e3), (axes[1], "theta", 1.0)):
+    for ax, q, unit, t_err in ((axes[0], "test_error", 1e3, accurate_err),
+                               (axes[1], "theta", 1.0, theory_theta_err)):
         for j, (which, lab) in enumerate((("informed", r"from $Q = Q^\star$"),
                                          ("lowest", "lowest minimum found"))):
             m, se = np.asarray(summ[f"{which}_{q}"]), np.asarray(summ[f"{which}_{q}_se"])
@@ -515,14 +536,15 @@ def lowest_minima_figure(summ: Mapping[str, Any], limits: Mapping[str, Any],
             ax.plot(xx[1:], unit * (X @ coef), ":", color="#000000", lw=1,
                     label=f"lowest: {f['form']} fit")
             order = [f["form"]] + [g for g in f["acceptable"] if g != f["form"]]
-            for j, g in enumerate(order):  # each acceptable form's limit, its own fit's interval
+            for j, g in enumerate(order):  # each acceptable form's limit, its own fit's SE
                 e = f["fits"][g]["limit"]
-                ax.errorbar([-0.025 * x.max() * j], [unit * e.value],
-                            yerr=[[unit * (e.value - e.lo)], [unit * (e.hi - e.value)]], fmt="s",
-                            color="#000000", mfc="#000000" if j == 0 else "white", ms=5,
-                            capsize=3, label=(r"limit at $1/d = 0$, per acceptable form"
+                half = reach * float(np.hypot(float(f["fits"][g]["se"]), float(t_err)))
+                ax.errorbar([-0.025 * x.max() * j], [unit * e.value], yerr=unit * half,
+                            fmt="s", color="#000000", mfc="#000000" if j == 0 else "white", ms=5,
+                            capsize=3, label=(rf"limit at $1/d = 0$ $\pm$ {reach:g} SE, per form"
                                               if j == 0 else None))
         ax.set_xlim(-0.08 * x.max(), 1.1 * x.max())
+        ax.xaxis.set_major_locator(MaxNLocator(3))  # 11-pt tick labels side by side
         ax.set_xlabel(r"$1/d$")
     t_acc = 1e3 * accurate
     axes[0].axhspan(t_acc - 3e3 * accurate_err, t_acc + 3e3 * accurate_err, color=style.COLORS["semantic"],
@@ -548,11 +570,12 @@ def lowest_minima_figure(summ: Mapping[str, Any], limits: Mapping[str, Any],
         ax.step(np.arange(1, K + 1), found.mean(0), where="post", color=_FW_COLORS[i % len(_FW_COLORS)],
                 label=f"d = {d} ({lab.shape[0]} seeds)")
     ax.axvline(np.ceil(K / 2), color="#7F7F7F", ls=":", lw=1)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # starts are counted
     ax.set_xlabel("starts tried")
     ax.set_ylabel("share of seeds at their lowest")
     ax.set_ylim(0, 1.05)
     style.legend(axes[0], fontsize=LEGEND)
-    style.legend(axes[2], fontsize=LEGEND, locations=("lower right", "center right"))
+    style.legend(axes[2], fontsize=LEGEND, ncol=2, locations=("lower right", "center right"))
     style.label_panels(axes)
     style.finish(fig)
     plt.close(fig)

@@ -15,9 +15,6 @@ from stumplib.book import verdicts
 from stumplib.book.verdicts import Verdict
 from stumplib.phase.diagram import crossing
 
-__all__ = ["absent_reason", "crossing_rows", "diagram_verdict"]
-
-
 #: what a missing crossing means, per quantity and outcome
 _ABSENT = {("alpha_c", "above_range"): "the semantic training loss stays above the positional one",
            ("alpha_c", "below_range"): "the semantic training loss is lower everywhere on the grid",

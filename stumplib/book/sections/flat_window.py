@@ -16,8 +16,6 @@ import numpy as np
 from stumplib.book.verdicts import Verdict, all_hold, per_form_theory
 from stumplib.phase.scaling_forms import choose_form
 
-__all__ = ["scaling_rows", "lowest_minima_rows", "per_form", "lowest_min_verdict",
-           "per_form_rows", "confirm_rows", "confirm_verdicts"]
 
 
 def scaling_rows(table: Mapping[str, np.ndarray], alpha_index: int = 0, *,
@@ -350,3 +348,207 @@ def confirm_verdicts(conf: Mapping[str, Any],
                 f"error {word.get(v_test.status, word['undecided'])}")
     landing = all_hold([v_theta, v_test], text)
     return dict(summary=summ, limits=lim, theta=v_theta, test=v_test, landing=landing)
+
+
+def _lowest(r: Mapping[str, np.ndarray], i: int) -> dict[str, float]:
+    """The lowest converged minimum of seed row ``i`` of stacked search records."""
+    k = int(np.asarray(r["lowest"]).reshape(-1)[i])
+    ok = k >= 0 and bool(np.asarray(r["converged"])[i, k])
+    return {q: float(np.asarray(r[q], float)[i, k]) if ok else np.nan
+            for q in ("loss", "theta", "test_error")}
+
+
+def search_bias(recorded: Mapping[int, Mapping[str, np.ndarray]],
+                rerun: Mapping[int, Mapping[str, np.ndarray]], *,
+                loss_tol: float = 1e-9) -> dict[str, Any]:
+    """How much a wider, denser search moves the lowest minima (``scripts/PHASE_BIAS.md``).
+
+    For every seed searched again, its new lowest minimum is compared with the recorded one: a
+    **still-lower minimum** has a loss below the recorded lowest by more than ``loss_tol``; its
+    shift in ``theta`` and in the test error is the new minus the recorded value (0 for a seed
+    without one). The bias at a dimension is the mean shift over **all** the recorded seeds of
+    that dimension (the seeds not searched again count as unshifted), with its standard error.
+
+    Parameters
+    ----------
+    recorded : mapping of int to mapping
+        ``{d: search records, seeds stacked}`` of the recorded sweep (with ``s``, the seeds).
+    rerun : mapping of int to mapping
+        The same for the seeds searched again (any subset of the recorded seeds).
+    loss_tol : float
+        Absolute loss margin of a still-lower minimum.
+
+    Returns
+    -------
+    dict
+        ``rows`` (one dict per seed searched again: ``d``, ``seed``, ``loss_recorded``,
+        ``loss_new``, ``lower`` (bool), ``d_theta``, ``d_test``) and ``per_d`` (``{d: dict(
+        rerun, lower, seeds, bias_theta, bias_theta_se, bias_test, bias_test_se)}``, ``seeds``
+        the recorded seeds at ``d``).
+    """
+    rows: list[dict[str, Any]] = []
+    per_d: dict[int, dict[str, float]] = {}
+    for d in sorted(int(x) for x in rerun):
+        if d not in recorded:
+            raise ValueError(f"rerun: d = {d} is not in the recorded sweep ({sorted(recorded)})")
+        rec, new = recorded[d], rerun[d]
+        rec_s = [int(x) for x in np.asarray(rec["s"]).reshape(-1)]
+        shifts = {q: np.zeros(len(rec_s)) for q in ("theta", "test_error")}
+        n_new = n_lower = 0
+        for j, s in enumerate(int(x) for x in np.asarray(new["s"]).reshape(-1)):
+            if s not in rec_s:
+                raise ValueError(f"rerun: seed {s} at d = {d} is not in the recorded sweep")
+            a, b = _lowest(rec, rec_s.index(s)), _lowest(new, j)
+            lower = bool(b["loss"] < a["loss"] - loss_tol)
+            dth, dte = (b["theta"] - a["theta"], b["test_error"] - a["test_error"]) if lower \
+                else (0.0, 0.0)
+            shifts["theta"][rec_s.index(s)], shifts["test_error"][rec_s.index(s)] = dth, dte
+            n_new, n_lower = n_new + 1, n_lower + lower
+            rows.append(dict(d=d, seed=s, loss_recorded=a["loss"], loss_new=b["loss"],
+                             lower=lower, d_theta=dth, d_test=dte))
+        S_ = len(rec_s)
+        per_d[d] = dict(rerun=n_new, lower=n_lower, seeds=S_,
+                        bias_theta=float(shifts["theta"].mean()),
+                        bias_theta_se=float(shifts["theta"].std(ddof=1) / math.sqrt(S_)),
+                        bias_test=float(shifts["test_error"].mean()),
+                        bias_test_se=float(shifts["test_error"].std(ddof=1) / math.sqrt(S_)))
+    return dict(rows=rows, per_d=per_d)
+
+
+def shifted_summary(summ: Mapping[str, np.ndarray],
+                    per_d: Mapping[int, Mapping[str, float]]) -> dict[str, np.ndarray]:
+    """A :func:`stumplib.phase.lowest_summary.summary` with the lowest minima's seed means moved
+    by a measured search bias (:func:`search_bias`'s ``per_d``) at the dimensions it covers; the
+    standard errors are kept.
+
+    Parameters
+    ----------
+    summ : mapping
+        The summary (``ds``, ``lowest_theta``, ``lowest_test_error``, ...).
+    per_d : mapping
+        ``{d: {"bias_theta", "bias_test", ...}}``.
+
+    Returns
+    -------
+    dict of np.ndarray
+        A copy of ``summ`` with the two seed means moved.
+    """
+    out = {k: np.array(v, copy=True) for k, v in summ.items()}
+    for i, d in enumerate(np.asarray(summ["ds"]).astype(int)):
+        if int(d) in per_d:
+            out["lowest_theta"][i] += per_d[int(d)]["bias_theta"]
+            out["lowest_test_error"][i] += per_d[int(d)]["bias_test"]
+    return out
+
+
+def bias_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`search_bias`'s seeds as table rows (losses to 9 decimals, shifts signed).
+
+    Parameters
+    ----------
+    rows : sequence of mapping
+        :func:`search_bias`'s ``rows``.
+
+    Returns
+    -------
+    list of dict
+        ``d``, ``seed``, ``lowest loss (recorded)``, ``lowest loss (wider line)``,
+        ``still lower``, ``Δθ``, ``Δ test error``.
+    """
+    return [{"d": r["d"], "seed": r["seed"],
+             "lowest loss (recorded)": f"{r['loss_recorded']:.9f}",
+             "lowest loss (wider line)": f"{r['loss_new']:.9f}",
+             "still lower": "yes" if r["lower"] else "no",
+             "Δθ": f"{r['d_theta']:+.5f}", "Δ test error": f"{r['d_test']:+.2e}"}
+            for r in rows]
+
+
+def bias_sentence(per_d: Mapping[int, Mapping[str, float]], bias: Mapping[str, Any],
+                  on_recorded: bool, summ: Mapping[str, np.ndarray] | None = None) -> str:
+    """What the search-bias study measured, in a sentence per dimension.
+
+    Parameters
+    ----------
+    per_d : mapping
+        :func:`search_bias`'s ``per_d`` (the complete dimensions only).
+    bias : mapping
+        :func:`stumplib.book.runs.read_bias`'s output.
+    on_recorded : bool
+        Whether the page's lowest minima are the recorded sweep's (the study's seeds).
+    summ : mapping or None
+        The recorded sweep's :func:`stumplib.phase.lowest_summary.summary` (for the seed
+        means' standard errors beside the bias).
+
+    Returns
+    -------
+    str
+    """
+    if not on_recorded:
+        return ("This profile searched its own seeds; the study covers the recorded sweep's "
+                "seeds only, so no bias is applied here.")
+    if bias["state"] == "refused":
+        return "No bias is used."
+    at = ({int(d): i for i, d in enumerate(summ["ds"])} if summ is not None else {})
+    out = []
+    for d in sorted(bias["seeds"]):
+        b = per_d.get(d)
+        if b is None:
+            planned = len(bias.get("picks", {}).get(d, ()))
+            out.append(f"At d = {d} the study is not complete ({bias['seeds'][d]} of "
+                       f"{planned} seeds done): no bias is used there.")
+            continue
+        se = (f" (the seed mean's standard error: {summ['lowest_test_error_se'][at[d]]:.1e})"
+              if d in at else "")
+        out.append(f"At d = {d}, {int(b['lower'])} of the {int(b['rerun'])} seeds searched "
+                   f"again held a still-lower minimum: the seed mean of the test error moves by "
+                   f"{b['bias_test']:+.1e} ± {b['bias_test_se']:.1e}{se}, and θ by "
+                   f"{b['bias_theta']:+.5f} ± {b['bias_theta_se']:.5f}.")
+    return " ".join(out)
+
+
+def bias_survival(moved: Mapping[str, tuple[Mapping[str, np.ndarray] | None, str | None]],
+                  per_d: Mapping[int, Mapping[str, float]],
+                  theories: Mapping[str, tuple[float, float, float]], *,
+                  complete: bool) -> str:
+    """Whether the per-form verdicts on the lowest minima keep their status when the seed means
+    move by the measured bias (``scripts/PHASE_BIAS.md``: reported, nothing re-decided).
+
+    Parameters
+    ----------
+    moved : mapping
+        ``{"recorded": (summary, accept), "confirm": (summary or None, accept)}``: the two
+        judged sets of seeds and how :func:`stumplib.phase.lowest_summary.limits` accepts a form.
+    per_d : mapping
+        :func:`search_bias`'s ``per_d`` (the complete dimensions only).
+    theories : mapping
+        ``{"theta": (accurate, accurate_err, published), "test_error": (...)}``.
+    complete : bool
+        Whether the confirmatory run is complete (its verdicts exist).
+
+    Returns
+    -------
+    str
+    """
+    from stumplib.phase.lowest_summary import limits
+
+    if not per_d:
+        return "Not measured yet: no dimension of the study is complete."
+    used = ", ".join(f"d = {d}" for d in sorted(per_d))
+    parts = []
+    for name, (summ, accept) in moved.items():
+        label = {"recorded": "Section 4.3 (recorded sweep)",
+                 "confirm": "Section 4.4 (fresh seeds)"}.get(name, name)
+        if summ is None or (name == "confirm" and not complete):
+            parts.append(f"{label}: not yet (the run is not complete).")
+            continue
+        kw = {} if accept is None else dict(accept=accept)
+        before, after = limits(summ, **kw), limits(shifted_summary(summ, per_d), **kw)
+        said = []
+        for q, sym in (("test_error", "test error"), ("theta", "θ")):
+            v0 = lowest_min_verdict(before.get(f"lowest_{q}"), *theories[q], what=sym)
+            v1 = lowest_min_verdict(after.get(f"lowest_{q}"), *theories[q], what=sym)
+            same = v0.status == v1.status
+            said.append(f"{sym} {v0.status}" + (" (survives)" if same
+                                               else f", {v1.status} with the bias"))
+        parts.append(f"{label}: " + "; ".join(said) + ".")
+    return f"With the seed means moved by the bias at {used}: " + " ".join(parts)

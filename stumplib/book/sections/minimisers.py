@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-__all__ = ["dropped_seeds", "dynamics_rows"]
-
 
 def dropped_seeds(gap: Mapping[str, Any]) -> str:
     """Which seeds :func:`stumplib.phase.decision.gd_gap` left out, and why.

@@ -16,11 +16,6 @@ from stumplib.book import verdicts
 from stumplib.book.verdicts import Verdict
 from stumplib.core.stats import Estimate
 
-__all__ = ["FORM_NAMES", "semantic_end_verdict", "end_fit_rows", "published_tail",
-           "stability_verdict", "limit_position", "gd_decision_verdict", "extrapolation_rows",
-           "decision_rows", "replay_verdict", "replay_rows", "tail_rows", "dynamics_verdict"]
-
-
 #: how the page names the extrapolations of :data:`stumplib.phase.decision.EXTRAPOLATIONS`
 FORM_NAMES = {"line": "straight line in 1/d", "quadratic": "with a 1/d^2 term",
               "drop_smallest": "without the smallest d"}

@@ -13,8 +13,6 @@ import math
 
 from stumplib.core.validation import check_real
 
-__all__ = ["PHRASE_RULES", "two_head_phrases"]
-
 #: the thresholds behind the phrases: a count slope below ``count`` in absolute value is "not
 #: count weighting" (count weighting has slope 1); a fallback weight above ``fallback`` moves
 #: "towards the Bayes rule's range-end fallback" (Bayes: 1/2, the other rules 0); two heads whose

@@ -44,25 +44,25 @@ their run times) and which were reused from the cache, e.g.::
    (:func:`claims_tally`; element ids ``claims_holds``, ``claims_fails``, ``claims_partly``,
    ``claims_undecided``; the same counts under ``"summary"`` in ``claims.json``).
 
-Enable it with ``sphinx: extra_extensions: [stumplib.book.sphinxext]`` in ``_config.yml``.
+Enable it with ``sphinx: extra_extensions: [stumplib.book.sphinxext]`` in ``_config.yml``. Its one
+public name is :func:`setup` (Sphinx calls it); the helpers imported here (:func:`library_calls`,
+:func:`claims_rows`, :func:`build_stamp`, ...) serve the book's own tools and tests.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from stumplib.book.sphinxext import claims_data, docstrings, executed, stamp
-from stumplib.book.sphinxext.claims_data import (CLAIM_FIELDS, TALLY_NAMES, claims_rows, claims_tally,
-                                                 glued_values, write_claims)
-from stumplib.book.sphinxext.directives import directives, library_calls
-from stumplib.book.sphinxext.docstrings import numpy_sections, unbold_returns
-from stumplib.book.sphinxext.executed import EXECUTED_DIR, executed_notebook_href
-from stumplib.book.sphinxext.preexecute import preexecute
-from stumplib.book.sphinxext.stamp import build_stamp, write_stamp
+from stumplib.book.sphinxext.claims_data import (CLAIM_FIELDS, TALLY_NAMES,  # noqa: F401
+                                                 claims_rows, claims_tally, glued_values,
+                                                 write_claims)
+from stumplib.book.sphinxext.directives import directives, library_calls  # noqa: F401
+from stumplib.book.sphinxext.docstrings import numpy_sections, unbold_returns  # noqa: F401
+from stumplib.book.sphinxext.executed import EXECUTED_DIR, executed_notebook_href  # noqa: F401
+from stumplib.book.sphinxext.preexecute import preexecute  # noqa: F401
+from stumplib.book.sphinxext.stamp import build_stamp, write_stamp  # noqa: F401
 
-__all__ = ["setup", "build_stamp", "write_stamp", "preexecute", "executed_notebook_href",
-           "numpy_sections", "unbold_returns", "glued_values", "claims_rows", "claims_tally",
-           "TALLY_NAMES", "write_claims",
-           "library_calls", "CLAIM_FIELDS", "EXECUTED_DIR"]
+__all__ = ["setup"]
 
 
 def setup(app) -> dict[str, Any]:

@@ -26,11 +26,6 @@ from stumplib.book.sphinxext.stamp import build_stamp, read_json
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CLAIM_FIELDS", "TALLY_NAMES", "glued_values", "claims_rows", "claims_tally",
-           "tally_sentence", "write_claims", "claims_tally_node", "resolve_tally", "executed_dir",
-           "connect"]
-
-
 #: the columns of ``claims.json`` / ``claims.csv``, in order (``follows_from``: the keys of the
 #: claims a row is a consequence of, space-separated; such a row is not counted in the tally)
 CLAIM_FIELDS = ("key", "paper", "claim", "chapter", "status", "statistic", "estimate", "lower",

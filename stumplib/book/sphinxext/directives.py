@@ -10,8 +10,6 @@ from pathlib import Path
 
 from stumplib.book.sphinxext.stamp import read_json
 
-__all__ = ["library_calls", "directives"]
-
 
 def _table(header: tuple[str, ...], rows: list[list[str]], widths: list[int]):
     """A docutils table node of plain-text cells."""

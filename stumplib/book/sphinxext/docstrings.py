@@ -3,9 +3,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["numpy_sections", "unbold_returns", "connect"]
-
-
 _SECTIONS = {"parameters", "other parameters", "attributes", "returns", "yields", "raises"}
 
 

@@ -12,9 +12,6 @@ from stumplib.book.sphinxext.stamp import cache_path, is_notebook, read_json, us
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EXECUTED_DIR", "executed_notebook_href", "connect"]
-
-
 #: folder of the site that holds the executed notebooks
 EXECUTED_DIR = "_executed"
 

@@ -9,8 +9,6 @@ from typing import Any
 
 from stumplib.book.sphinxext.stamp import write_stamp
 
-__all__ = ["preexecute"]
-
 
 def preexecute(notebooks: list[str | os.PathLike], cache: str | os.PathLike = "_build/.jupyter_cache",
                *, timeout: int = 1800) -> dict[str, Any]:

@@ -21,10 +21,6 @@ from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["connect", "STAMP_ENV_ATTR", "GLUE_REFS_ENV_ATTR", "build_stamp", "write_stamp", "file_digest", "cache_path",
-           "stamp_file", "read_json", "uses_cache", "is_notebook"]
-
-
 STAMP_ENV_ATTR = "stumpbook_exec_stamp"
 
 

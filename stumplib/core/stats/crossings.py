@@ -7,9 +7,6 @@ from typing import Any
 import numpy as np
 
 
-__all__ = ["interp_crossing", "crossing"]
-
-
 def interp_crossing(x0: float, x1: float, y0: float, y1: float, level: float = 0.0, *,
                     log_x: bool = False, log_y: bool = False) -> float:
     """Where the segment from ``(x0, y0)`` to ``(x1, y1)`` crosses ``y = level``.

@@ -8,9 +8,6 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["KINDS", "Estimate", "mean_interval", "quantile_interval"]
-
-
 KINDS = ("plain", "seeds", "bootstrap", "windows", "censored", "quadrature", "range")
 
 
@@ -194,10 +191,26 @@ class Estimate:
             return f"{self.value:{spec}} (range {self.lo:{spec}} to {self.hi:{spec}})"
         if self.lo == self.value == self.hi:  # a deterministic result: no interval to print
             return f"{self.value:{spec}} (deterministic)"
+        spec = _resolving(spec, self.lo, self.hi)
         return f"{self.value:{spec}} [{self.lo:{spec}}, {self.hi:{spec}}]"
 
     def __str__(self) -> str:
         return format(self, ".3g")
+
+
+def _resolving(spec: str, lo: float, hi: float, extra: int = 4) -> str:
+    """A fixed-point ``spec`` (``".4f"``) with up to ``extra`` more digits, until the interval's
+    two ends print apart: a real interval never prints as ``0.2500 [0.2500, 0.2500]``."""
+    import re
+
+    m = re.fullmatch(r"([^.]*)\.(\d+)f", spec)
+    if m is None or not (np.isfinite(lo) and np.isfinite(hi)) or lo == hi:
+        return spec
+    digits = int(m.group(2))
+    for k in range(digits, digits + extra + 1):
+        if f"{lo:{m.group(1)}.{k}f}" != f"{hi:{m.group(1)}.{k}f}":
+            return f"{m.group(1)}.{k}f"
+    return f"{m.group(1)}.{digits + extra}f"
 
 
 def quantile_interval(samples: np.ndarray, level: float) -> tuple[float, float]:

@@ -10,9 +10,6 @@ import numpy as np
 from stumplib.core.stats.estimate import KINDS, Estimate, quantile_interval
 from stumplib.core.stats.resampling import resample_indices
 
-__all__ = ["ols", "PowerLawFit", "fit_power_law", "fit_replicates", "window_refits",
-           "window_interval", "extrapolate_linear"]
-
 
 def ols(lx: np.ndarray, ly: np.ndarray, w: np.ndarray | None = None) -> tuple[float, float]:
     """Weighted least-squares line ``ly = slope * lx + intercept``.

@@ -25,8 +25,6 @@ import numpy as np
 
 from stumplib.core.stats.estimate import Estimate, quantile_interval
 
-__all__ = ["clip_to_support", "student_factor", "ratio_of_means", "two_way_ratio"]
-
 
 def clip_to_support(est: Estimate, floor: float = 0.0, ceiling: float = math.inf) -> Estimate:
     """``est`` projected onto the support ``[floor, ceiling]``: value and interval.

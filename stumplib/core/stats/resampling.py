@@ -8,9 +8,6 @@ import numpy as np
 
 from stumplib.core.stats.estimate import Estimate, quantile_interval
 
-__all__ = ["resample_indices", "resample", "interval", "bootstrap", "coverage_ratio_range",
-           "wilson_interval"]
-
 
 def resample_indices(n_units: int, n_boot: int, seed: int = 0) -> np.ndarray:
     """Bootstrap draws with replacement (``numpy.random.default_rng(seed)``).

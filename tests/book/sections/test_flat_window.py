@@ -225,3 +225,95 @@ def test_a_complete_confirmatory_store_is_judged_per_form_on_its_three_d(tmp_pat
     far = dict(THEORIES, theta=(0.0900, 1e-4, 0.1040))
     cv = confirm_verdicts(conf, far)
     assert cv["theta"].status == "fails" and cv["landing"].status == "fails"
+
+
+def _records(seeds, lowest):
+    """Stacked search records of ``seeds``, two starts each; ``lowest``: {seed: (loss, theta,
+    test error)} of the second start (the first: loss 1, theta 0.1, test error 3e-3)."""
+    rows = [dict(loss=[1.0, lowest[s][0]], theta=[0.1, lowest[s][1]],
+                 test_error=[3e-3, lowest[s][2]], converged=[True, True],
+                 lowest=1 if lowest[s][0] < 1.0 else 0, s=s) for s in seeds]
+    return {k: np.asarray([r[k] for r in rows]) for k in rows[0]}
+
+
+def test_search_bias_counts_still_lower_minima_and_averages_over_every_recorded_seed():
+    """A seed searched again whose new lowest minimum is lower by more than the margin shifts by
+    new minus recorded; one within the margin (another minimum at the same loss) does not; the
+    bias is the mean over all the recorded seeds of that d (issue 47, part 3)."""
+    from stumplib.book.sections.flat_window import search_bias, shifted_summary
+
+    rec = {4000: _records([0, 1, 2, 3], {0: (0.5, 0.097, 2.8e-3), 1: (0.5, 0.098, 2.8e-3),
+                                         2: (0.5, 0.099, 2.8e-3), 3: (0.5, 0.100, 2.8e-3)})}
+    new = {4000: _records([1, 3], {1: (0.5 - 1e-6, 0.100, 2.84e-3),
+                                   3: (0.5 - 1e-10, 0.090, 2.6e-3)})}
+    b = search_bias(rec, new)
+    assert [(r["seed"], r["lower"]) for r in b["rows"]] == [(1, True), (3, False)]
+    assert b["rows"][0]["d_theta"] == pytest.approx(0.002)
+    assert b["rows"][0]["d_test"] == pytest.approx(4e-5) and b["rows"][1]["d_test"] == 0.0
+    p = b["per_d"][4000]
+    assert (p["rerun"], p["lower"], p["seeds"]) == (2, 1, 4)
+    assert p["bias_theta"] == pytest.approx(0.002 / 4)
+    assert p["bias_theta_se"] == pytest.approx(np.std([0, 0.002, 0, 0], ddof=1) / 2)
+    assert p["bias_test"] == pytest.approx(1e-5)
+    summ = {"ds": np.array([2000, 4000]), "lowest_theta": np.array([0.1, 0.098]),
+            "lowest_test_error": np.array([3e-3, 2.8e-3]), "lowest_theta_se": np.ones(2)}
+    moved = shifted_summary(summ, b["per_d"])
+    assert moved["lowest_theta"].tolist() == pytest.approx([0.1, 0.0985])
+    assert moved["lowest_test_error"].tolist() == pytest.approx([3e-3, 2.81e-3])
+    assert summ["lowest_theta"][1] == 0.098  # the input is not changed
+    with pytest.raises(ValueError, match="seed 7 at d = 4000 is not in the recorded sweep"):
+        search_bias(rec, {4000: _records([7], {7: (0.4, 0.1, 3e-3)})})
+
+
+def test_the_bias_store_is_read_as_far_as_it_got_and_refused_with_other_picks(tmp_path):
+    from stumplib.book.runs import BIAS_PARAMETERS, read_bias
+    from stumplib.sweep.readers import seed_task
+    from stumplib.sweep.store import Store
+
+    cmd = ("scripts/phase_flat_window.py --pick {} --theta-range 0.075 0.12 16 "
+           "--stages landscape --seed 0 --out scripts/PHASE_BIAS.npz")
+    expect = dict(BIAS_PARAMETERS, **MODEL)
+
+    def store(path, picks, **change):
+        with Store(path, kind="phase_flat_window", params=dict(expect, **change),
+                   run={"command": cmd.format(picks)}) as st:
+            r = _search(4000, 1, np.random.default_rng(0))
+            st.put(seed_task(4000, 1), dict(r, s=np.array([1])), {"seconds": 1.0})
+        return path
+
+    b = read_bias(store(tmp_path / "b.npz", "4000:1,3,4,9,11 8000:1,2,3,4,7"), expect=expect)
+    assert b["state"] == "partial" and b["seeds"] == {4000: 1, 8000: 0}
+    assert b["message"] == "1 of 10 tasks done (1 of 5 at d = 4000, 0 of 5 at d = 8000)."
+    assert np.asarray(b["searches"][4000]["s"]).tolist() == [1]
+    r = read_bias(store(tmp_path / "o.npz", "4000:1,3"), expect=expect)
+    assert r["state"] == "refused" and "picks {4000: (1, 3)}" in r["message"]
+    t = read_bias(store(tmp_path / "t.npz", "4000:1,3,4,9,11 8000:1,2,3,4,7",
+                        thetas=np.linspace(0.082, 0.112, 7).tolist()), expect=expect)
+    assert t["state"] == "refused" and "thetas" in t["message"]
+    assert read_bias(tmp_path / "none.npz", expect=expect)["state"] == "absent"
+
+
+def test_bias_survival_says_which_verdict_keeps_its_status_under_the_measured_bias():
+    """Seed means on the accurate theory (+ c/d, small errors): a tiny bias keeps both statuses
+    ("survives"); a bias of many standard errors at d = 4000 and 8000 moves theta's limit off the
+    theory and its status changes; the confirmatory run's part waits for its completion."""
+    from stumplib.book.sections.flat_window import bias_survival
+
+    ds = np.array([2000.0, 4000.0, 8000.0])
+    summ = {"ds": ds, "seeds": np.full(3, 16.0),
+            "lowest_theta": 0.0966 + 0.2 / ds, "lowest_theta_se": np.full(3, 5e-5),
+            "lowest_test_error": 0.002815 + 0.002 / ds,
+            "lowest_test_error_se": np.full(3, 5e-7)}
+    for k in ("informed_theta", "informed_test_error"):
+        summ[k], summ[f"{k}_se"] = np.full(3, np.nan), np.full(3, np.nan)
+    small = {d: dict(bias_theta=1e-7, bias_test=1e-10) for d in (4000, 8000)}
+    text = bias_survival({"recorded": (summ, "p_value"), "confirm": (None, "p_value")},
+                         small, THEORIES, complete=False)
+    assert "test error holds (survives); θ holds (survives)" in text
+    assert "Section 4.4 (fresh seeds): not yet" in text and "d = 4000, d = 8000" in text
+    big = {d: dict(bias_theta=-0.004, bias_test=0.0) for d in (4000, 8000)}
+    text = bias_survival({"recorded": (summ, "p_value")}, big, THEORIES, complete=True)
+    assert "test error holds (survives)" in text and "θ holds, " in text
+    assert "with the bias" in text.split("θ holds")[1]
+    assert bias_survival({"recorded": (summ, None)}, {}, THEORIES, complete=True).startswith(
+        "Not measured yet")
