@@ -37,7 +37,7 @@ import time
 
 import numpy as np
 
-from stumplib.phase import state_evolution
+from stumplib.phase import SolverOptions, check_model, state_evolution
 from stumplib.phase.parallel import num_threads
 from stumplib.phase.replica import solve_fixed_rule
 from stumplib.phase.solver_qmc import pooled_nodes, pooled_update
@@ -179,8 +179,10 @@ def main() -> None:
             os.environ.pop("STUMPLIB_THREADS", None)
         for _ in range(repeat):
             t0 = time.perf_counter()
-            r = state_evolution(alphas, omega=a.omega, branch=branch, rtol=rtol, max_log2_points=a.max_log2,
-                                n_scramblings=K, on_accuracy="undecided")
+            r = state_evolution(alphas, on_accuracy="undecided",
+                                model=check_model(omega=a.omega, branch=branch),
+                                options=SolverOptions(rtol=rtol, max_log2_points=a.max_log2,
+                                                      n_scramblings=K))
             runs.append((time.perf_counter() - t0, r, num_threads()))
     load1 = os.getloadavg()
     total, r, _ = runs[-1]

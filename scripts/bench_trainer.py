@@ -55,7 +55,7 @@ from stumplib.stump.tasks import sample_tasks# noqa: E402
 import stumplib.stump.fast_kernel as fast_kernel  # noqa: E402
 from stumplib.stump.corpus_grad import corpus_moments  # noqa: E402
 from stumplib.stump.fast_kernel import dense_layout  # noqa: E402
-from stumplib.stump.trainer import RunConfig, train_gd  # noqa: E402
+from stumplib.stump.trainer import RunConfig, TrainOptions, train_gd  # noqa: E402
 
 #: bytes moved per element-step by the fast kernel: read dx, write the scores (16); exp in place
 #: (16); the batched product reads the weights and six float64 features (56)
@@ -74,7 +74,7 @@ def _sync(dev: torch.device) -> None:
 # fused kernel lives on as stumplib.stump.corpus_grad.corpus_moments
 # ---------------------------------------------------------------------------------------------
 def replaced_corpora(configs: list[RunConfig], dev: torch.device) -> tuple[torch.Tensor, ...]:
-    out = [sample_tasks(c.m, c.n, c.tau_lo, c.tau_hi, seed=c.seed, device=dev) for c in configs]
+    out = [sample_tasks(c.m, c.n, c.prior, seed=c.seed, device=dev) for c in configs]
     tau, x, y = (torch.stack([o[i] for o in out]) for i in range(3))
     return tau, x, y, 1.0 - y
 
@@ -111,7 +111,7 @@ def replaced_train(configs: list[RunConfig], steps: int, dev: torch.device, *, w
 # ---------------------------------------------------------------------------------------------
 def naive_loop(configs: list[RunConfig], steps: int, dev: torch.device) -> float:
     """Per-run autograd GD; returns the time of the steps alone (corpora drawn beforehand)."""
-    data = [sample_tasks(c.m, c.n, c.tau_lo, c.tau_hi, seed=c.seed, device=dev) for c in configs]
+    data = [sample_tasks(c.m, c.n, c.prior, seed=c.seed, device=dev) for c in configs]
     _sync(dev)
     t0 = time.perf_counter()
     for c, (tau, x, y) in zip(configs, data):
@@ -126,7 +126,8 @@ def naive_loop(configs: list[RunConfig], steps: int, dev: torch.device) -> float
 
 
 def trainer(configs: list[RunConfig], steps: int, dev: torch.device) -> torch.Tensor:
-    res = train_gd(configs, steps, device=dev, progress=False, n_records=2, check_every=10 ** 9)
+    res = train_gd(configs, steps, device=dev, progress=False,
+                   options=TrainOptions(n_records=2, check_every=10 ** 9))
     return torch.tensor([res.final_beta.tolist(), res.final_b.tolist()], dtype=torch.float64).T
 
 

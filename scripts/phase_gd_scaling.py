@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stumplib.phase import state_evolution
+from stumplib.phase import AttentionGDOptions, SolverOptions, check_model, state_evolution
 from stumplib.phase.attention import train_attention_gd
 from stumplib.phase.published import FILES, read_published, reference_file
 from stumplib.core.validation import check_int, check_real
@@ -58,7 +58,8 @@ def main() -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
 
     t0 = time.perf_counter()
-    th = state_evolution(np.array(ALPHAS), omega=0.3, rtol=1e-3)
+    th = state_evolution(np.array(ALPHAS), model=check_model(omega=0.3),
+                         options=SolverOptions(rtol=1e-3))
     print(f"accurate theory ({time.perf_counter() - t0:.0f} s): " + ", ".join(
         f"alpha={al}: {te:.6f} +- {er:.6f} ({oc})" for al, te, er, oc in
         zip(ALPHAS, th["test_error"], th["test_error_err"], th["outcome"])), flush=True)
@@ -73,8 +74,10 @@ def main() -> None:
 
     for d in ds:
         t0 = time.perf_counter()
-        r = train_attention_gd(list(ALPHAS), d, seeds=seeds, inits=("semantic",), steps=steps, n_test=n_test,
-                               device=a.device, seed=a.seed, checkpoints=ckpts, progress=True)
+        r = train_attention_gd(list(ALPHAS), d, seeds=seeds, inits=("semantic",),
+                               device=a.device, seed=a.seed, model=check_model(omega=0.3),
+                               options=AttentionGDOptions(steps=steps, n_test=n_test,
+                                                          checkpoints=ckpts, progress=True))
         secs = time.perf_counter() - t0
         np.savez(out_dir / f"gd_d{d}.npz", **r)
         print(f"\n### d = {d} ({seeds} seeds, {steps} steps, {secs:.0f} s)\n")

@@ -56,13 +56,16 @@ KEYS = ("test_error", "m", "theta_emp", "q_emp", "train_loss", "rel_grad", "n_it
 
 def minimiser_task(d: int, s: int, p: dict[str, Any]) -> dict[str, np.ndarray]:
     """The minimisers of seed ``s`` at dimension ``d`` at every alpha (one sweep task)."""
-    from stumplib.phase.minimise import minimiser_runs
+    from stumplib.phase import MinimiserOptions, check_model, minimiser_runs
 
     gd = p["gd_steps"] if s < p["gd_seeds"] and d <= p["gd_max_d"] else 0
-    r = minimiser_runs(p["alphas"], d, [s], init=p["init"], omega=p["omega"], sigma=p["sigma"],
-                       lam=p["lam"], A=np.asarray(p["A"]), gtol=p["gtol"], gd_steps=gd, lr=p["lr"],
-                       seed=p["seed"], n_nodes=p["n_nodes"], max_iter=p["max_iter"],
-                       n_samples=int(round(p["n_alpha"] * d)), device=p["device_kind"])
+    r = minimiser_runs(p["alphas"], d, [s], init=p["init"], seed=p["seed"],
+                       device=p["device_kind"],
+                       model=check_model(omega=p["omega"], sigma=p["sigma"], lam=p["lam"],
+                                         A=np.asarray(p["A"])),
+                       options=MinimiserOptions(gtol=p["gtol"], gd_steps=gd, lr=p["lr"],
+                                                n_nodes=p["n_nodes"], max_iter=p["max_iter"],
+                                                n_samples=int(round(p["n_alpha"] * d))))
     nan = np.full((1, len(p["alphas"])), np.nan)
     out = {k: np.asarray(r[k]) if k in r else nan for k in KEYS}
     out.update(ran=np.ones((1, len(p["alphas"])), bool), alphas=np.asarray(p["alphas"], float),

@@ -23,6 +23,7 @@ from stumplib.phase import attention as at
 from stumplib.phase.data import positional_encodings, sample_teacher, sample_tokens, teacher_matrix
 from stumplib.phase.objective import objective_from_grams
 from stumplib.phase.setting import check_A
+from stumplib.phase import check_model
 
 
 def main() -> None:
@@ -56,8 +57,9 @@ def main() -> None:
     for k in range(a.steps + 1):
         L, g = objective_from_grams(Q, X, Gxx, Gxz, c0, T, mask, 0.01)
         if k % max(1, a.steps // 10) == 0:
-            te, _ = at.attention_test_error(Q, q_star, omega=0.3, sigma=0.5, A=A_, n_test=20000,
-                                            generator=make_generator(777, dev))
+            te, _ = at.attention_test_error(Q, q_star, n_test=20000,
+                                            generator=make_generator(777, dev),
+                                            model=check_model(omega=0.3, sigma=0.5, A=A_))
             th = 0.25 * (Q[:, :, 0] * q_star).sum(1) / a.d
             q = 0.25 * (Q[:, :, 0] ** 2).sum(1) / a.d
             print(f"a={a.alpha:.3f} d={a.d} k={k} L/d={L.mean().item() / a.d:.6f} te={te.mean().item():.5f} "

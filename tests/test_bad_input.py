@@ -28,6 +28,34 @@ NAN, INF = math.nan, math.inf
 HAS_CUDA = torch.cuda.is_available()
 
 
+def _grouped(kw, *groups):
+    """Flat keywords (one bad value each, as the table gives them) -> the call's keywords: each
+    ``(target, build, names)`` gathers its ``names`` into ``target=build(...)`` (a model or an
+    options object), so that a bad value is caught where that object is built."""
+    out = dict(kw)
+    for target, build, names in groups:
+        part = {k: out.pop(k) for k in list(out) if k in names}
+        if part:
+            out[target] = build(**part)
+    return out
+
+
+def _prior_group():
+    from stumplib.stump import Prior
+    return ("prior", Prior, ("tau_lo", "tau_hi"))
+
+
+def _train_group():
+    from stumplib.stump import TrainOptions
+    return ("options", TrainOptions, ("n_records", "dtype", "check_every", "max_loss_ratio",
+                                      "grouping", "on_diverge"))
+
+
+def _model_group():
+    from stumplib.phase import check_model
+    return ("model", check_model, ("omega", "sigma", "lam", "A", "branch"))
+
+
 def _x(C=4, N=6):
     return torch.rand(C, N, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
 
@@ -140,7 +168,8 @@ def _extrapolate_linear(**kw):
 
 def _sample_thresholds(**kw):
     from stumplib.stump.tasks import sample_thresholds
-    return sample_thresholds(**{"num_tasks": 5, "tau_lo": 0.2, "tau_hi": 0.8, "seed": 0, "device": "cpu", **kw})
+    return sample_thresholds(**_grouped({"num_tasks": 5, "tau_lo": 0.2, "tau_hi": 0.8, "seed": 0,
+                                         "device": "cpu", **kw}, _prior_group()))
 
 
 def _sample_contexts(**kw):
@@ -150,7 +179,8 @@ def _sample_contexts(**kw):
 
 def _sample_tasks(**kw):
     from stumplib.stump.tasks import sample_tasks
-    return sample_tasks(**{"m": 4, "n": 8, "tau_lo": 0.2, "tau_hi": 0.8, "seed": 0, **kw})
+    return sample_tasks(**_grouped({"m": 4, "n": 8, "tau_lo": 0.2, "tau_hi": 0.8, "seed": 0, **kw},
+                                   _prior_group()))
 
 
 def _estimate(**kw):
@@ -161,12 +191,14 @@ def _estimate(**kw):
 
 def _population(**kw):
     from stumplib.stump.population import population_loss_and_grad
-    return population_loss_and_grad(**{"beta": 10.0, "b": 9.0, "tau_lo": 0.2, "tau_hi": 0.8, **kw})
+    return population_loss_and_grad(**_grouped({"beta": 10.0, "b": 9.0, "tau_lo": 0.2,
+                                                "tau_hi": 0.8, **kw}, _prior_group()))
 
 
 def _population_loss(**kw):
     from stumplib.stump.population import population_loss
-    return population_loss(**{"beta": 10.0, "b": 9.0, "tau_lo": 0.2, "tau_hi": 0.8, **kw})
+    return population_loss(**_grouped({"beta": 10.0, "b": 9.0, "tau_lo": 0.2, "tau_hi": 0.8, **kw},
+                                      _prior_group()))
 
 
 def _population_estimate(**kw):
@@ -177,18 +209,22 @@ def _population_estimate(**kw):
 def _bayes(**kw):
     from stumplib.stump.baselines import bayes_posterior_mean
     x = _x()
-    return bayes_posterior_mean(**{"x": x, "y": (x >= 0.5).double(), "tau_lo": 0.2, "tau_hi": 0.8, **kw})
+    return bayes_posterior_mean(**_grouped({"x": x, "y": (x >= 0.5).double(), "tau_lo": 0.2,
+                                            "tau_hi": 0.8, **kw}, _prior_group()))
 
 
 def _integrate_flow(**kw):
-    from stumplib.stump.flow import integrate_flow
-    return integrate_flow(**{"beta0": 5.0, "b0": 0.0, "t_max": 10.0, "n_records": 20, **kw})
+    from stumplib.stump.flow import FlowOptions, integrate_flow
+    flow_group = ("options", FlowOptions, ("rtol", "atol", "method"))
+    return integrate_flow(**_grouped({"beta0": 5.0, "b0": 0.0, "t_max": 10.0, "n_records": 20,
+                                      **kw}, _prior_group(), flow_group))
 
 
 def _population_gd(**kw):
     from stumplib.stump.flow import population_gd
-    return population_gd(**{"beta0": 5.0, "b0": 0.0, "lr": 1.0, "steps": 5, "n_records": 3,
-                            "device": "cpu", **kw})
+    return population_gd(**_grouped({"beta0": 5.0, "b0": 0.0, "lr": 1.0, "steps": 5,
+                                     "n_records": 3, "device": "cpu", **kw},
+                                    _prior_group(), _train_group()))
 
 
 def _gradient_field(**kw):
@@ -246,7 +282,8 @@ def _run_config(**kw):
 
 def _train_gd(**kw):
     from stumplib.stump.trainer import RunConfig, train_gd
-    return train_gd(**{"configs": [RunConfig(m=8, n=8)], "steps": 5, "device": "cpu", "progress": False, **kw})
+    return train_gd(**_grouped({"configs": [RunConfig(m=8, n=8)], "steps": 5, "device": "cpu",
+                                "progress": False, **kw}, _train_group()))
 
 
 def _corpus_loss_and_grad(**kw):
@@ -405,14 +442,16 @@ def _proximal(**kw):
 
 
 def _se_update(**kw):
-    from stumplib.phase.replica import se_update
-    return se_update(**{"alpha": 1.0, "q": 0.1, "m": 0.0, "V": 10.0, "theta": 0.05, "omega": 0.3,
-                        "n_nodes": 3, **kw})
+    from stumplib.phase.replica import UpdateOptions, se_update
+    update_group = ("options", UpdateOptions, ("n_nodes", "rule", "tol", "minimiser"))
+    return se_update(**_grouped({"alpha": 1.0, "q": 0.1, "m": 0.0, "V": 10.0, "theta": 0.05,
+                                 "omega": 0.3, "n_nodes": 3, **kw}, _model_group(), update_group))
 
 
 def _solve_fixed_rule(**kw):
     from stumplib.phase.replica import solve_fixed_rule
-    return solve_fixed_rule(**{"alpha": 1.0, "omega": 0.3, "n_nodes": 4, **kw})
+    return solve_fixed_rule(**_grouped({"alpha": 1.0, "omega": 0.3, "n_nodes": 4, **kw},
+                                       _model_group()))
 
 
 def _theta_profile(**kw):
@@ -421,8 +460,11 @@ def _theta_profile(**kw):
 
 
 def _state_evolution_call(**kw):
-    from stumplib.phase import state_evolution
-    return state_evolution(**{"alpha": [1.0], "omega": 0.3, **kw})
+    from stumplib.phase import SolverOptions, state_evolution
+    solver_group = ("options", SolverOptions, ("rtol", "n_scramblings", "min_log2_points",
+                                               "max_log2_points", "max_updates"))
+    return state_evolution(**_grouped({"alpha": [1.0], "omega": 0.3, **kw}, _model_group(),
+                                      solver_group))
 
 
 def _replay_authors(**kw):
@@ -431,9 +473,13 @@ def _replay_authors(**kw):
 
 
 def _train_attention_gd(**kw):
+    from stumplib.phase import AttentionGDOptions
     from stumplib.phase.attention import train_attention_gd
-    return train_attention_gd(**{"alphas": [1.0], "d": 20, "steps": 2, "seeds": 1, "n_test": 200,
-                                 "progress": False, **kw})
+    gd_group = ("options", AttentionGDOptions, ("lr", "steps", "n_test", "progress",
+                                                "checkpoints"))
+    return train_attention_gd(**_grouped({"alphas": [1.0], "d": 20, "steps": 2, "seeds": 1,
+                                          "n_test": 200, "progress": False, "omega": 0.3, **kw},
+                                         _model_group(), gd_group))
 
 
 def _first_crossing(**kw):
@@ -443,7 +489,8 @@ def _first_crossing(**kw):
 
 def _problem():
     from stumplib.phase.problem import make_problem
-    return make_problem(20, [0, 1], 5)
+    from stumplib.phase import check_model
+    return make_problem(20, [0, 1], 5, model=check_model(omega=0.3))
 
 
 def _initial_points(**kw):
@@ -460,7 +507,7 @@ def _minimise(**kw):
 def _exact_test_error(**kw):
     from stumplib.phase.exact_error import exact_test_error
     q = _problem().q_star[0]
-    return exact_test_error(**{"Q": q, "q_star": q, "omega": 0.3, **kw})
+    return exact_test_error(**_grouped({"Q": q, "q_star": q, "omega": 0.3, **kw}, _model_group()))
 
 
 def _hold_theta(**kw):
@@ -735,7 +782,8 @@ def _th_train(**kw):
     from stumplib.stump.trainer import RunConfig
     from stumplib.stump.two_head import train_two_head
     cfgs = [RunConfig(m=6, n=5, seed=0, lr=100.0, tau_lo=0.0, tau_hi=1.0)]
-    return train_two_head(**{"configs": cfgs, "steps": 2, "device": "cpu", **kw})
+    return train_two_head(**_grouped({"configs": cfgs, "steps": 2, "device": "cpu", **kw},
+                                     _train_group()))
 
 
 def _th_weights(**kw):
@@ -820,7 +868,8 @@ TABLE += [
 # the phase model's study entry points (the review's findings): helpers and rows
 def _minimiser_runs(**kw):
     from stumplib.phase.minimise import minimiser_runs
-    return minimiser_runs(**{"alphas": [1.5], "d": 12, "seeds": 1, **kw})
+    return minimiser_runs(**_grouped({"alphas": [1.5], "d": 12, "seeds": 1, "omega": 0.3, **kw},
+                                     _model_group()))
 
 
 def _study(**kw):

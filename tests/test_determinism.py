@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from conftest import CHAPTERS, execute, glued, payload
+from stumplib.phase import AttentionGDOptions, check_model
 
 #: chapters rerun for the notebook-level check: the cheapest at ``smoke`` (measured 2026-12-01,
 #: one thread, busy machine, kernel start included: ch1 29 s, ch2 47 s, ch3 50 s, ch4 58 s, ch5 52 s)
@@ -74,7 +75,8 @@ def _certified_scale():
 
 def _attention_gd():
     from stumplib.phase.attention import train_attention_gd
-    return train_attention_gd([0.5, 1.5], 12, seeds=2, steps=30, n_test=200, progress=False, seed=1)
+    return train_attention_gd([0.5, 1.5], 12, seeds=2, seed=1, model=check_model(omega=0.3),
+                              options=AttentionGDOptions(steps=30, n_test=200, progress=False))
 
 
 LIBRARY = {"ch2 flow": _flow, "ch4 frozen errors": _sq_errors, "ch3-4 certified scale": _certified_scale,

@@ -21,6 +21,7 @@ import torch  # noqa: E402
 
 from stumplib.book import figcheck, style  # noqa: E402
 from stumplib.core.stats import Estimate  # noqa: E402
+from stumplib.stump import FlowOptions, Prior, TrainOptions
 
 style.use()
 
@@ -136,12 +137,12 @@ def _ch2():
 
     lo, hi = 0.2, 0.8
     starts = [(20.0, 20.0), (1.0, 0.0), (5.0, 5.0), (100.0, 90.0), (50.0, 25.0)]
-    flow = FL.integrate_flow([s[0] for s in starts], [s[1] for s in starts], 1e7, tau_lo=lo,
-                             tau_hi=hi, n_records=45, rtol=1e-4, atol=1e-6)
+    flow = FL.integrate_flow([s[0] for s in starts], [s[1] for s in starts], 1e7, n_records=45,
+                             prior=Prior(lo, hi), options=FlowOptions(rtol=1e-4, atol=1e-6))
     t_cal = EX.calibration_time(flow)
     lb_top = np.log10(flow.beta.max()) + 0.15
-    field = LA.gradient_field(np.linspace(-0.1, 1.25, 24), np.linspace(-0.35, lb_top, 20), lo,
-                              hi)
+    field = LA.gradient_field(np.linspace(-0.1, 1.25, 24), np.linspace(-0.35, lb_top, 20),
+                              Prior(lo, hi))
     yield "fig_pop_trajectory", lambda: ch2.trajectory(flow, starts, t_cal, field, lo, hi, lb_top)
     win = flow.t >= 1e3
     window = dict(t_lo=1e3, t_hi=1e7, n_windows=20, seed=0)
@@ -150,13 +151,13 @@ def _ch2():
     local_rmse = np.gradient(np.log(flow.rmse[0][1:]), np.log(flow.t[1:]))
     yield "fig_pop_laws", lambda: ch2.laws(flow, fit_b, fit_r, flow.dlogbeta_dlogt[0], local_rmse,
                                            win, t_cal[0], hi, p_inf=0.25004, q_inf=-0.25002)
-    lam = LA.hessian_max_eig(flow.beta[0], flow.b[0], lo, hi)
+    lam = LA.hessian_max_eig(flow.beta[0], flow.b[0], Prior(lo, hi))
     fracs = [0.02, 0.2, 0.9]
-    gd = FL.population_gd(20.0, 20.0, [f * 2 / lam.max() for f in fracs], 100, tau_lo=lo,
-                          tau_hi=hi, n_records=30)
+    gd = FL.population_gd(20.0, 20.0, [f * 2 / lam.max() for f in fracs], 100,
+                          prior=Prior(lo, hi), options=TrainOptions(n_records=30))
     yield "fig_pop_gd", lambda: ch2.gd(flow, gd, [f * 2 / lam.max() for f in fracs], fracs)
-    other = FL.integrate_flow([5.0, 20.0], [0.0, 20.0], 1e7, tau_lo=0.4, tau_hi=0.8,
-                              n_records=45, rtol=1e-4, atol=1e-6)
+    other = FL.integrate_flow([5.0, 20.0], [0.0, 20.0], 1e7, n_records=45, prior=Prior(0.4, 0.8),
+                              options=FlowOptions(rtol=1e-4, atol=1e-6))
     priors = {(lo, hi): (flow, starts), (0.4, 0.8): (other, [(5.0, 0.0), (20.0, 20.0)])}
     yield "fig_pop_constants", lambda: ch2.constants(priors)
 
@@ -356,7 +357,8 @@ def _ch5_two_head():
     runs = [(s, RunConfig(m=32, n=16, seed=r, lr=400.0, beta0=20.0, b0=20.0, tau_lo=0.0,
                           tau_hi=1.0)) for s in starts for r in range(2)]
     TW = TH.train_two_head([c for _, c in runs], 60, start=[starts[s][0] for s, _ in runs],
-                           comb_step=[starts[s][1] for s, _ in runs], n_records=12)
+                           comb_step=[starts[s][1] for s, _ in runs],
+                           options=TrainOptions(n_records=12))
     idx = {s: [i for i, (t, _) in enumerate(runs) if t == s] for s in starts}
     yield "fig_two_head_training", lambda: ch5.two_head_training(TW, idx, 16)
     names = ["one-head", "symmetrized", "boundary-aware", "Bayes"]
@@ -510,3 +512,46 @@ def test_lowest_minima_bars_reach_a_theory_exactly_when_the_rule_says_it_is_foll
         ticks = fig.axes[2].get_xticks()
         assert np.allclose(ticks, np.round(ticks))
         plt.close(fig)
+
+
+def test_fit_column_narrows_a_figure_whose_outside_legend_overflows_the_column():
+    """A figure whose tight box (legend outside the axes) is wider than the column is narrowed
+    until it fits, fonts unchanged, so the page shows it 1:1; a figure that fits is untouched."""
+    import matplotlib.pyplot as plt
+
+    from stumplib.book.style import COLUMN_WIDTH, PAD_INCHES, fit_column
+
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 3))  # no layout engine: nothing makes room
+    for k in range(3):
+        ax.plot([0, 1], [k, k + 1], label=f"a long legend entry number {k}")
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.draw_without_rendering()
+    before = fig.get_tightbbox().width + 2 * PAD_INCHES
+    assert before > COLUMN_WIDTH + 0.3  # the legend sticks out
+    size = ax.get_legend().get_texts()[0].get_fontsize()
+    after = fit_column(fig)
+    assert after <= COLUMN_WIDTH + 1e-3 and fig.get_figwidth() < COLUMN_WIDTH
+    assert ax.get_legend().get_texts()[0].get_fontsize() == size
+    small, _ = plt.subplots(figsize=(3, 2), constrained_layout=True)
+    assert fit_column(small) < 3.0 and small.get_figwidth() == 3.0
+    plt.close("all")
+
+
+def test_fit_column_never_breaks_a_figure_it_cannot_fit():
+    """A figure whose overflow does not shrink with it (a row of figure-legend entries, a long
+    fixed text) is kept at its narrowest print, at least half its width: no error, no negative
+    size (the guard that chapter 6's landscape figure once needed)."""
+    import matplotlib.pyplot as plt
+
+    from stumplib.book.style import COLUMN_WIDTH, fit_column
+
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 3), layout="constrained")
+    for k in range(8):
+        ax.plot([0, 1], [k, k + 1], label=f"legend entry {k}")
+    fig.legend(loc="outside lower center", ncols=8)
+    assert fit_column(fig) > COLUMN_WIDTH and fig.get_figwidth() >= COLUMN_WIDTH / 2
+    odd, ax2 = plt.subplots(figsize=(COLUMN_WIDTH, 2))
+    ax2.text(0.0, 0.5, "x" * 200, transform=ax2.transAxes)  # sticks out whatever the width
+    fit_column(odd)
+    assert odd.get_figwidth() >= COLUMN_WIDTH / 2
+    plt.close("all")

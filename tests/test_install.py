@@ -29,8 +29,9 @@ CHECK = textwrap.dedent(f"""
                 raise ImportError(f"blocked: {{name}}")
     sys.meta_path.insert(0, Block())
     import stumplib.phase
-    from stumplib.phase import state_evolution
-    r = state_evolution(2.0, omega=0.3, rtol=5e-2, max_log2_points=11, seed=0)
+    from stumplib.phase import SolverOptions, check_model, state_evolution
+    r = state_evolution(2.0, seed=0, model=check_model(omega=0.3),
+                        options=SolverOptions(rtol=5e-2, max_log2_points=11))
     print("FILE", stumplib.__file__)
     print("OUTCOME", r.outcome)
     print("TEST_ERROR", float(r.test_error))

@@ -56,6 +56,12 @@ def glue_value(name: str, value: Any, *, text: str | None = None) -> Any:
         from stumplib.book.typeset import typeset
 
         value = typeset(value)
+    is_figure = type(value).__name__ == "Figure" and type(value).__module__.startswith(
+        "matplotlib")
+    if is_figure:  # shown 1:1 in the column, its text at its point size
+        from stumplib.book.style import fit_column
+
+        fit_column(value)
     _glue(name, value)
     if text is not None:
         from stumplib.book.typeset import number
@@ -63,7 +69,7 @@ def glue_value(name: str, value: Any, *, text: str | None = None) -> Any:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise TypeError(f"text= needs a real number; {name} is {type(value).__name__}")
         _glue(f"{name}_text", number(float(value), text))
-    if type(value).__name__ == "Figure" and type(value).__module__.startswith("matplotlib"):
+    if is_figure:
         import matplotlib.pyplot as plt
 
         plt.close(value)  # shown once, where the page places the glued figure with its caption

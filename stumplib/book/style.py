@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
+import numpy as np
 
 from stumplib.book.figcheck import legend_problems
 
@@ -126,12 +127,62 @@ def inline_formats(formats: tuple[str, ...] = FIGURE_FORMATS) -> bool:
     shell = get_ipython()
     if shell is None:
         return False
+    import os
+
+    # the same figure gives the same SVG and PDF bytes (no creation date): a rerun is identical
+    os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
     cfg = InlineBackend.instance()
-    # cropped to the drawing with a thin margin: a 7-inch figure stays within 677 CSS px
+    # cropped to the drawing with a thin margin (glue_value narrows a figure to the column first)
     cfg.print_figure_kwargs = {"bbox_inches": "tight", "pad_inches": PAD_INCHES}
     cfg.figure_formats = set(formats)
     set_matplotlib_formats(*formats)
     return True
+
+
+def fit_column(fig: "mpl.figure.Figure", width: float = COLUMN_WIDTH, tries: int = 8) -> float:
+    """Narrow a figure until what the page shows fits the text column: its tight bounding box
+    (legends and labels outside the axes included) plus the print margin at most ``width``
+    inches, so that the figure is shown 1:1 and its text keeps its point size. The fonts stay;
+    the axes give way (constrained layout). A figure that already fits is left alone.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure, laid out as it will be printed.
+    width : float
+        The column width in inches (:data:`COLUMN_WIDTH`: 672 CSS px).
+    tries : int
+        Layout passes at most (each narrows by the measured excess).
+
+    Returns
+    -------
+    float
+        The printed width in inches after the last pass (above ``width`` when what sticks out
+        does not shrink with the figure, such as a row of figure-legend entries: the figure is
+        then kept at its narrowest print, never below half its width).
+    """
+    def printed_width() -> float:
+        fig.draw_without_rendering()  # the layout engine runs; any canvas (inline, Agg)
+        return float(fig.get_tightbbox().width) + 2 * PAD_INCHES
+
+    printed = printed_width()
+    start, best = fig.get_figwidth(), (printed, fig.get_figwidth())
+    for _ in range(tries):
+        if printed <= width + 1e-3:
+            return printed
+        # by the excess, and half as much again: without a layout engine the axes shrink in
+        # proportion and only part of a narrowing reaches what sticks out
+        new = fig.get_figwidth() - 1.5 * (printed - width) - 0.01
+        if new < 0.5 * start:  # what sticks out does not shrink with the figure: stop
+            break
+        fig.set_figwidth(new)
+        printed = printed_width()
+        if printed < best[0]:
+            best = (printed, fig.get_figwidth())
+    if best[0] > width + 1e-3:  # could not fit: keep the narrowest print found
+        fig.set_figwidth(best[1])
+        printed = printed_width()
+    return printed
 
 
 def _fit_width(width: float | None, ncols: int) -> float:

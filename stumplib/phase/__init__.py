@@ -2,18 +2,22 @@
 semantic learning (chapter 6).
 
 The public names (``from stumplib.phase import ...``); arrays in and out are numpy, except the
-minimisers' problem and students (``Q``, the data), which are torch tensors:
+minimisers' problem and students (``Q``, the data), which are torch tensors. The functions take the
+model as one object, ``model=check_model(omega=..., sigma=..., lam=..., A=...)`` (checked once,
+where it is built), and their solver settings as one frozen options object:
 
 - the model: :class:`PhaseModel` (``omega, sigma, lam, A, branch``, built and checked by
   :func:`check_model`), :data:`DEFAULT_A`;
 - data: :func:`positional_encodings`, :func:`sample_teacher`, :func:`sample_tokens`;
 - the state evolution (replica-symmetric fixed point, ``d -> inf``): :func:`state_evolution`
-  (:class:`StateEvolutionResult`, :class:`Outcome`, :class:`AccuracyNotReached`), one update
-  :func:`se_update`, :func:`test_error_from_overlaps`, the fixed-rule solver
-  :func:`solve_fixed_rule`; :class:`StateEvolutionError`;
+  (its accuracy control :class:`SolverOptions`; :class:`StateEvolutionResult`, :class:`Outcome`,
+  :class:`AccuracyNotReached`), one update :func:`se_update` (:class:`UpdateOptions`),
+  :func:`test_error_from_overlaps`, the fixed-rule solver :func:`solve_fixed_rule`;
+  :class:`StateEvolutionError`;
 - the finite-``d`` empirical risk minimisers: :func:`make_problem` (:class:`Problem`),
-  :func:`minimiser_runs`, their :func:`exact_test_error`;
-- the paper's plain gradient descent: :func:`train_attention_gd`, :func:`attention_test_error`;
+  :func:`minimiser_runs` (:class:`MinimiserOptions`), their :func:`exact_test_error`;
+- the paper's plain gradient descent: :func:`train_attention_gd` (:class:`AttentionGDOptions`),
+  :func:`attention_test_error`;
 - the linear positional baseline: :func:`linear_baseline_test_error`.
 
 The module list below is the package's inside; names not listed above are not part of the public
@@ -58,19 +62,21 @@ API (the chapter's studies among them).
 - :mod:`.published`: the published curves and the replay of the authors' procedure.
 - :mod:`.diagram`: the phase diagram, alpha_c(omega) and alpha_l(omega) located by bracketing.
 """
-from stumplib.phase.attention import attention_test_error, train_attention_gd
+from stumplib.phase.attention import AttentionGDOptions, attention_test_error, train_attention_gd
 from stumplib.phase.data import positional_encodings, sample_teacher, sample_tokens
 from stumplib.phase.exact_error import exact_test_error
-from stumplib.phase.minimise import minimiser_runs
+from stumplib.phase.minimise import MinimiserOptions, minimiser_runs
 from stumplib.phase.positional_baseline import linear_baseline_test_error
 from stumplib.phase.problem import Problem, make_problem
-from stumplib.phase.replica import se_update, solve_fixed_rule, test_error_from_overlaps
+from stumplib.phase.replica import (UpdateOptions, se_update, solve_fixed_rule,
+                                    test_error_from_overlaps)
 from stumplib.phase.setting import DEFAULT_A, PhaseModel, StateEvolutionError, check_model
-from stumplib.phase.solver import (AccuracyNotReached, Outcome, StateEvolutionResult,
-                                   state_evolution)
+from stumplib.phase.solver import (AccuracyNotReached, Outcome, SolverOptions,
+                                   StateEvolutionResult, state_evolution)
 
 __all__ = ["PhaseModel", "check_model", "DEFAULT_A", "positional_encodings", "sample_teacher",
-           "sample_tokens", "state_evolution", "StateEvolutionResult", "Outcome",
-           "AccuracyNotReached", "StateEvolutionError", "se_update", "test_error_from_overlaps",
-           "solve_fixed_rule", "make_problem", "Problem", "minimiser_runs", "exact_test_error",
-           "train_attention_gd", "attention_test_error", "linear_baseline_test_error"]
+           "sample_tokens", "state_evolution", "SolverOptions", "StateEvolutionResult", "Outcome",
+           "AccuracyNotReached", "StateEvolutionError", "se_update", "UpdateOptions",
+           "test_error_from_overlaps", "solve_fixed_rule", "make_problem", "Problem",
+           "minimiser_runs", "MinimiserOptions", "exact_test_error", "train_attention_gd",
+           "AttentionGDOptions", "attention_test_error", "linear_baseline_test_error"]

@@ -23,6 +23,7 @@ Summary statistics: ``m = p_1 . Q / sqrt(d)``, ``theta_emp = Q* . Q / d`` (the t
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -36,11 +37,11 @@ from stumplib.phase.data import positional_encodings, softmax_rows, teacher_of_s
 from stumplib.phase.minimise import gradient_descent
 from stumplib.phase.problem import Problem, initial_points, make_problem
 from stumplib.phase.objective import INITS, objective_and_grad  # noqa: F401 (re-exported)
-from stumplib.phase.setting import DEFAULT_A, check_A
+from stumplib.phase.setting import PhaseModel, as_model
 
 
-def attention_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float, sigma: float,
-                         A: Any, n_test: int, generator: torch.Generator,
+def attention_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, model: PhaseModel,
+                         n_test: int, generator: torch.Generator,
                          chunk: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-sample test error ``E |y_hat - y|^2 / (2 d)`` of students ``Q`` (S, d, R) on fresh tokens.
 
@@ -54,12 +55,9 @@ def attention_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float,
         Student vectors: ``R`` runs for each of ``S`` seeds (``d >= 3``).
     q_star : torch.Tensor, shape ``(S, d)``
         The teacher direction ``Q*`` of each seed.
-    omega : float
-        Positional share of the teacher, in [0, 1].
-    sigma : float
-        Standard deviation of the token noise entries (> 0).
-    A : array_like, shape ``(2, 2)``
-        Row-stochastic positional matrix of the teacher (checked by :func:`.setting.check_A`).
+    model : PhaseModel
+        The model (:func:`~stumplib.phase.check_model`): the teacher's positional share ``omega``
+        and matrix ``A`` and the token noise ``sigma`` (``lam`` and the branch are not used).
     n_test : int
         Monte Carlo test samples per run (each run, i.e. each ``(seed, run)`` pair, gets its own
         draws).
@@ -76,6 +74,7 @@ def attention_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float,
     se : torch.Tensor, shape ``(S, R)``
         Its standard error, ``sqrt(var / n_test)`` over the ``n_test`` samples.
     """
+    omega, sigma, _, A, _ = as_model(model)
     S_, d, R = Q.shape
     p1 = positional_encodings(d, device=Q.device, dtype=Q.dtype)[0]
     M = torch.stack([p1.expand(S_, R, d), q_star[:, None, :].expand(S_, R, d), Q.permute(0, 2, 1)], -1)
@@ -104,13 +103,72 @@ def attention_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float,
     return mean, (var / n_test).sqrt()
 
 
-def train_attention_gd(alphas: Sequence[float], d: int, *, seeds: Sequence[int] | int = 4,
-                       inits: Sequence[str] = ("semantic", "positional"), omega: float = 0.3,
-                       sigma: float = 0.5, lam: float = 0.01, A: Any = DEFAULT_A,
-                       lr: float = 0.15, steps: int = 5000, n_test: int = 20000, lam_linear: float = 1e-4,
-                       device: Any = "cpu", dtype: torch.dtype = torch.float64, seed: int = 0,
-                       check_every: int = 250, progress: bool = True,
-                       checkpoints: Sequence[int] = ()) -> dict[str, np.ndarray]:
+@dataclass(frozen=True)
+class AttentionGDOptions:
+    """How :func:`train_attention_gd` descends, checks and scores: one frozen object, checked where
+    it is built.
+
+    Attributes
+    ----------
+    lr : float
+        Step size, in (0, 100] (default 0.15, the authors').
+    steps : int
+        Number of gradient steps, 1 to 10,000,000 (default 5000).
+    n_test : int
+        Fresh test draws per run (>= 10; default 20000), Rao-Blackwellised, see
+        :func:`attention_test_error`; drawn from the generator seeded ``seed * 1000 + 777``.
+    lam_linear : float
+        Ridge of the linear baseline fitted on the same samples, in [0, 1000] (default 1e-4).
+    dtype : torch.dtype
+        ``torch.float64`` (default) or ``torch.float32``; float32 is adequate on a GPU (losses
+        ~1e-3, Grams of O(1) entries) but is not the default.
+    check_every : int
+        Steps between the checks that the objective and ``Q`` are finite (>= 1; default 250; the
+        last step is always checked).
+    progress : bool
+        Show a tqdm progress bar over the steps (default True).
+    checkpoints : sequence of int
+        Steps (each in 1..steps) after which the test error (the same test draws as the final one)
+        and the gradient norm are also recorded, to see whether the runs still move (default
+        none); kept sorted, duplicates removed.
+
+    Examples
+    --------
+    >>> AttentionGDOptions(steps=500, checkpoints=[100, 100, 50]).checkpoints
+    (50, 100)
+    """
+
+    lr: float = 0.15
+    steps: int = 5000
+    n_test: int = 20000
+    lam_linear: float = 1e-4
+    dtype: torch.dtype = torch.float64
+    check_every: int = 250
+    progress: bool = True
+    checkpoints: Sequence[int] = ()
+
+    def __post_init__(self) -> None:
+        check_real("lam_linear", self.lam_linear, low=0.0, high=1e3)
+        check_real("lr", self.lr, low=0.0, low_open=True, high=100.0)
+        check_int("steps", self.steps, minimum=1, maximum=10_000_000)
+        check_int("n_test", self.n_test, minimum=10)
+        check_int("check_every", self.check_every, minimum=1)
+        if self.dtype not in (torch.float32, torch.float64):
+            raise ValueError(f"dtype must be torch.float32 or torch.float64; got {self.dtype}")
+        object.__setattr__(self, "checkpoints", tuple(sorted({
+            check_int(f"checkpoints[{i}]", c, minimum=1, maximum=self.steps)
+            for i, c in enumerate(self.checkpoints)})))
+
+
+#: :func:`train_attention_gd`'s default options
+DEFAULT_GD_OPTIONS = AttentionGDOptions()
+
+
+def train_attention_gd(alphas: Sequence[float], d: int, *, model: PhaseModel,
+                       seeds: Sequence[int] | int = 4,
+                       inits: Sequence[str] = ("semantic", "positional"), seed: int = 0,
+                       device: Any = "cpu",
+                       options: AttentionGDOptions = DEFAULT_GD_OPTIONS) -> dict[str, np.ndarray]:
     """Full-batch GD of the attention student for every (seed, alpha, init) at once.
 
     Parameters
@@ -127,46 +185,25 @@ def train_attention_gd(alphas: Sequence[float], d: int, *, seeds: Sequence[int] 
     inits : sequence of str, optional
         The initialisations, length ``I``: a subset of ``("semantic", "positional", "random")``
         (default the first two).
-    omega : float, optional
-        Positional share of the teacher, in [0, 1] (default 0.3).
-    sigma : float, optional
-        Standard deviation of the token noise entries, in (0, 100] (default 0.5).
-    lam : float, optional
-        Ridge penalty ``lambda`` of the objective, in [0, 1000] (default 0.01).
-    A : array_like, shape ``(2, 2)``, optional
-        Row-stochastic positional matrix of the teacher (default the paper's ``DEFAULT_A``).
-    lr : float, optional
-        Step size, in (0, 100] (default 0.15, the authors').
-    steps : int, optional
-        Number of gradient steps, 1 to 10,000,000 (default 5000).
-    n_test : int, optional
-        Fresh test draws per run (>= 10; default 20000), Rao-Blackwellised, see
-        :func:`attention_test_error`; drawn from the generator seeded ``seed * 1000 + 777``.
-    lam_linear : float, optional
-        Ridge of the linear baseline fitted on the same samples, in [0, 1000] (default 1e-4).
-    device : str or torch.device, optional
-        Where the runs are computed: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:K"`` or a
-        :class:`torch.device` (see :func:`stumplib.core.device.resolve_device`; default ``"cpu"``).
-    dtype : torch.dtype, optional
-        ``torch.float64`` (default) or ``torch.float32``; float32 is adequate on a GPU (losses ~1e-3,
-        Grams of O(1) entries) but is not the default.
+    model : PhaseModel
+        The model (:func:`~stumplib.phase.check_model`): the teacher's positional share ``omega``
+        and matrix ``A``, the token noise ``sigma`` and the ridge ``lam`` of the objective (the
+        branch is not used).
     seed : int, optional
         The chapter's seed (>= 0; default 0): it selects the teachers and samples (above), the
         ``"random"`` initial points (generator ``seed * 1000 + 999``) and the test draws.
-    check_every : int, optional
-        Steps between the checks that the objective and ``Q`` are finite (>= 1; default 250; the last
-        step is always checked).
-    progress : bool, optional
-        Show a tqdm progress bar over the steps (default True).
-    checkpoints : sequence of int, optional
-        Steps (each in 1..steps) after which the test error (the same test draws as the final one)
-        and the gradient norm are also recorded, to see whether the runs still move (default none).
+    device : str or torch.device, optional
+        Where the runs are computed: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:K"`` or a
+        :class:`torch.device` (see :func:`stumplib.core.device.resolve_device`; default ``"cpu"``).
+    options : AttentionGDOptions, optional
+        Step size and steps, test draws, the baseline's ridge, precision, checks, progress bar and
+        checkpoints (default :class:`AttentionGDOptions`).
 
     Returns
     -------
     dict of str to numpy.ndarray
-        With axes (seed, alpha, init), shape ``(S, A, I)``: ``m``, ``theta_emp``, ``q_emp``,
-        ``test_error``, ``test_error_se``, ``train_loss`` (objective / d), ``grad_norm`` (final
+        numpy arrays (the descent runs in torch on ``device``), with axes (seed, alpha, init),
+        shape ``(S, A, I)``: ``m``, ``theta_emp``, ``q_emp``, ``test_error``, ``test_error_se``, ``train_loss`` (objective / d), ``grad_norm`` (final
         ``||grad L||``); ``baseline_test_error`` ``(S, A)``; ``alphas``, ``n`` ``(A,)``; ``d`` (0-d);
         with ``checkpoints``, ``checkpoints`` ``(C,)`` (sorted, duplicates removed) and
         ``test_error_at``, ``grad_norm_at`` ``(C, S, A, I)``.
@@ -178,17 +215,18 @@ def train_attention_gd(alphas: Sequence[float], d: int, *, seeds: Sequence[int] 
     TrainingDiverged
         If the objective or ``Q`` becomes non-finite (checked every ``check_every`` steps).
     """
-    ns, seeds, inits, dev = _check_gd(alphas, d, seeds, inits, omega=omega, sigma=sigma, lam=lam,
-                                      lam_linear=lam_linear, A=A, lr=lr, steps=steps, n_test=n_test,
-                                      seed=seed, check_every=check_every, dtype=dtype, device=device)
-    checkpoints = sorted({check_int(f"checkpoints[{i}]", c, minimum=1, maximum=steps)
-                          for i, c in enumerate(checkpoints)})
-    pb = make_problem(d, seeds, max(ns), seed=seed, omega=omega, sigma=sigma, lam=lam, A=A, device=dev,
-                      dtype=dtype)
+    if not isinstance(options, AttentionGDOptions):
+        raise ValueError(f"options must be an AttentionGDOptions; got {type(options).__name__}")
+    model = as_model(model)
+    lr, steps, n_test, lam_linear = options.lr, options.steps, options.n_test, options.lam_linear
+    dtype, check_every, progress = options.dtype, options.check_every, options.progress
+    checkpoints = list(options.checkpoints)
+    ns, seeds, inits, dev = _check_gd(alphas, d, seeds, inits, seed=seed, device=device)
+    pb = make_problem(d, seeds, max(ns), model=model, seed=seed, device=dev, dtype=dtype)
     Q, mask = _initial_runs(pb, ns, inits, seed)
 
     def test_error_now(Q_):
-        return attention_test_error(Q_, pb.q_star, omega=omega, sigma=sigma, A=A, n_test=n_test,
+        return attention_test_error(Q_, pb.q_star, model=model, n_test=n_test,
                                     generator=make_generator(seed * 1000 + 777, dev))
 
     watch = _GDWatch(pb, mask, test_error_now, checkpoints, (len(seeds), len(ns), len(inits)),
@@ -242,31 +280,20 @@ def _progress(steps: int, d: int):
     return tqdm(total=steps, desc=f"GD d={d}", mininterval=2.0)
 
 
-def _check_gd(alphas, d, seeds, inits, *, omega, sigma, lam, lam_linear, A, lr, steps, n_test, seed,
-              check_every, dtype, device):
-    """Validate :func:`train_attention_gd`'s arguments; returns ``(ns, seeds, inits, device)``."""
+def _check_gd(alphas, d, seeds, inits, *, seed, device):
+    """Validate :func:`train_attention_gd`'s arguments (the model and the options are checked
+    where they are built); returns ``(ns, seeds, inits, device)``."""
     alphas = check_grid("alphas", alphas, kind="real", minimum=0.0, maximum=100.0)
     d = check_int("d", d, minimum=4, maximum=1_000_000)
     if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
         seeds = list(range(check_int("seeds", seeds, minimum=1, maximum=10_000)))
     seeds = check_grid("seeds", seeds, kind="int", minimum=0)
     inits = [check_choice(f"inits[{i}]", v, INITS) for i, v in enumerate(_check_grid_str(inits))]
-    check_real("omega", omega, low=0.0, high=1.0)
-    check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
-    check_real("lam", lam, low=0.0, high=1e3)
-    check_real("lam_linear", lam_linear, low=0.0, high=1e3)
-    check_A(A)
-    check_real("lr", lr, low=0.0, low_open=True, high=100.0)
-    check_int("steps", steps, minimum=1, maximum=10_000_000)
-    check_int("n_test", n_test, minimum=10)
     check_int("seed", seed, minimum=0)
-    check_int("check_every", check_every, minimum=1)
     ns = [int(round(a * d)) for a in alphas]
     for a, n in zip(alphas, ns):
         if n < 1:
             raise ValueError(f"alphas: alpha={a} gives n = round(alpha d) = 0 samples at d={d}")
-    if dtype not in (torch.float32, torch.float64):
-        raise ValueError(f"dtype must be torch.float32 or torch.float64; got {dtype}")
     return ns, seeds, inits, resolve_device(device)
 
 

@@ -53,13 +53,16 @@ def accurate_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float
         ``baseline``.
     """
     from stumplib.phase.positional_baseline import linear_baseline_test_error
-    from stumplib.phase.solver import state_evolution
+    from stumplib.phase.setting import check_model
+    from stumplib.phase.solver import solver_keywords, state_evolution
 
     out: dict[str, np.ndarray] = {}
+    args = solver_keywords(dict(rtol=rtol, max_log2_points=max_log2_points,
+                                on_accuracy="undecided", **kw))
     for br in branches:
         key = "sem" if br == "semantic" else "pos"
-        r = state_evolution(alphas, omega=omega, sigma=sigma, lam=lam, A=A, branch=br, rtol=rtol,
-                            max_log2_points=max_log2_points, on_accuracy="undecided", **kw)
+        model = check_model(omega=omega, sigma=sigma, lam=lam, A=A, branch=br)
+        r = state_evolution(alphas, model=model, **args)
         for k in ("alpha", "q", "m", "V", "theta", "test_error", "train_loss", "seconds",
                   "log2_points",
                   "suppressed_derivative", "unstable", "unstable_undamped"):
@@ -67,7 +70,8 @@ def accurate_curves(alphas: Any, *, omega: float, sigma: float = 0.5, lam: float
         for k in ("q", "m", "V", "theta", "test_error", "train_loss"):
             out[f"{key}_{k}_err"] = np.atleast_1d(r[f"{k}_err"])
         out[f"{key}_outcome"] = np.atleast_1d(r["outcome"]).astype(str)
-    out["baseline"] = np.asarray(linear_baseline_test_error(omega=omega, sigma=sigma, A=A))
+    out["baseline"] = np.asarray(linear_baseline_test_error(check_model(omega=omega, sigma=sigma,
+                                                                        A=A)))
     return out
 
 
@@ -405,7 +409,8 @@ def branch_end_fit(alphas: Any, *, omega: float, log2_points: int, n_scramblings
         ``theta``, ``theta_err``, ``outcome``, ``log2_points``, ``suppressed_derivative`` and
         ``seconds``.
     """
-    from stumplib.phase.solver import state_evolution
+    from stumplib.phase.setting import check_model
+    from stumplib.phase.solver import SolverOptions, state_evolution
 
     if not 0 <= int(seed) < 1000:
         raise ValueError(f"seed must be in [0, 1000); got {seed}")
@@ -417,10 +422,13 @@ def branch_end_fit(alphas: Any, *, omega: float, log2_points: int, n_scramblings
             "seconds")
 
     def sweep(r: int) -> dict[str, np.ndarray]:
-        res = state_evolution(alphas, omega=omega, sigma=sigma, lam=lam, A=A, rtol=0.05,
-                              n_scramblings=n_scramblings, min_log2_points=log2_points - 1,
-                              max_log2_points=log2_points, seed=int(seed) + 1000 * (r + 1),
-                              init=start, max_updates=max_updates, on_accuracy="undecided")
+        res = state_evolution(alphas, seed=int(seed) + 1000 * (r + 1), init=start,
+                              on_accuracy="undecided",
+                              model=check_model(omega=omega, sigma=sigma, lam=lam, A=A),
+                              options=SolverOptions(rtol=0.05, n_scramblings=n_scramblings,
+                                                    min_log2_points=log2_points - 1,
+                                                    max_log2_points=log2_points,
+                                                    max_updates=max_updates))
         out = {k: np.atleast_1d(np.asarray(res[k])) for k in keys}
         out["outcome"] = out["outcome"].astype(str)
         return out

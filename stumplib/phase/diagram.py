@@ -22,7 +22,7 @@ import numpy as np
 from stumplib.core.stats import Estimate
 from stumplib.core.validation import check_int, check_real
 from stumplib.phase.crossings import crossing_estimate
-from stumplib.phase.setting import DEFAULT_A
+from stumplib.phase.setting import DEFAULT_A, check_model
 
 #: named outcomes of a crossing: found; the curve stays above 0 (the crossing lies above the grid);
 #: stays below 0 (below the grid or the branch's end); fewer than two points with both branches
@@ -136,11 +136,13 @@ class BranchPoints:
     def __init__(self, omega: float, *, rtol: float, sigma: float = 0.5, lam: float = 0.01,
                  A: Any = DEFAULT_A, seed: int = 0, **solver: Any) -> None:
         from stumplib.phase.positional_baseline import linear_baseline_test_error
+        from stumplib.phase.solver import solver_keywords
 
         self.omega, self.sigma, self.lam, self.A = omega, sigma, lam, A
-        self.kw = dict(rtol=rtol, seed=seed, on_accuracy="undecided", **solver)
+        self.kw = solver_keywords(dict(rtol=rtol, seed=seed, on_accuracy="undecided", **solver))
         self.points: dict[str, dict[float, dict[str, Any]]] = {"semantic": {}, "positional": {}}
-        self.baseline = float(linear_baseline_test_error(omega=omega, sigma=sigma, A=A))
+        model = check_model(omega=omega, sigma=sigma, A=A)
+        self.baseline = float(linear_baseline_test_error(model))
 
     def _init(self, branch: str, alpha: float) -> dict[str, float] | None:
         done = {a: p for a, p in self.points[branch].items() if p["outcome"] == "converged"}
@@ -166,8 +168,9 @@ class BranchPoints:
         from stumplib.phase.solver import state_evolution
 
         if alpha not in self.points[branch]:
-            r = state_evolution(alpha, omega=self.omega, sigma=self.sigma, lam=self.lam, A=self.A,
-                                branch=branch, init=self._init(branch, alpha), **self.kw)
+            model = check_model(omega=self.omega, sigma=self.sigma, lam=self.lam, A=self.A,
+                                branch=branch)
+            r = state_evolution(alpha, model=model, init=self._init(branch, alpha), **self.kw)
             self.points[branch][alpha] = {
                 k: (v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v)
                 for k, v in r.items()}

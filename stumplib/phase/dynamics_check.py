@@ -17,7 +17,7 @@ import torch
 from stumplib.phase.data import positional_encodings
 from stumplib.phase.minimise import minimise
 from stumplib.phase.problem import Problem, make_problem, summaries
-from stumplib.phase.setting import DEFAULT_A
+from stumplib.phase.setting import DEFAULT_A, check_model
 
 
 def semantic_start(pb: Problem, theta: float, q: float, m0: float, *,
@@ -174,8 +174,8 @@ def stability_by_dynamics(points: Sequence[Mapping[str, float]], ds: Sequence[in
     """
     def final_m(p: Mapping[str, float], d: int) -> dict[str, np.ndarray]:
         n = int(round(p["alpha"] * d))
-        pb = make_problem(d, list(range(seeds)), n, seed=seed, omega=p["omega"], sigma=sigma,
-                          lam=lam, A=A, device=device)
+        pb = make_problem(d, list(range(seeds)), n, seed=seed, device=device,
+                          model=check_model(omega=p["omega"], sigma=sigma, lam=lam, A=A))
         Q0 = semantic_start(pb, p["theta"], p["q"], m0_sqrt_d / math.sqrt(d), seed=seed)
         res = [minimise(pb, s, n, Q0[s]) for s in range(seeds)]
         Q = torch.stack([r["Q"] for r in res])

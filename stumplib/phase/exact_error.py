@@ -8,14 +8,13 @@ of ``span(Q*, Q, p_1)`` and on the orthogonal complement (both exact).
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import torch
 
-from stumplib.core.validation import check_int, check_real
+from stumplib.core.validation import check_int
 from stumplib.phase.data import positional_encodings, softmax_rows, teacher_of_scores
-from stumplib.phase.setting import DEFAULT_A
+from stumplib.phase.setting import PhaseModel, as_model
 
 
 def _gauss_hermite_4(n_nodes: int, sigma: float, dtype, device):
@@ -27,8 +26,8 @@ def _gauss_hermite_4(n_nodes: int, sigma: float, dtype, device):
             torch.as_tensor(W, dtype=dtype, device=device))
 
 
-def exact_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float, sigma: float = 0.5,
-                     A: Any = DEFAULT_A, n_nodes: int = 16) -> np.ndarray:
+def exact_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, model: PhaseModel,
+                     n_nodes: int = 16) -> np.ndarray:
     """Per-sample test error ``E |y_hat - y|^2 / (2 d)`` over fresh tokens, without sampling noise.
 
     With an orthonormal basis ``e_1, e_2, e_3`` of ``span(Q*, Q, p_1)`` (``Q*, Q`` in the first
@@ -40,20 +39,18 @@ def exact_test_error(Q: torch.Tensor, q_star: torch.Tensor, *, omega: float, sig
     ----------
     Q, q_star : torch.Tensor, shape ``(R, d)`` (or ``(d,)`` each)
         Students and their teachers.
-    omega, sigma : float
-        The model's positional weight and token noise.
-    A : array_like, shape ``(2, 2)``
-        The teacher's attention matrix.
+    model : PhaseModel
+        The model (:func:`~stumplib.phase.check_model`): the teacher's positional share ``omega``
+        and matrix ``A`` and the token noise ``sigma`` (``lam`` and the branch are not used).
     n_nodes : int
         Gauss-Hermite nodes per axis (4 to 40).
 
     Returns
     -------
     np.ndarray, shape ``(R,)``, or float
-        The test error of each student (a float for 1-D input).
+        The test error of each student, a numpy array (a float for 1-D input).
     """
-    omega = check_real("omega", omega, low=0.0, high=1.0)
-    sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
+    omega, sigma, _, A, _ = as_model(model)
     n_nodes = check_int("n_nodes", n_nodes, minimum=4, maximum=40)
     one = Q.ndim == 1
     Q, qs = (torch.atleast_2d(v).to(torch.float64) for v in (Q, q_star))

@@ -19,6 +19,7 @@ along ``theta`` by this second route.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -76,8 +77,8 @@ def held_theory(alpha: float, thetas: Sequence[float], *, omega: float = 0.3, si
     StateEvolutionError
         When ``q, V`` do not converge.
     """
-    from stumplib.phase.replica import se_update
-    from stumplib.phase.setting import StateEvolutionError
+    from stumplib.phase.replica import UpdateOptions, se_update
+    from stumplib.phase.setting import StateEvolutionError, check_model
     from stumplib.phase.solver_qmc import scrambled_rules
 
     rho = sigma * sigma
@@ -91,10 +92,12 @@ def held_theory(alpha: float, thetas: Sequence[float], *, omega: float = 0.3, si
     a = np.full(t.shape, float(alpha))
     q = np.maximum(rho * (0.05 + 0.4 * min(alpha, 2) / (1 + min(alpha, 2))), 1.5 * t ** 2 / rho)
     V = np.full(t.shape, 20.0)
-    kw = dict(omega=omega, sigma=sigma, lam=lam, A=A, nodes=nd, weights=wt, with_test_error=False)
+    model = check_model(omega=omega, sigma=sigma, lam=lam, A=A)
+    opts = UpdateOptions(nodes=nd, weights=wt, with_test_error=False)
     warm = None
     for it in range(max_iter):
-        up = se_update(a, q, 0.0, V, t, warm=warm, restart=warm is None or it % 10 == 0, **kw)
+        up = se_update(a, q, 0.0, V, t, model=model, warm=warm,
+                       options=replace(opts, restart=warm is None or it % 10 == 0))
         warm = up["prox"]
         den = lam + up["V_hat"] * rho
         qn = rho * (up["q_hat"] * rho + up["m_hat"] ** 2) / den ** 2 + t ** 2 / rho
@@ -105,8 +108,8 @@ def held_theory(alpha: float, thetas: Sequence[float], *, omega: float = 0.3, si
     else:
         raise StateEvolutionError(f"held_theory: q, V did not converge in {max_iter} updates "
                                   f"(last relative change {rel:.1e})")
-    kw["with_test_error"] = True
-    up = se_update(a, q, 0.0, V, t, warm=warm, restart=True, **kw)
+    up = se_update(a, q, 0.0, V, t, model=model, warm=warm,
+                   options=replace(opts, restart=True, with_test_error=True))
     res = up["theta"] - t
     out = dict(train_loss=up["train_loss"], q=q, V=V, F_theta=up["theta"], residual=res,
                test_error=up["test_error"], slope=-res / (rho * V))

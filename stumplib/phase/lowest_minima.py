@@ -37,7 +37,7 @@ from stumplib.phase.exact_error import exact_test_error
 from stumplib.phase.held_theta import constrained_minimise
 from stumplib.phase.minimise import minimise
 from stumplib.phase.problem import Problem, make_problem, summaries
-from stumplib.phase.setting import DEFAULT_A
+from stumplib.phase.setting import DEFAULT_A, check_model
 
 #: the kinds of start, in the order the search tries them
 START_KINDS = ("informed", "release", "rotation", "perturbation")
@@ -280,9 +280,10 @@ def search_problem(pb: Problem, n: int, thetas: Sequence[float], *, rng: np.rand
     Qt = torch.as_tensor(Qs, dtype=qs.dtype, device=qs.device)
     Ql = torch.stack([r["Q"] for r in line])
     if test_error:
-        out["test_error"] = exact_test_error(Qt, qs.expand(len(rows), d), omega=omega,
-                                             sigma=sigma, A=A)
-        line_te = exact_test_error(Ql, qs.expand(len(line), d), omega=omega, sigma=sigma, A=A)
+        out["test_error"] = exact_test_error(Qt, qs.expand(len(rows), d),
+                                             model=check_model(omega=omega, sigma=sigma, A=A))
+        line_te = exact_test_error(Ql, qs.expand(len(line), d),
+                                   model=check_model(omega=omega, sigma=sigma, A=A))
     else:
         out["test_error"], line_te = np.full(len(rows), np.nan), np.full(len(line), np.nan)
     sl = summaries(Ql, qs.expand(len(line), d), sigma)
@@ -386,7 +387,8 @@ def search(alpha: float, d: int, s: int, thetas: Sequence[float], *, seed: int =
                                        high=sigma ** 2) for i, t in enumerate(rotation_thetas)]))
     n = int(round(alpha * d))
     t0 = time.time()
-    pb = make_problem(d, [s], n, seed=seed, omega=omega, sigma=sigma, lam=lam, A=A, device=device)
+    pb = make_problem(d, [s], n, seed=seed, device=device,
+                      model=check_model(omega=omega, sigma=sigma, lam=lam, A=A))
     rng = np.random.default_rng([seed, s, d, 38])
     out = search_problem(pb, n, th, rng=rng, rotation_thetas=rot, n_rotations=n_rotations,
                          perturb_scales=perturb_scales, gtol=gtol, same_tol=same_tol,

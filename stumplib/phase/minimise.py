@@ -18,6 +18,7 @@ descent (:func:`gradient_descent`) from the same start; :func:`study` does so at
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -27,7 +28,7 @@ from stumplib.core.device import make_generator
 from stumplib.core.validation import check_int, check_real
 from stumplib.phase.exact_error import exact_test_error
 from stumplib.phase.problem import Problem, initial_points, make_problem, summaries
-from stumplib.phase.setting import DEFAULT_A
+from stumplib.phase.setting import PhaseModel, as_model, check_model
 
 
 def gradient_descent(pb: Problem, Q: torch.Tensor, mask: torch.Tensor, *, lr: float, steps: int,
@@ -143,12 +144,82 @@ def _newton_step(pb: Problem, x: np.ndarray, g: np.ndarray, mask: torch.Tensor,
     return p
 
 
+@dataclass(frozen=True)
+class MinimiserOptions:
+    """How :func:`minimiser_runs` minimises, runs plain GD and scores: one frozen object, checked
+    where it is built.
+
+    Attributes
+    ----------
+    gtol : float
+        Relative-gradient tolerance of :func:`minimise` (> 0; default 1e-8).
+    max_iter : int
+        L-BFGS iteration cap (>= 1; default 20000; a run that stops there is not converged).
+    gd_steps : int
+        Plain GD's steps from the same start (>= 0; default 0: no GD).
+    gd_seeds : int or None
+        GD on the first ``gd_seeds`` seeds only (``None``, default: all; NaN for the others).
+    lr : float
+        Plain GD's step size (> 0; default 0.15, the authors').
+    n_nodes : int
+        Rule of :func:`.exact_error.exact_test_error` (default 16).
+    n_samples : int or None
+        Samples drawn per seed (``None``, default: ``max(round(alpha d))``); the draw of a seed
+        depends on it, so runs that must share a seed's data (a later alpha added to a stored run)
+        draw the same number.
+
+    Examples
+    --------
+    >>> MinimiserOptions(gd_steps=500).gtol
+    1e-08
+    """
+
+    gtol: float = 1e-8
+    max_iter: int = 20000
+    gd_steps: int = 0
+    gd_seeds: int | None = None
+    lr: float = 0.15
+    n_nodes: int = 16
+    n_samples: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gd_steps", check_int("gd_steps", self.gd_steps, minimum=0))
+
+
+#: :func:`minimiser_runs`' default options
+DEFAULT_MINIMISER_OPTIONS = MinimiserOptions()
+#: the positional share of a study that names none (the paper's main point)
+STUDY_OMEGA = 0.3
+
+
+def minimiser_keywords(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`minimiser_runs`' keyword arguments from a flat mapping (a study's settings): the
+    model's ``omega, sigma, lam, A`` built into ``model`` (``omega`` by default
+    :data:`STUDY_OMEGA`), the fields of :class:`MinimiserOptions` into ``options``, the others
+    passed on.
+
+    Parameters
+    ----------
+    flat : mapping of str to object
+        Keyword arguments.
+
+    Returns
+    -------
+    dict
+        The other keywords, ``model`` and ``options``.
+    """
+    names = {f.name for f in fields(MinimiserOptions)}
+    model_keys = ("omega", "sigma", "lam", "A")
+    out = {k: v for k, v in flat.items() if k not in names and k not in model_keys}
+    out["model"] = check_model(**{"omega": STUDY_OMEGA,
+                                  **{k: flat[k] for k in model_keys if k in flat}})
+    out["options"] = MinimiserOptions(**{k: v for k, v in flat.items() if k in names})
+    return out
+
+
 def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, *,
-                   init: str = "semantic", omega: float = 0.3, sigma: float = 0.5,
-                   lam: float = 0.01, A: Any = DEFAULT_A, gtol: float = 1e-8,
-                   gd_steps: int = 0, gd_seeds: int | None = None, lr: float = 0.15, seed: int = 0,
-                   n_nodes: int = 16, max_iter: int = 20000, n_samples: int | None = None,
-                   device: Any = "cpu") -> dict[str, np.ndarray]:
+                   model: PhaseModel, init: str = "semantic", seed: int = 0, device: Any = "cpu",
+                   options: MinimiserOptions = DEFAULT_MINIMISER_OPTIONS) -> dict[str, np.ndarray]:
     """Converged minimisers (and, with ``gd_steps``, the paper's plain GD from the same start) for
     every (seed, alpha) at one ``d``.
 
@@ -160,35 +231,23 @@ def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, 
         Dimension.
     seeds : int or sequence of int
         A count or a list of seed offsets (``S`` seeds).
+    model : PhaseModel
+        The model (:func:`~stumplib.phase.check_model`): positional weight, token noise, ridge and
+        the teacher's attention matrix (the branch is not used).
     init : str
         The start (:func:`.problem.initial_points`).
-    omega, sigma, lam : float
-        The model: positional weight, token noise, ridge.
-    A : array_like, shape ``(2, 2)``
-        The teacher's attention matrix.
-    gtol : float
-        Relative-gradient tolerance of :func:`minimise`.
-    gd_steps, lr : int, float
-        Plain GD's steps (0: no GD) and step size.
-    gd_seeds : int or None
-        GD on the first ``gd_seeds`` seeds only (``None``: all; NaN for the others).
     seed : int
         The chapter's seed.
-    n_nodes : int
-        Rule of :func:`.exact_error.exact_test_error`.
-    max_iter : int
-        L-BFGS iteration cap (a run that stops there is not converged).
-    n_samples : int or None
-        Samples drawn per seed (``None``: ``max(round(alpha d))``); the draw of a seed depends on
-        it, so runs that must share a seed's data (a later alpha added to a stored run) draw the
-        same number.
     device : str or torch.device
         Where to minimise.
+    options : MinimiserOptions
+        The minimiser's tolerance and cap, plain GD's steps, seeds and step size, the test error's
+        rule and the samples drawn (default :class:`MinimiserOptions`).
 
     Returns
     -------
     dict
-        (S, A) arrays ``test_error`` (exact), ``m``, ``theta_emp``, ``q_emp``, ``train_loss``
+        (S, A) numpy arrays ``test_error`` (exact), ``m``, ``theta_emp``, ``q_emp``, ``train_loss``
         (objective / d), ``rel_grad``, ``n_iter``, ``n_newton``, ``converged``; with
         ``gd_steps``, ``gd_test_error``, ``gd_rel_grad``; and ``alphas``, ``d``, ``seeds``.
     """
@@ -202,13 +261,18 @@ def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, 
               for i, a in enumerate(alphas)]
     if not alphas:
         raise ValueError("alphas must hold at least one sample ratio; got none")
-    gd_steps = check_int("gd_steps", gd_steps, minimum=0)
+    if not isinstance(options, MinimiserOptions):
+        raise ValueError(f"options must be a MinimiserOptions; got {type(options).__name__}")
+    model = as_model(model)
+    sigma = model.sigma
+    gtol, max_iter, gd_steps, gd_seeds = (options.gtol, options.max_iter, options.gd_steps,
+                                          options.gd_seeds)
+    lr, n_nodes, n_samples = options.lr, options.n_nodes, options.n_samples
     ns = [int(round(a * d)) for a in alphas]
     if min(ns) < 1:
         raise ValueError(f"alphas: every alpha must give n = round(alpha d) >= 1 at d={d}")
     n_draw = max(ns) if n_samples is None else check_int("n_samples", n_samples, minimum=max(ns))
-    pb = make_problem(d, seeds, n_draw, seed=seed, omega=omega, sigma=sigma, lam=lam, A=A,
-                      device=device)
+    pb = make_problem(d, seeds, n_draw, model=model, seed=seed, device=device)
     Q0 = initial_points(pb, init, generator=make_generator(seed * 1000 + 999, torch.device(device)))
     keys = ("test_error", "m", "theta_emp", "q_emp", "train_loss", "rel_grad", "n_iter", "n_newton",
             "converged")
@@ -217,8 +281,7 @@ def minimiser_runs(alphas: Sequence[float], d: int, seeds: Sequence[int] | int, 
         runs = [minimise(pb, s, n, Q0[s], gtol=gtol, max_iter=max_iter)
                 for s in range(len(seeds))]
         Q = torch.stack([r["Q"] for r in runs])
-        out["test_error"][:, j] = exact_test_error(Q, pb.q_star, omega=omega, sigma=sigma, A=A,
-                                                   n_nodes=n_nodes)
+        out["test_error"][:, j] = exact_test_error(Q, pb.q_star, model=model, n_nodes=n_nodes)
         for k, v in summaries(Q, pb.q_star, sigma).items():
             out[k][:, j] = v
         for k in ("loss", "rel_grad", "n_iter", "n_newton", "converged"):
@@ -246,7 +309,8 @@ def _gd_runs(pb: Problem, Q0: torch.Tensor, ns: list[int], *, lr: float, steps: 
     S_, d, R = Q.shape
     Qf = Q.permute(0, 2, 1).reshape(S_ * R, d)
     qs = pb.q_star[:, None, :].expand(S_, R, d).reshape(S_ * R, d)
-    te = exact_test_error(Qf, qs, omega=pb.omega, sigma=pb.sigma, A=pb.A, n_nodes=n_nodes)
+    te = exact_test_error(Qf, qs, n_nodes=n_nodes,
+                          model=check_model(omega=pb.omega, sigma=pb.sigma, A=pb.A))
     return dict(gd_test_error=te.reshape(S_, R), gd_rel_grad=rg)
 
 
@@ -270,7 +334,8 @@ def study(alphas: Sequence[float], ds: Sequence[int], seeds: int, *, gd_steps: i
     cache : bool
         Keep the result.
     **kw
-        Passed to :func:`minimiser_runs` (``omega``, ``lam``, ``seed``, ``device``, ...).
+        Passed to :func:`minimiser_runs` through :func:`minimiser_keywords` (``omega``, ``lam``,
+        ``seed``, ``device``, ``max_iter``, ...).
 
     Returns
     -------
@@ -290,8 +355,9 @@ def study(alphas: Sequence[float], ds: Sequence[int], seeds: int, *, gd_steps: i
 
     def compute() -> dict[str, Any]:
         return {"ds": [int(d) for d in ds],
-                "runs": [minimiser_runs(alphas, d, seeds, gd_steps=gd_steps if d <= gd_max_d else 0,
-                                        gd_seeds=min(gd_seeds, seeds), **kw) for d in ds]}
+                "runs": [minimiser_runs(alphas, d, seeds, **minimiser_keywords(dict(
+                    kw, gd_steps=gd_steps if d <= gd_max_d else 0, gd_seeds=min(gd_seeds, seeds))))
+                         for d in ds]}
 
     if not cache:
         return _by_d(compute())

@@ -102,7 +102,8 @@ def theory_points(alphas: Sequence[float], *, known: Mapping[str, np.ndarray] | 
         ``<k>`` and ``<k>_err`` for ``k`` in ``q, m, V, theta, test_error, train_loss`` (NaN
         where no converged point), ``alphas``.
     """
-    from stumplib.phase.solver import OUTPUT_KEYS, state_evolution
+    from stumplib.phase.setting import check_model
+    from stumplib.phase.solver import OUTPUT_KEYS, SolverOptions, state_evolution
 
     al = np.asarray(alphas, dtype=float)
     out = {k: np.full(al.size, np.nan) for key in OUTPUT_KEYS for k in (key, f"{key}_err")}
@@ -120,8 +121,9 @@ def theory_points(alphas: Sequence[float], *, known: Mapping[str, np.ndarray] | 
             missing.append(i)
     if missing:
         def compute() -> dict[str, np.ndarray]:
-            r = state_evolution(al[missing], omega=omega, sigma=sigma, lam=lam, rtol=rtol,
-                                seed=seed, stability=False, on_accuracy="undecided")
+            r = state_evolution(al[missing], seed=seed, on_accuracy="undecided",
+                                model=check_model(omega=omega, sigma=sigma, lam=lam),
+                                options=SolverOptions(rtol=rtol, stability=False))
             conv = np.asarray(r["outcome"]) == "converged"
             return {k: np.where(conv, np.asarray(r[k], dtype=float), np.nan)
                     for key in OUTPUT_KEYS for k in (key, f"{key}_err")}

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from stumplib.core.validation import check_int, check_real
-from stumplib.phase.setting import DEFAULT_A, check_A
+from stumplib.phase.setting import DEFAULT_A, PhaseModel, as_model, check_A
 
 
 def teacher_moments(*, omega: float, sigma: float = 0.5, A: Any = DEFAULT_A,
@@ -56,22 +56,21 @@ def teacher_moments(*, omega: float, sigma: float = 0.5, A: Any = DEFAULT_A,
     return mean, var
 
 
-def linear_baseline_test_error(*, omega: float, sigma: float = 0.5,
-                               A: Any = DEFAULT_A) -> float:
+def linear_baseline_test_error(model: PhaseModel) -> float:
     """Exact asymptotic per-sample test error of the best linear positional baseline,
     ``(sigma^2 / 2) sum_{lk} Var T_lk`` (independent of ``alpha``).
 
     Parameters
     ----------
-    omega, sigma : float
-        The positional share and the tokens' standard deviation.
-    A : array_like, shape ``(2, 2)``
-        The positional attention matrix.
+    model : PhaseModel
+        The model (:func:`~stumplib.phase.check_model`): the teacher's positional share ``omega``
+        and matrix ``A`` and the token noise ``sigma`` (``lam`` and the branch are not used).
 
     Returns
     -------
     float
     """
+    omega, sigma, _, A, _ = as_model(model)
     _, var = teacher_moments(omega=omega, sigma=sigma, A=A)
     return float(0.5 * sigma ** 2 * var.sum())
 

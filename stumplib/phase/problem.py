@@ -17,10 +17,10 @@ import numpy as np
 import torch
 
 from stumplib.core.device import make_generator
-from stumplib.core.validation import check_choice, check_int, check_real
+from stumplib.core.validation import check_choice, check_int
 from stumplib.phase.data import positional_encodings, sample_teacher, sample_tokens, teacher_matrix
 from stumplib.phase.objective import INITS, objective_from_grams
-from stumplib.phase.setting import DEFAULT_A, check_A
+from stumplib.phase.setting import PhaseModel, as_model
 
 
 @dataclass
@@ -97,8 +97,7 @@ class Problem:
                                     self.T[sl], mask, self.lam)
 
 
-def make_problem(d: int, seeds: Sequence[int], n: int, *, seed: int = 0, omega: float = 0.3,
-                 sigma: float = 0.5, lam: float = 0.01, A: Any = DEFAULT_A,
+def make_problem(d: int, seeds: Sequence[int], n: int, *, model: PhaseModel, seed: int = 0,
                  device: Any = "cpu", dtype: torch.dtype = torch.float64) -> Problem:
     """Draw the teachers and ``n`` samples of each seed (seed ``s`` from generator
     ``seed * 1000 + s``; a run at ``alpha`` uses the first ``round(alpha d)`` samples). The draws
@@ -112,26 +111,22 @@ def make_problem(d: int, seeds: Sequence[int], n: int, *, seed: int = 0, omega: 
         Seed offsets (``S`` of them).
     n : int
         Samples per seed (>= 1).
+    model : PhaseModel
+        The model (:func:`~stumplib.phase.check_model`): positional weight ``omega``, token noise
+        ``sigma``, ridge ``lam``, the teacher's attention matrix ``A`` (the branch is not used).
     seed : int
         The chapter's seed.
-    omega, sigma, lam : float
-        The model: positional weight, token noise, ridge.
-    A : array_like, shape ``(2, 2)``
-        The teacher's attention matrix.
     device, dtype : torch.device or str, torch.dtype
         Torch placement.
 
     Returns
     -------
     Problem
-        The ``S`` seeds' data.
+        The ``S`` seeds' data (torch tensors on ``device``: the minimisers' layer).
     """
     d = check_int("d", d, minimum=4, maximum=1_000_000)
     n = check_int("n", n, minimum=1)
-    omega = check_real("omega", omega, low=0.0, high=1.0)
-    sigma = check_real("sigma", sigma, low=0.0, low_open=True, high=100.0)
-    lam = check_real("lam", lam, low=0.0, high=1e3)
-    A_ = check_A(A)
+    omega, sigma, lam, A_, _ = as_model(model)
     q_star, Z = [], []
     for s in seeds:
         gen = make_generator(seed * 1000 + int(s), torch.device("cpu"))  # on the CPU, then moved

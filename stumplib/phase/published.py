@@ -22,6 +22,8 @@ except ImportError:  # pragma: no cover - Python 3.10
 from pathlib import Path
 from typing import Any, Mapping, Union
 
+from dataclasses import replace
+
 import numpy as np
 
 from stumplib.core.stats import crossing
@@ -172,12 +174,12 @@ def replay_authors(alphas: Any, branch: str, *, start: Mapping[str, float] | Non
     """
     from stumplib.core.validation import check_int, check_real
     from stumplib.phase.quadrature import stroud_secrest_4d
-    from stumplib.phase.replica import se_update
+    from stumplib.phase.replica import UpdateOptions, se_update
     from stumplib.phase.setting import check_alphas, check_model
 
     a, _ = check_alphas(alphas)
-    omega, sigma, lam, A_, branch = check_model(omega=omega, sigma=sigma, lam=lam, A=A,
-                                                branch=branch)
+    model = check_model(omega=omega, sigma=sigma, lam=lam, A=A, branch=branch)
+    omega, sigma, lam, A_, branch = model
     damping = check_real("damping", damping, low=0.0, high=1.0, high_open=True)
     tol = check_real("tol", tol, low=0.0, low_open=True, high=1.0)
     max_iter = check_int("max_iter", max_iter, minimum=1)
@@ -188,6 +190,7 @@ def replay_authors(alphas: Any, branch: str, *, start: Mapping[str, float] | Non
     if st["q"] <= 0 or st["V"] <= 0 or st["theta"] ** 2 >= sigma ** 2 * st["q"]:
         raise ValueError(f"start needs q > 0, V > 0 and theta^2 < sigma^2 q; got {st}")
     nodes, w = stroud_secrest_4d()
+    opts = UpdateOptions(nodes=nodes, weights=w, with_test_error=False)
     keys = ("q", "m", "V", "theta")
     z = np.tile(np.array([st[k] for k in keys]), (a.size, 1))
     watch = [0, 1, 3]
@@ -196,8 +199,7 @@ def replay_authors(alphas: Any, branch: str, *, start: Mapping[str, float] | Non
     resid = np.full(a.size, np.inf)
     for _ in range(max_iter):
         idx = np.flatnonzero(active)
-        up = se_update(a[idx], *z[idx].T, omega=omega, sigma=sigma, lam=lam, A=A_, nodes=nodes,
-                       weights=w, with_test_error=False)
+        up = se_update(a[idx], *z[idx].T, model=model, options=opts)
         f = np.stack([up[k] for k in keys], -1)
         f[:, 1 if branch == "semantic" else 3] = 0.0
         r = np.abs(f - z[idx])[:, watch].max(-1)
@@ -261,7 +263,9 @@ def published_curves(ref_dir: PathLike | None = None, *, alpha_min: float = 0.3,
                                                  files=_files_digest(ref_dir)),
                         lambda: published_curves(ref_dir, alpha_min=alpha_min))
     from stumplib.phase.quadrature import stroud_secrest_4d
-    from stumplib.phase.replica import se_update, solve_fixed_rule, test_error_from_overlaps
+    from stumplib.phase.replica import (UpdateOptions, se_update, solve_fixed_rule,
+                                        test_error_from_overlaps)
+    from stumplib.phase.setting import check_model
 
     out: dict[str, np.ndarray] = {}
     for key, br in (("sem", "semantic"), ("pos", "positional")):
@@ -278,25 +282,28 @@ def published_curves(ref_dir: PathLike | None = None, *, alpha_min: float = 0.3,
                              else 1.0)
              for k in ("q", "m", "V", "theta")}
         nodes, w = stroud_secrest_4d()
-        up = se_update(d["alpha"][sel], z["q"], z["m"], z["V"], z["theta"], omega=0.3, nodes=nodes,
-                       weights=w, with_test_error=False)
+        opts = UpdateOptions(nodes=nodes, weights=w, with_test_error=False)
+        up = se_update(d["alpha"][sel], z["q"], z["m"], z["V"], z["theta"],
+                       model=check_model(omega=0.3, branch=br), options=opts)
         for k in ("q", "m", "theta"):
             out[f"{key}_resid_{k}"] = up[k] - z[k]
         # the same update with the authors' minimiser (BFGS, finite differences, from the origin)
-        bf = se_update(d["alpha"][sel], z["q"], z["m"], z["V"], z["theta"], omega=0.3, nodes=nodes,
-                       weights=w, with_test_error=False, minimiser="bfgs")
+        bf = se_update(d["alpha"][sel], z["q"], z["m"], z["V"], z["theta"],
+                       model=check_model(omega=0.3, branch=br),
+                       options=replace(opts, minimiser="bfgs"))
         for k in ("q", "m", "theta"):
             out[f"{key}_bfgs_resid_{k}"] = bf[k] - z[k]
         for k in ("q", "m", "V", "theta"):
             out[f"{key}_stopped_{k}"] = np.asarray(st[k])
-        r = solve_fixed_rule(d["alpha"][sel], omega=0.3, branch=br, rule="stroud", tol=1e-8,
-                             max_iter=3000)
+        r = solve_fixed_rule(d["alpha"][sel], rule="stroud", tol=1e-8, max_iter=3000,
+                             model=check_model(omega=0.3, branch=br))
         for k in ("q", "m", "V", "theta"):
             out[f"{key}_replay_{k}"] = np.asarray(r[k])
         # the test error at the replayed overlaps with an accurate rule (smooth integrand), as the
         # authors computed theirs with a finer rule than the one of the fixed point
         out[f"{key}_replay_test_error"] = test_error_from_overlaps(r["q"], r["m"], r["theta"],
-                                                                   omega=0.3, n_nodes=16)
+                                                                   n_nodes=16,
+                                                                   model=check_model(omega=0.3))
     return out
 
 

@@ -40,7 +40,7 @@ from stumplib.phase.setting import (
     MappingResult,
     PhaseModel,
     StateEvolutionError,
-    check_A,
+    as_model,
     check_alphas,
     check_model,
     teacher_rows,
@@ -79,12 +79,65 @@ def geometry(q: np.ndarray, m: np.ndarray, theta: np.ndarray, sigma: float, node
     return center, u, vstar[:, 0, 0], xi, Y
 
 
-def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, sigma: float = 0.5,
-              lam: float = 0.01, A: Any = DEFAULT_A, n_nodes: int = 10,
-              warm: np.ndarray | None = None, tol: float = 1e-10,
-              restart: bool = True, rule: str = "gauss-hermite", nodes: np.ndarray | None = None,
-              weights: np.ndarray | None = None, match_starts: bool = True,
-              with_test_error: bool = True, minimiser: str = "newton") -> dict[str, np.ndarray]:
+@dataclass(frozen=True)
+class UpdateOptions:
+    """How :func:`se_update` averages and solves its proximal problems: one frozen object, checked
+    where it is built.
+
+    Attributes
+    ----------
+    n_nodes : int
+        Size of the rule ``rule``, see :func:`quadrature_4d` (default 10).
+    rule : str
+        The Gaussian quadrature, see :func:`quadrature_4d` (default ``"gauss-hermite"``).
+    nodes : numpy.ndarray, shape ``(K, 4)`` or ``(A, K, 4)``, optional
+        An explicit rule instead of ``rule, n_nodes``: standard normal nodes ``(xi_1, xi_2, Y_1,
+        Y_2)``, one rule for all rows or one per row (e.g. independent scramblings).
+    weights : numpy.ndarray, shape ``(K,)`` or ``(A, K)``, optional
+        The weights of ``nodes`` (each rule's summing to one); required with ``nodes``.
+    tol : float
+        Stopping rule of the proximal Newton runs, ``|grad G| <= tol (1 + 1/V)`` (default 1e-10).
+    restart : bool
+        Also start from the centre and the origin (default True; ``False`` with a ``warm``: only
+        from ``warm``).
+    match_starts : bool
+        Also start the proximal problems from the two matching points (with ``restart`` or without
+        ``warm``; default True).
+    with_test_error : bool
+        Also return the test error at the input overlaps (with the same rule; default True).
+    minimiser : str
+        ``"newton"`` (default; :func:`proximal`, the global minimiser over its starts) or ``"bfgs"``
+        (:func:`proximal_bfgs`, the authors' minimiser, one node at a time: slow; ``warm``,
+        ``restart``, ``match_starts`` and ``tol`` are then ignored).
+
+    Examples
+    --------
+    >>> UpdateOptions(n_nodes=12, with_test_error=False).rule
+    'gauss-hermite'
+    """
+
+    n_nodes: int = 10
+    rule: str = "gauss-hermite"
+    nodes: np.ndarray | None = None
+    weights: np.ndarray | None = None
+    tol: float = 1e-10
+    restart: bool = True
+    match_starts: bool = True
+    with_test_error: bool = True
+    minimiser: str = "newton"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "minimiser",
+                           check_choice("minimiser", self.minimiser, ("newton", "bfgs")))
+
+
+#: :func:`se_update`'s default options
+DEFAULT_UPDATE_OPTIONS = UpdateOptions()
+
+
+def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, model: PhaseModel,
+              warm: np.ndarray | None = None,
+              options: UpdateOptions = DEFAULT_UPDATE_OPTIONS) -> dict[str, np.ndarray]:
     """One undamped update of the state evolution (overlaps -> conjugates -> overlaps).
 
     Parameters
@@ -94,45 +147,20 @@ def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, s
     q, m, V, theta : float or array_like, shape ``(A,)``
         The overlaps in the published normalisation (``q > 0``, ``V > 0``, ``theta^2 <= sigma^2 q``);
         all five inputs are broadcast together to ``(A,)``.
-    omega : float
-        Positional share of the teacher, in [0, 1] (not checked here).
-    sigma : float, optional
-        Standard deviation of the token noise entries (> 0; default 0.5); ``rho = sigma^2``.
-    lam : float, optional
-        Ridge penalty ``lambda`` (default 0.01).
-    A : array_like, shape ``(2, 2)``, optional
-        Row-stochastic positional matrix of the teacher (default the paper's).
-    n_nodes : int, optional
-        Size of the rule ``rule``, see :func:`quadrature_4d` (default 10).
+    model : PhaseModel
+        The model (:func:`~stumplib.phase.check_model`): ``omega, sigma, lam, A`` (``rho =
+        sigma^2``; the branch is not used).
     warm : numpy.ndarray, shape ``(A, K, 2)``, optional
         Proximal solutions (e.g. the previous update's ``prox``) used as an extra start.
-    tol : float, optional
-        Stopping rule of the proximal Newton runs, ``|grad G| <= tol (1 + 1/V)`` (default 1e-10).
-    restart : bool, optional
-        Also start from the centre and the origin (default True; ``False`` with a ``warm``: only
-        from ``warm``).
-    rule : str, optional
-        The Gaussian quadrature, see :func:`quadrature_4d` (default ``"gauss-hermite"``).
-    nodes : numpy.ndarray, shape ``(K, 4)`` or ``(A, K, 4)``, optional
-        An explicit rule instead of ``rule, n_nodes``: standard normal nodes ``(xi_1, xi_2, Y_1, Y_2)``,
-        one rule for all rows or one per row (e.g. independent scramblings).
-    weights : numpy.ndarray, shape ``(K,)`` or ``(A, K)``, optional
-        The weights of ``nodes`` (each rule's summing to one); required with ``nodes``.
-    match_starts : bool, optional
-        Also start the proximal problems from the two matching points (with ``restart`` or without
-        ``warm``; default True).
-    with_test_error : bool, optional
-        Also return the test error at the input overlaps (with the same rule; default True).
-    minimiser : str, optional
-        ``"newton"`` (default; :func:`proximal`, the global minimiser over its starts) or ``"bfgs"``
-        (:func:`proximal_bfgs`, the authors' minimiser, one node at a time: slow; ``warm``,
-        ``restart``, ``match_starts`` and ``tol`` are then ignored).
+    options : UpdateOptions, optional
+        The rule (``rule, n_nodes`` or explicit ``nodes, weights``) and the proximal solver's
+        settings (default :class:`UpdateOptions`).
 
     Returns
     -------
     dict
-        ``q, m, V, theta``: the new overlaps, ``(A,)``; ``q_hat, m_hat, V_hat, theta_hat``: the
-        conjugates, ``(A,)``; ``prox``: the proximal solutions, ``(A, K, 2)``; ``gnorm``: the largest
+        numpy arrays: ``q, m, V, theta``: the new overlaps, ``(A,)``; ``q_hat, m_hat, V_hat,
+        theta_hat``: the conjugates, ``(A,)``; ``prox``: the proximal solutions, ``(A, K, 2)``; ``gnorm``: the largest
         proximal gradient norm (float; 0 with ``"bfgs"``); ``train_loss``: ``alpha E[ell(prox)] +
         lambda q / (2 sigma^2)``, ``(A,)``, and ``test_error``: ``(A,)`` or ``None`` without
         ``with_test_error``, both at the *input* overlaps.
@@ -140,13 +168,19 @@ def se_update(alpha: Any, q: Any, m: Any, V: Any, theta: Any, *, omega: float, s
     Raises
     ------
     ValueError
-        For a bad ``A`` or ``minimiser``.
+        For a ``model`` that is not a :class:`PhaseModel` or ``options`` not an
+        :class:`UpdateOptions`.
     StateEvolutionError
         If the input overlaps violate ``theta^2 <= sigma^2 q`` or the update gives
         ``lambda + V_hat sigma^2 <= 0`` (the iteration left the admissible region).
     """
-    A_ = check_A(A)
-    minimiser = check_choice("minimiser", minimiser, ("newton", "bfgs"))
+    model = as_model(model)
+    if not isinstance(options, UpdateOptions):
+        raise ValueError(f"options must be an UpdateOptions; got {type(options).__name__}")
+    omega, sigma, lam, A_ = model.omega, model.sigma, model.lam, model.A
+    n_nodes, rule, nodes, weights = options.n_nodes, options.rule, options.nodes, options.weights
+    tol, restart, match_starts = options.tol, options.restart, options.match_starts
+    with_test_error, minimiser = options.with_test_error, options.minimiser
     EIN = "ak,ak->a" if (weights is not None and np.ndim(weights) == 2) else "k,ak->a"
     alpha, q, m, V, theta = np.broadcast_arrays(*(np.atleast_1d(np.asarray(v, dtype=np.float64))
                                                   for v in (alpha, q, m, V, theta)))
@@ -202,8 +236,8 @@ def _test_error_nodes(q, m, theta, sigma, omega, A_, nodes, w):
     return sigma * sigma * np.einsum(ein, w, ((s - t) ** 2).sum(-1))
 
 
-def test_error_from_overlaps(q: Any, m: Any, theta: Any, *, omega: float, sigma: float = 0.5,
-                             A: Any = DEFAULT_A, n_nodes: int = 12) -> np.ndarray:
+def test_error_from_overlaps(q: Any, m: Any, theta: Any, *, model: PhaseModel,
+                             n_nodes: int = 12) -> np.ndarray:
     """Asymptotic per-sample test error ``E |y_hat - y|^2 / (2 d) = sigma^2 E sum_l (s_l - t_l)^2``.
 
     Student pre-activations ``h = sqrt(q) xi + (m, -m)``, teacher ``u = V* Y + theta xi / sqrt(q)``
@@ -218,33 +252,30 @@ def test_error_from_overlaps(q: Any, m: Any, theta: Any, *, omega: float, sigma:
     theta : float or array_like, shape ``(A,)``
         Semantic overlap ``sigma^2 Q* . Q / d``, with ``theta^2 <= sigma^2 q``; the three overlaps are
         broadcast together.
-    omega : float
-        Positional share of the teacher, in [0, 1].
-    sigma : float, optional
-        Standard deviation of the token noise entries (> 0; default 0.5).
-    A : array_like, shape ``(2, 2)``, optional
-        Row-stochastic positional matrix of the teacher (default the paper's).
+    model : PhaseModel
+        The model (:func:`~stumplib.phase.check_model`): the teacher's positional share ``omega``
+        and matrix ``A`` and the token noise ``sigma`` (``lam`` and the branch are not used).
     n_nodes : int, optional
         Gauss-Hermite nodes per axis of the 4-D tensor rule (2 to 60; default 12).
 
     Returns
     -------
     numpy.ndarray, shape ``(A,)``
-        The test error at each overlap triple (the broadcast shape of the inputs, at least 1-D).
+        The test error at each overlap triple, a numpy array (the broadcast shape of the inputs, at
+        least 1-D).
 
     Raises
     ------
     ValueError
         For bad arguments (named).
     """
-    sigma = check_real("sigma", sigma, low=0.0, low_open=True)
-    omega = check_real("omega", omega, low=0.0, high=1.0)
+    omega, sigma, _, A_, _ = as_model(model)
     q, m, theta = np.broadcast_arrays(*(np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in (q, m, theta)))
     if np.any(q <= 0) or not np.all(np.isfinite(q)):
         raise ValueError("q must be finite and > 0")
     if np.any(theta ** 2 > sigma ** 2 * q * (1 + 1e-9)):
         raise ValueError("theta must satisfy theta^2 <= sigma^2 q")
-    return _test_error(q, m, theta, sigma, omega, check_A(A), check_int("n_nodes", n_nodes, minimum=2))
+    return _test_error(q, m, theta, sigma, omega, A_, check_int("n_nodes", n_nodes, minimum=2))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -356,10 +387,10 @@ class _DampedIteration:
         ``restart_every`` updates and before convergence is declared); True when none is left."""
         idx = np.flatnonzero(self.active)
         restart = it % restart_every == 0 or bool(self.pending[idx].any())
-        omega, sigma, lam, A_, branch = self.model
-        up = se_update(self.alphas[idx], self.q[idx], self.m[idx], self.V[idx], self.theta[idx], omega=omega,
-                       sigma=sigma, lam=lam, A=A_, n_nodes=n_nodes,
-                       warm=None if self.warm is None else self.warm[idx], restart=restart, rule=rule)
+        branch = self.model.branch
+        up = se_update(self.alphas[idx], self.q[idx], self.m[idx], self.V[idx], self.theta[idx],
+                       model=self.model, warm=None if self.warm is None else self.warm[idx],
+                       options=UpdateOptions(n_nodes=n_nodes, restart=restart, rule=rule))
         if self.symmetric:
             up["m"] = np.zeros_like(up["m"])
         if branch == "positional":
@@ -396,11 +427,9 @@ class _DampedIteration:
                                residual=self.resid, alpha=self.alphas)
 
 
-def solve_fixed_rule(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
-                    A: Any = DEFAULT_A, branch: str = "semantic",
-                    n_nodes: int = 10, damping: float = 0.5, tol: float = 1e-5,
-                    max_iter: int = 600, init: dict[str, Any] | None = None,
-                    rule: str = "gauss-hermite") -> FixedRuleResult:
+def solve_fixed_rule(alpha: Any, *, model: PhaseModel, n_nodes: int = 10,
+                     rule: str = "gauss-hermite", damping: float = 0.5, tol: float = 1e-5,
+                     max_iter: int = 600, init: dict[str, Any] | None = None) -> FixedRuleResult:
     """Solve the state evolution on a batch of sample ratios ``alpha = n / d``.
 
     Damped fixed-point iteration ``z <- damping z + (1 - damping) F(z)`` on ``z = (q, m, V, theta)``
@@ -416,11 +445,8 @@ def solve_fixed_rule(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float
     Parameters
     ----------
     alpha : positive number or 1-D sequence of positive numbers.
-    omega : positional share of the teacher, in [0, 1].
-    sigma : token noise standard deviation (> 0); ``rho = sigma^2``.
-    lam : ridge penalty ``lambda`` (> 0).
-    A : 2x2 row-stochastic positional matrix of the teacher.
-    branch : ``"semantic"`` or ``"positional"``.
+    model : :class:`PhaseModel` (:func:`~stumplib.phase.check_model`): ``omega, sigma, lam, A``
+        (``rho = sigma^2``) and the branch, ``"semantic"`` or ``"positional"``.
     n_nodes : Gauss-Hermite nodes per axis (4-D tensor rule, tiny weights pruned, 4 to 30); with
         ``rule="sobol"``, the base-2 logarithm of the number of quasi-Monte Carlo points (8 to 20).
     rule : ``"gauss-hermite"`` (default) or ``"sobol"`` (see :func:`quadrature_4d`).
@@ -435,8 +461,8 @@ def solve_fixed_rule(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float
     Returns
     -------
     FixedRuleResult
-        (A,) arrays (scalars for scalar ``alpha``), read by attribute or key like a dict: ``q, m, V,
-        theta``, the conjugates, ``test_error`` (per sample, = mse / 2 of the published files),
+        (A,) numpy arrays (scalars for scalar ``alpha``), read by attribute or key like a dict:
+        ``q, m, V, theta``, the conjugates, ``test_error`` (per sample, = mse / 2 of the published files),
         ``train_loss`` (empirical risk divided by ``d``: ``alpha E[ell(prox)] + lambda q / (2
         sigma^2)``; lower is the global minimum), ``n_iter`` and ``residual`` (last relative change),
         ``alpha``.
@@ -449,7 +475,7 @@ def solve_fixed_rule(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float
         If the iteration does not converge within ``max_iter`` updates.
     """
     alphas, scalar = check_alphas(alpha)
-    model = check_model(omega=omega, sigma=sigma, lam=lam, A=A, branch=branch)
+    model = as_model(model)
     rule = check_choice("rule", rule, RULES)
     n_nodes = check_n_nodes(rule, n_nodes)
     damping = check_real("damping", damping, low=0.0, high=1.0, high_open=True)
@@ -531,7 +557,8 @@ def theta_profile(alpha: float, thetas: Any, *, omega: float, sigma: float = 0.5
     alphas, scalar = check_alphas(alpha)
     if not scalar:
         raise ValueError("alpha must be a single number for theta_profile")
-    omega, sigma, lam, A_, _ = check_model(omega=omega, sigma=sigma, lam=lam, A=A)
+    model = check_model(omega=omega, sigma=sigma, lam=lam, A=A)
+    omega, sigma, lam, A_, _ = model
     if not np.allclose(A_, A_[::-1, ::-1]):
         raise ValueError("theta_profile needs a swap-symmetric A (A[::-1, ::-1] == A), so that m = 0")
     rule = check_choice("rule", rule, RULES)
@@ -549,7 +576,7 @@ def theta_profile(alpha: float, thetas: Any, *, omega: float, sigma: float = 0.5
     q = np.maximum(np.full(th.shape, q0[0]), 1.5 * th ** 2 / rho)
     V = np.full(th.shape, V0[0])
     zeros = np.zeros_like(th)
-    kw = dict(omega=omega, sigma=sigma, lam=lam, A=A_, n_nodes=n_nodes, rule=rule)
+    kw = dict(model=model, options=UpdateOptions(n_nodes=n_nodes, rule=rule))
     eta = np.full(th.shape, 0.5)  # damping, raised per theta when an update does not shrink the change
     prev = np.full(th.shape, np.inf)
     for _ in range(max_iter):

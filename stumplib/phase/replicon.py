@@ -61,8 +61,8 @@ def replicon(alpha: float, q: float, V: float, theta: float, *, omega: float = 0
     from stumplib.core.stats import mean_interval
     from stumplib.core.validation import check_real
     from stumplib.phase.proximal import prox_objective_and_derivatives
-    from stumplib.phase.replica import geometry, se_update
-    from stumplib.phase.setting import check_A, teacher_rows
+    from stumplib.phase.replica import UpdateOptions, geometry, se_update
+    from stumplib.phase.setting import check_A, check_model, teacher_rows
     from stumplib.phase.solver_qmc import scrambled_rules
 
     alpha = check_real("alpha", alpha, low=0.0, low_open=True, high=100.0)
@@ -76,8 +76,9 @@ def replicon(alpha: float, q: float, V: float, theta: float, *, omega: float = 0
     nodes, w = scrambled_rules(log2_points, n_scramblings, seed)
     K = nodes.shape[0]
     ones = np.ones(K)
-    up = se_update(alpha * ones, q * ones, 0.0 * ones, V * ones, theta * ones, omega=omega,
-                   sigma=sigma, lam=lam, A=A, nodes=nodes, weights=w, with_test_error=False)
+    up = se_update(alpha * ones, q * ones, 0.0 * ones, V * ones, theta * ones,
+                   model=check_model(omega=omega, sigma=sigma, lam=lam, A=A),
+                   options=UpdateOptions(nodes=nodes, weights=w, with_test_error=False))
     center, u, _, _, _ = geometry(q * ones, 0.0 * ones, theta * ones, sigma, nodes)
     t = teacher_rows(u, omega, check_A(A))
     _, _, H = prox_objective_and_derivatives(up["prox"], center, t, V, sigma)

@@ -1,8 +1,9 @@
 """The setting of the solvable attention model (Cui et al., arXiv:2402.03902): its parameters, their
 validation, the teacher's attention rows, and the error raised when the fixed-point equations fail.
 
-One job: what a point of the model *is* (``omega, sigma, lambda, A``, the branch) and checking it at
-the entry points of :mod:`stumplib.phase`.
+One job: what a point of the model *is* (``omega, sigma, lambda, A``, the branch) and checking it
+once, where :func:`check_model` builds the :class:`PhaseModel` that the functions of
+:mod:`stumplib.phase` take (:func:`as_model` only confirms its type).
 """
 from __future__ import annotations
 
@@ -135,6 +136,30 @@ def check_model(*, omega: Any, sigma: Any = 0.5, lam: Any = 0.01, A: Any = DEFAU
                       sigma=check_real("sigma", sigma, low=0.0, low_open=True, high=100.0),
                       lam=check_real("lam", lam, low=0.0, low_open=True, high=1e3),
                       A=check_A(A), branch=check_choice("branch", branch, BRANCHES))
+
+
+def as_model(model: Any) -> PhaseModel:
+    """``model`` itself if it is a :class:`PhaseModel` (checked once, where :func:`check_model`
+    built it).
+
+    Parameters
+    ----------
+    model : PhaseModel
+        The model a function was given.
+
+    Returns
+    -------
+    PhaseModel
+
+    Raises
+    ------
+    ValueError
+        If ``model`` is not a :class:`PhaseModel` (build it with ``check_model(omega=...)``).
+    """
+    if not isinstance(model, PhaseModel):
+        raise ValueError(f"model must be a PhaseModel, built by check_model(omega=..., sigma=..., "
+                         f"lam=..., A=...); got {model!r}")
+    return model
 
 
 class MappingResult(Mapping):

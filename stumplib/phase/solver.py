@@ -74,9 +74,9 @@ iteration leaves the point), ``unstable`` a value above +1 (the damped iteration
 ``z <- eta z + (1 - eta) F(z)`` leaves it for every damping ``eta``; a value below -1 is an
 oscillation that damping removes).
 
-The code, by job: this module validates (:func:`.setting.check_model`) and walks the sweep,
-carrying a :class:`.solver_search.Sweep` (the last points, Jacobian, minimisers and level) from one
-``alpha`` to the next, and gathers the answers in a :class:`StateEvolutionResult`, which reads
+The code, by job: this module takes the model built and checked by :func:`.setting.check_model`,
+walks the sweep carrying a :class:`.solver_search.Sweep` (the last points, Jacobian, minimisers
+and level) from one ``alpha`` to the next, and gathers the answers in a :class:`StateEvolutionResult`, which reads
 like a dict of arrays; :mod:`.solver_search` runs one ``alpha``'s search over levels
 (:func:`.solver_search.solve_point`: the pooled rule's fixed point, its delta-method error, then
 the outcome, :class:`.solver_search.Outcome`, or the next level); :mod:`.solver_fixed_point`
@@ -89,14 +89,14 @@ public names.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 import numpy as np
 
 from stumplib.core.validation import check_choice, check_int, check_real
 
-from stumplib.phase.setting import DEFAULT_A, MappingResult, check_alphas, check_model
+from stumplib.phase.setting import MappingResult, PhaseModel, as_model, check_alphas
 from stumplib.phase.solver_qmc import scrambled_rules  # noqa: F401  (re-exported)
 from stumplib.phase.solver_search import (AccuracyNotReached, Outcome, Point, SolveSetup, Sweep,
                                           solve_point)
@@ -181,11 +181,86 @@ def _store(out: StateEvolutionResult, i: int, pt: Point) -> None:
     out.n_updates[i] = pt.n_up
 
 
-def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float = 0.01,
-                    A: Any = DEFAULT_A, branch: str = "semantic", rtol: float = 1e-3,
-                    n_scramblings: int = 12, min_log2_points: int = 10, max_log2_points: int = 16,
-                    seed: int = 0, init: dict[str, Any] | None = None, continuation: bool = True,
-                    stability: bool = True, max_updates: int = 300,
+@dataclass(frozen=True)
+class SolverOptions:
+    """The accuracy control of :func:`state_evolution`: one frozen object, checked where it is
+    built.
+
+    Attributes
+    ----------
+    rtol : float
+        Accuracy target: quadrature error of the test error (standard error over the scramblings of
+        the pooled rule's fixed point, delta method) at most ``rtol`` times the test error (1e-5 to
+        0.1; default 1e-3).
+    n_scramblings : int
+        Number ``K`` of independent scramblings (3 to 32; default 12); the cost depends on the total
+        ``K 2**p`` points, and the error estimate is steadier with more scramblings.
+    min_log2_points, max_log2_points : int
+        Range of the number of points per scrambling, ``2**p`` (6 to 18; default 10 and 16); raised
+        from the minimum (or the neighbour's) until the target is met.
+    continuation : bool
+        Start each point from the previous points' fixed points (linear extrapolation), Jacobian,
+        proximal minimisers and number of points (default True).
+    stability : bool
+        Compute the derivative along the suppressed direction (two extra updates at the final rule;
+        default True).
+    max_updates : int
+        Cap on the updates (map evaluations) of one fixed-point solve (5 to 100000; default 300).
+
+    Examples
+    --------
+    >>> SolverOptions(rtol=1e-2, max_log2_points=12).n_scramblings
+    12
+    """
+
+    rtol: float = 1e-3
+    n_scramblings: int = 12
+    min_log2_points: int = 10
+    max_log2_points: int = 16
+    continuation: bool = True
+    stability: bool = True
+    max_updates: int = 300
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "rtol", check_real("rtol", self.rtol, low=1e-5, high=0.1))
+        set_(self, "n_scramblings", check_int("n_scramblings", self.n_scramblings, minimum=3,
+                                              maximum=32))
+        pmin = check_int("min_log2_points", self.min_log2_points, minimum=6, maximum=18)
+        set_(self, "min_log2_points", pmin)
+        set_(self, "max_log2_points", check_int("max_log2_points", self.max_log2_points,
+                                                minimum=pmin + 1, maximum=18))
+        set_(self, "max_updates", check_int("max_updates", self.max_updates, minimum=5,
+                                            maximum=100_000))
+
+
+#: :func:`state_evolution`'s default accuracy control
+DEFAULT_SOLVER_OPTIONS = SolverOptions()
+
+
+def solver_keywords(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`state_evolution`'s keyword arguments from a flat mapping (a study's settings): the
+    fields of :class:`SolverOptions` gathered into ``options``, the others passed on.
+
+    Parameters
+    ----------
+    flat : mapping of str to object
+        Keyword arguments, :class:`SolverOptions` fields among them.
+
+    Returns
+    -------
+    dict
+        The other keywords and ``options``.
+    """
+    names = {f.name for f in fields(SolverOptions)}
+    out = {k: v for k, v in flat.items() if k not in names}
+    out["options"] = SolverOptions(**{k: v for k, v in flat.items() if k in names})
+    return out
+
+
+def state_evolution(alpha: Any, *, model: PhaseModel,
+                    options: SolverOptions = DEFAULT_SOLVER_OPTIONS, seed: int = 0,
+                    init: dict[str, Any] | None = None,
                     on_accuracy: str = "raise") -> StateEvolutionResult:
     """Fixed points of the state evolution with an estimate of their quadrature error.
 
@@ -193,33 +268,23 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     ----------
     alpha : positive number or 1-D sequence (a sweep; solved by continuation from the largest
         ``alpha`` down, results returned in the input order).
-    omega, sigma, lam, A : the model (positional share, token noise, ridge, positional matrix).
-    branch : ``"semantic"`` (``theta > 0``; ``m = 0`` imposed for a swap-symmetric ``A``) or
-        ``"positional"`` (``m > 0``, ``theta = 0`` imposed).
-    rtol : accuracy target: quadrature error of the test error (standard error over the scramblings
-        of the pooled rule's fixed point, delta method) at most ``rtol`` times the test error
-        (1e-5 to 0.1).
-    n_scramblings : number ``K`` of independent scramblings (3 to 32); the cost depends on the total
-        ``K 2**p`` points, and the error estimate is steadier with more scramblings.
-    min_log2_points, max_log2_points : range of the number of points per scrambling, ``2**p``
-        (6 to 18); raised from the minimum (or the neighbour's) until the target is met.
+    model : :class:`~stumplib.phase.PhaseModel` (built by :func:`~stumplib.phase.check_model`):
+        ``omega, sigma, lam, A`` and the branch, ``"semantic"`` (``theta > 0``; ``m = 0`` imposed
+        for a swap-symmetric ``A``) or ``"positional"`` (``m > 0``, ``theta = 0`` imposed).
+    options : :class:`SolverOptions`, the accuracy control (``rtol``, scramblings, numbers of
+        points, continuation, stability, the cap on updates).
     seed : selects the family of scramblings (independent families for different seeds).
     init : optional dict of initial ``q, m, V, theta`` (scalars) for the first point solved, and
         optionally ``log2_points``: the level of the converged point they come from (no point of
         the sweep is declared without a fixed point at a coarser rule).
-    continuation : start each point from the previous points' fixed points (linear extrapolation),
-        Jacobian, proximal minimisers and number of points.
-    stability : compute the derivative along the suppressed direction (two extra updates at the
-        final rule).
-    max_updates : cap on the updates (map evaluations) of one fixed-point solve.
     on_accuracy : ``"raise"`` (default: :class:`AccuracyNotReached` when a converged point misses
         the target at ``max_log2_points``) or ``"undecided"`` (report such a point as undecided).
 
     Returns
     -------
     StateEvolutionResult
-        (A,) arrays (scalars for scalar ``alpha``), read by attribute or by key like a dict: for
-        ``k`` in ``q, m, V, theta, test_error, train_loss`` the pooled rule's value ``k`` and its
+        (A,) numpy arrays (scalars for scalar ``alpha``), read by attribute or by key like a dict:
+        for ``k`` in ``q, m, V, theta, test_error, train_loss`` the pooled rule's value ``k`` and its
         quadrature error ``k_err`` (NaN unless converged or undecided with theta (m) zero within its
         error; an undecided point whose iteration does not settle has its last iterate's values and
         NaN errors; NaN for no fixed point); ``outcome`` (one of :class:`Outcome`), ``reason`` (a
@@ -238,13 +303,14 @@ def state_evolution(alpha: Any, *, omega: float, sigma: float = 0.5, lam: float 
     ValueError for bad arguments (named); AccuracyNotReached (see ``on_accuracy``).
     """
     alphas, scalar = check_alphas(alpha)
-    model = check_model(omega=omega, sigma=sigma, lam=lam, A=A, branch=branch)
-    rtol = check_real("rtol", rtol, low=1e-5, high=0.1)
-    K = check_int("n_scramblings", n_scramblings, minimum=3, maximum=32)
-    pmin = check_int("min_log2_points", min_log2_points, minimum=6, maximum=18)
-    pmax = check_int("max_log2_points", max_log2_points, minimum=pmin + 1, maximum=18)
+    model = as_model(model)
+    if not isinstance(options, SolverOptions):
+        raise ValueError(f"options must be a SolverOptions; got {type(options).__name__}")
+    rtol, K = options.rtol, options.n_scramblings
+    pmin, pmax = options.min_log2_points, options.max_log2_points
+    continuation, stability, max_updates = (options.continuation, options.stability,
+                                            options.max_updates)
     seed = check_int("seed", seed, minimum=0)
-    max_updates = check_int("max_updates", max_updates, minimum=5, maximum=100_000)
     on_accuracy = check_choice("on_accuracy", on_accuracy, ("raise", "undecided"))
     s = SolveSetup(model=model, K=K, pmin=pmin, pmax=pmax, seed=seed, rtol=rtol,
                    continuation=continuation,

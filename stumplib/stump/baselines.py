@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from stumplib.core.validation import check_prior
+from stumplib.stump.prior import DEFAULT_PRIOR, Prior, as_prior
 
 
 def _check(x: torch.Tensor, y: torch.Tensor) -> None:
@@ -69,8 +69,8 @@ def midpoint(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return 0.5 * (max_negative(x, y) + min_positive(x, y))
 
 
-def bayes_posterior_mean(x: torch.Tensor, y: torch.Tensor, tau_lo: float = 0.2,
-                         tau_hi: float = 0.8) -> torch.Tensor:
+def bayes_posterior_mean(x: torch.Tensor, y: torch.Tensor,
+                         prior: Prior = DEFAULT_PRIOR) -> torch.Tensor:
     """Posterior mean of ``tau`` under the uniform prior ``U[tau_lo, tau_hi]``.
 
     The likelihood is flat on ``(max_negative, min_positive]`` and zero elsewhere, so the posterior
@@ -80,13 +80,15 @@ def bayes_posterior_mean(x: torch.Tensor, y: torch.Tensor, tau_lo: float = 0.2,
     Parameters
     ----------
     x, y : torch.Tensor, shape ``(..., N)``: features and 0/1 labels of each context.
-    tau_lo, tau_hi : the prior, ``0 <= tau_lo < tau_hi <= 1``.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
 
     Returns
     -------
     torch.Tensor, shape ``x.shape[:-1]``: the posterior mean of each context.
     """
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
+    tau_lo, tau_hi = as_prior(prior).as_tuple()
     lo = max_negative(x, y).clamp(min=tau_lo)
     hi = min_positive(x, y).clamp(max=tau_hi)
     return 0.5 * (lo + hi)
@@ -125,11 +127,11 @@ def erm_stump(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return 0.5 * (torch.gather(left, -1, k) + torch.gather(right, -1, k)).squeeze(-1)
 
 
-#: name -> callable(x, y, tau_lo, tau_hi) for loops in chapters
+#: name -> callable(x, y, prior) for loops in chapters
 BASELINES = {
-    "min positive": lambda x, y, lo, hi: min_positive(x, y),
-    "max negative": lambda x, y, lo, hi: max_negative(x, y),
-    "midpoint": lambda x, y, lo, hi: midpoint(x, y),
-    "Bayes": lambda x, y, lo, hi: bayes_posterior_mean(x, y, lo, hi),
-    "ERM stump": lambda x, y, lo, hi: erm_stump(x, y),
+    "min positive": lambda x, y, prior: min_positive(x, y),
+    "max negative": lambda x, y, prior: max_negative(x, y),
+    "midpoint": lambda x, y, prior: midpoint(x, y),
+    "Bayes": lambda x, y, prior: bayes_posterior_mean(x, y, prior),
+    "ERM stump": lambda x, y, prior: erm_stump(x, y),
 }

@@ -43,6 +43,7 @@ from stumplib.stump.model import estimate
 from stumplib.core.stats import Estimate, interval, ratio_of_means, resample
 from stumplib.stump.tasks import reflect
 from stumplib.core.validation import check_choice, check_int, check_prior, check_real, check_tensor_finite
+from stumplib.stump.prior import Prior
 
 #: every estimator of the chapter, in plotting order
 ESTIMATORS = ("one-head", "reflected", "symmetrized", "count-weighted", "boundary-aware",
@@ -179,7 +180,7 @@ def estimate_all(x: torch.Tensor, y: torch.Tensor, beta: Any, b: Any,
         elif name == "midpoint":
             out[name] = midpoint(x, y)
         else:
-            out[name] = bayes_posterior_mean(x, y, 0.0, 1.0)
+            out[name] = bayes_posterior_mean(x, y, Prior(0.0, 1.0))
     return out
 
 

@@ -48,7 +48,8 @@ import torch
 from stumplib.core.stats import Estimate, crossing, interval, resample
 from stumplib.stump.corpus_grad import corpus_grad
 from stumplib.stump.transfer import draw_corpus_batch, population_path
-from stumplib.core.validation import check_choice, check_int, check_prior, check_real
+from stumplib.core.validation import check_choice, check_int, check_real
+from stumplib.stump.prior import DEFAULT_PRIOR, Prior, as_prior
 
 
 def _grads(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: float, c: torch.Tensor,
@@ -173,7 +174,7 @@ class OwnProfile:
 
 
 def own_profile(m: int, n: int, betas: Sequence[float], *, n_corpora: int = 16, seed: int = 0,
-                tau_lo: float = 0.2, tau_hi: float = 0.8, c0: float = 1.0, iters: int = 24,
+                prior: Prior = DEFAULT_PRIOR, c0: float = 1.0, iters: int = 24,
                 device: Any = "cpu") -> OwnProfile:
     """:class:`OwnProfile` of ``n_corpora`` seeded corpora of shape ``(m, n)`` on ``betas``.
 
@@ -187,8 +188,9 @@ def own_profile(m: int, n: int, betas: Sequence[float], *, n_corpora: int = 16, 
         Corpora (>= 2).
     seed : int
         The corpora's seed.
-    tau_lo, tau_hi : float
-        The threshold prior's ends.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     c0 : float
         The high start of :func:`own_label_score` (``>= tau_hi``).
     iters : int
@@ -202,16 +204,16 @@ def own_profile(m: int, n: int, betas: Sequence[float], *, n_corpora: int = 16, 
     """
     m, n = check_int("m", m), check_int("n", n)
     n_corpora = check_int("n_corpora", n_corpora, minimum=2)
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
+    tau_hi = as_prior(prior).tau_hi
     c0 = check_real("c0", c0, low=tau_hi)
     b = np.asarray(betas, dtype=float)
-    tau, x, y = draw_corpus_batch(m, n, n_corpora, seed=seed, tau_lo=tau_lo, tau_hi=tau_hi, device=device)
+    tau, x, y = draw_corpus_batch(m, n, n_corpora, seed=seed, prior=prior, device=device)
     c = own_label_score(tau, x, y, b, c0=c0, iters=iters)
     work: list = []
     g = torch.stack([_grads(tau, x, y, float(bk), torch.nan_to_num(c[k], nan=c0), work)[0]
                      for k, bk in enumerate(b.tolist())])
     g = torch.where(torch.isfinite(c), g, torch.full_like(g, float("nan")))
-    path = population_path(b, tau_lo, tau_hi, device="cpu")
+    path = population_path(b, prior, device="cpu")
     return OwnProfile(m, n, b, path["g"][:, 0].numpy(), g.cpu().numpy(), c.cpu().numpy(),
                       path["c"].numpy())
 
@@ -317,10 +319,9 @@ def calibrated_shift(tau: Any, beta: float) -> np.ndarray:
         return np.where(t * beta > 1, np.log(np.maximum(t * beta - 1, 1e-300)) / beta, -np.inf)
 
 
-def _check_calibration(m: int, beta: float, tau_lo: float, tau_hi: float
-                       ) -> tuple[int, float, float, float]:
+def _check_calibration(m: int, beta: float, prior: Any) -> tuple[int, float, float, float]:
+    tau_lo, tau_hi = as_prior(prior).as_tuple()
     m = check_int("m", m)
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
     beta = check_real("beta", beta, low=2.0 / tau_hi, low_open=True)  # the prior's top calibrates
     return m, beta, tau_lo, tau_hi
 
@@ -336,7 +337,7 @@ def _top_threshold_at(tau: np.ndarray, beta: float) -> np.ndarray:
     return 0.5 * (lo + hi)
 
 
-def failure_probability(tau: Any, m: int, beta: float, tau_lo: float = 0.2, tau_hi: float = 0.8
+def failure_probability(tau: Any, m: int, beta: float, prior: Prior = DEFAULT_PRIOR
                         ) -> np.ndarray:
     """``P(c_T < tau)``: the probability that a corpus's calibrated label score lies below ``tau``.
 
@@ -353,20 +354,21 @@ def failure_probability(tau: Any, m: int, beta: float, tau_lo: float = 0.2, tau_
         Tasks per corpus.
     beta : float
         The trained scale (``> 2 / tau_hi``: the prior's top end can be calibrated).
-    tau_lo, tau_hi : float
-        The prior's ends.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
 
     Returns
     -------
     np.ndarray of the shape of ``tau``
     """
-    m, beta, tau_lo, tau_hi = _check_calibration(m, beta, tau_lo, tau_hi)
+    m, beta, tau_lo, tau_hi = _check_calibration(m, beta, prior)
     t_star = _top_threshold_at(np.asarray(tau, float), beta)
     return np.clip((t_star - tau_lo) / (tau_hi - tau_lo), 0.0, 1.0) ** m
 
 
-def predicted_label_scores(m: int, beta: float, n_draws: int, *, seed: int = 0, tau_lo: float = 0.2,
-                           tau_hi: float = 0.8) -> np.ndarray:
+def predicted_label_scores(m: int, beta: float, n_draws: int, *, seed: int = 0,
+                           prior: Prior = DEFAULT_PRIOR) -> np.ndarray:
     """Label scores ``c_T = tau_top + calibrated_shift(tau_top, beta)`` of random corpora.
 
     Parameters
@@ -379,14 +381,15 @@ def predicted_label_scores(m: int, beta: float, n_draws: int, *, seed: int = 0, 
         Corpora drawn.
     seed : int
         Seed of ``numpy.random.default_rng``.
-    tau_lo, tau_hi : float
-        The prior's ends.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
 
     Returns
     -------
     np.ndarray, shape ``(n_draws,)``
     """
-    m, beta, tau_lo, tau_hi = _check_calibration(m, beta, tau_lo, tau_hi)
+    m, beta, tau_lo, tau_hi = _check_calibration(m, beta, prior)
     n_draws = check_int("n_draws", n_draws)
     rng = np.random.default_rng(seed)
     top = tau_lo + (tau_hi - tau_lo) * rng.random((n_draws, m)).max(1)
@@ -399,7 +402,7 @@ FAIL_TAUS = (0.5, 0.6, 0.7)
 
 
 def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, *, n_ctx: int,
-                      seed: int = 0, frac: float = 0.3, tau_lo: float = 0.2, tau_hi: float = 0.8,
+                      seed: int = 0, frac: float = 0.3, prior: Prior = DEFAULT_PRIOR,
                       max_steps: int = 60_000, steps: int | None = None, n_taus: int = 24,
                       device: Any = "cpu") -> dict[int, dict[str, np.ndarray]]:
     """Train ``n_corpora`` corpora of ``m`` tasks x ``n`` examples for each ``m`` from ``beta_T/2``
@@ -420,7 +423,7 @@ def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, 
         Fresh contexts per threshold at ``N = 1024``.
     seed : int
         Seed of the corpora (``seed + 7000 + 100 m + k``) and of the contexts (``seed + 2``).
-    frac, tau_lo, tau_hi, max_steps, steps, device
+    frac, prior, max_steps, steps, device
         As for :func:`stumplib.stump.staged.train_staged`.
     n_taus : int
         Thresholds of the midpoint grid over the prior.
@@ -436,6 +439,7 @@ def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, 
     from stumplib.stump.staged import train_staged
     from stumplib.core.memo import remember
 
+    tau_lo, tau_hi = as_prior(prior).as_tuple()
     ms = [check_int(f"ms[{i}]", m) for i, m in enumerate(ms)]
     grid = list(tau_lo + (tau_hi - tau_lo) * (np.arange(n_taus) + 0.5) / n_taus)
 
@@ -444,7 +448,7 @@ def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, 
         for m in ms:
             r = train_staged(m, n, [seed + 7000 + 100 * m + k for k in range(n_corpora)],
                              beta0=beta_T / 2, beta_stop=beta_T, beta_end=beta_T, frac=frac,
-                             tau_lo=tau_lo, tau_hi=tau_hi, device=device, steps=steps,
+                             prior=prior, device=device, steps=steps,
                              max_steps=max_steps)
             be, bb = r.at_stop()
             sq = sq_errors(be, bb, 1024, taus=grid, n_ctx=n_ctx, seed=seed + 2, device=device)
@@ -519,8 +523,8 @@ def mae_by_m(study: dict[int, dict[str, np.ndarray]], *, n_boot: int = 200, seed
 
 # ------------------------------------------------------------------------- own-calibration scales
 def own_scales(shapes: Sequence[tuple[int, int]], betas: Sequence[float], *, n_corpora: int,
-               seed: int = 0, level: float = 0.5, n_boot: int = 200, tau_lo: float = 0.2,
-               tau_hi: float = 0.8, device: Any = "cpu"
+               seed: int = 0, level: float = 0.5, n_boot: int = 200,
+               prior: Prior = DEFAULT_PRIOR, device: Any = "cpu"
                ) -> dict[tuple[int, int], tuple[OwnProfile, Estimate, np.ndarray]]:
     """:func:`own_profile` of every shape (cached) and its tracking scale with a bootstrap over
     corpora (:func:`scale_with_bootstrap`).
@@ -539,8 +543,9 @@ def own_scales(shapes: Sequence[tuple[int, int]], betas: Sequence[float], *, n_c
         The tracking level (relative gradient error) of :func:`scale_with_bootstrap`.
     n_boot : int
         Bootstrap resamples of the corpora.
-    tau_lo, tau_hi : float
-        The threshold prior's ends.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     device : str or torch.device
         Where to compute.
 
@@ -550,12 +555,13 @@ def own_scales(shapes: Sequence[tuple[int, int]], betas: Sequence[float], *, n_c
     """
     from stumplib.core.memo import remember
 
+    tau_lo, tau_hi = as_prior(prior).as_tuple()
     shp = [(check_int("m", m), check_int("n", n)) for m, n in shapes]
     b = [float(v) for v in betas]
 
     def compute() -> list[OwnProfile]:
-        return [own_profile(m, n, b, n_corpora=n_corpora, seed=seed, tau_lo=tau_lo,
-                            tau_hi=tau_hi, device=device) for m, n in shp]
+        return [own_profile(m, n, b, n_corpora=n_corpora, seed=seed, prior=prior,
+                            device=device) for m, n in shp]
 
     cfg = {"shapes": shp, "grid": b, "C": n_corpora, "seed": seed, "prior": [tau_lo, tau_hi]}
     profs = remember("own_scales", cfg, compute)

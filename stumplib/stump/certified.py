@@ -46,7 +46,8 @@ from stumplib.core.stats import PowerLawFit, fit_replicates, resample
 from stumplib.stump.corpus_grad import corpus_moments
 from stumplib.stump.transfer import (DEFAULT_LEVEL, TransferProfile, certified_interval, draw_corpus_batch,
                        population_path)
-from stumplib.core.validation import check_int, check_prior, check_real, check_shapes
+from stumplib.core.validation import check_int, check_real, check_shapes
+from stumplib.stump.prior import DEFAULT_PRIOR, Prior, as_prior
 
 #: the book's grid of shapes per profile (chapters 3 and 4 share it, hence one beta* per shape):
 #: ``diag`` sizes ``m = n`` with ``diag_corpora`` corpora each; ``m`` and then ``n`` varied over
@@ -143,10 +144,10 @@ def _blocked_grads(tau: torch.Tensor, x: torch.Tensor, y: torch.Tensor, beta: fl
     return g.cpu().numpy()
 
 
-def _evaluate(corp: tuple, betas: np.ndarray, tau_lo: float, tau_hi: float
+def _evaluate(corp: tuple, betas: np.ndarray, prior: Prior
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Path ``c``, population and corpus gradients at ``betas``: ``(K,), (K, 2), (K, C, 2)``."""
-    path = population_path(betas, tau_lo, tau_hi, device="cpu")
+    path = population_path(betas, prior, device="cpu")
     c, gp = path["c"].numpy(), path["g"].numpy()
     g = np.stack([_blocked_grads(*corp, float(bk), float(ck * bk)) for bk, ck in zip(betas, c)])
     return c, gp, g
@@ -172,7 +173,7 @@ def _coarse_done(curve: np.ndarray, level: float) -> bool:
 
 def scan_profile(m: int, n: int, *, n_corpora: int, seed: int = 0, level: float = DEFAULT_LEVEL,
                  beta_min: float = 1.0, beta_max: float = 2.0 ** 16, per_octave: int = 4,
-                 tau_lo: float = 0.2, tau_hi: float = 0.8, device: Any = "cpu") -> TransferProfile:
+                 prior: Prior = DEFAULT_PRIOR, device: Any = "cpu") -> TransferProfile:
     """Corpus gradients of ``n_corpora`` corpora along the path, on an adaptive grid around ``beta*``.
 
     Parameters
@@ -183,7 +184,9 @@ def scan_profile(m: int, n: int, *, n_corpora: int, seed: int = 0, level: float 
     level : the relative-error level (> 0) that ends the certified interval.
     beta_min, beta_max : the scan's first scale and its cap (octaves ``beta_min * 2^k``).
     per_octave : points per octave near the crossing (>= 1).
-    tau_lo, tau_hi : the threshold prior's ends.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     device : where the corpus gradients are computed.
 
     Returns
@@ -198,14 +201,13 @@ def scan_profile(m: int, n: int, *, n_corpora: int, seed: int = 0, level: float 
     beta_min = check_real("beta_min", beta_min, low=0.0, low_open=True)
     beta_max = check_real("beta_max", beta_max, low=2 * beta_min)
     per_octave = check_int("per_octave", per_octave, minimum=1, maximum=16)
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
-    corp = draw_corpus_batch(m, n, n_corpora, seed=seed, tau_lo=tau_lo, tau_hi=tau_hi,
+    corp = draw_corpus_batch(m, n, n_corpora, seed=seed, prior=prior,
                              device=resolve_device(device), dtype=DEFAULT_DTYPE)
     betas, cs, gps, gs = [], [], [], []
     k, kmax = 0, int(np.floor(np.log2(beta_max / beta_min) + 1e-9))
     while k <= kmax:
         bk = np.array([beta_min * 2.0 ** k])
-        c, gp, g = _evaluate(corp, bk, tau_lo, tau_hi)
+        c, gp, g = _evaluate(corp, bk, prior)
         betas.append(bk), cs.append(c), gps.append(gp), gs.append(g)
         k += 1
         if _coarse_done(_rms_along(np.concatenate(gps), np.concatenate(gs)), level):
@@ -220,7 +222,7 @@ def scan_profile(m: int, n: int, *, n_corpora: int, seed: int = 0, level: float 
         fine = fine[(fine >= beta_min) & ~np.isin(np.round(np.log2(fine / beta_min) * per_octave),
                                                   np.round(np.log2(beta / beta_min) * per_octave))]
         if fine.size:
-            c, gp, g = _evaluate(corp, fine, tau_lo, tau_hi)
+            c, gp, g = _evaluate(corp, fine, prior)
             betas.append(fine), cs.append(c), gps.append(gp), gs.append(g)
     order = np.argsort(np.concatenate(betas))
     return TransferProfile(m, n, n_corpora, seed, np.concatenate(betas)[order],
@@ -360,7 +362,7 @@ def _compute(shapes, n_corpora, seed, level, n_boot, tau_lo, tau_hi, device) -> 
     profs, value, lo, boot = [], [], [], []
     for (m, n), C in zip(shapes, n_corpora):
         s = shape_seed(seed, m, n)  # corpora and resamples depend on the shape alone
-        prof = scan_profile(m, n, n_corpora=C, seed=s, level=level, tau_lo=tau_lo, tau_hi=tau_hi,
+        prof = scan_profile(m, n, n_corpora=C, seed=s, level=level, prior=Prior(tau_lo, tau_hi),
                             device=device)
         val, bt = bootstrap_scales(prof, level, n_boot=n_boot, seed=s)
         profs.append(prof)
@@ -373,7 +375,7 @@ def _compute(shapes, n_corpora, seed, level, n_boot, tau_lo, tau_hi, device) -> 
 
 def certified_scales(shapes: Sequence[tuple[int, int]], n_corpora: int | Sequence[int], *,
                      seed: int = 0, level: float = DEFAULT_LEVEL, n_boot: int = 400,
-                     tau_lo: float = 0.2, tau_hi: float = 0.8, device: Any = "cpu",
+                     prior: Prior = DEFAULT_PRIOR, device: Any = "cpu",
                      cache: bool = True) -> CertifiedScales:
     """``beta*(m, n)`` of every shape with its bootstrap over corpora: the book's one computation.
 
@@ -384,7 +386,9 @@ def certified_scales(shapes: Sequence[tuple[int, int]], n_corpora: int | Sequenc
     seed : the chapter seed (each shape's corpora use :func:`shape_seed`).
     level : relative-error level ending the certified interval (> 0).
     n_boot : bootstrap resamples (>= 10).
-    tau_lo, tau_hi : the threshold prior's ends.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     device : where the corpus gradients are computed.
     cache : reuse a stored result of the same arguments (:func:`stumplib.core.memo.remember`, silent).
 
@@ -401,7 +405,7 @@ def certified_scales(shapes: Sequence[tuple[int, int]], n_corpora: int | Sequenc
     seed = check_int("seed", seed, minimum=0)
     level = check_real("level", level, low=0.0, low_open=True)
     n_boot = check_int("n_boot", n_boot, minimum=10)
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
+    tau_lo, tau_hi = as_prior(prior).as_tuple()
     dev = resolve_device(device)
     args = (shp, Cs, seed, level, n_boot, tau_lo, tau_hi, dev)
     if cache:

@@ -120,7 +120,7 @@ def dense_layout(configs: Sequence[RunConfig], device: torch.device, dtype: torc
         ``M`` the tasks padded to a multiple of :data:`TASK_MULTIPLE`), the task weights and
         thresholds, and the kernel's state.
     """
-    out = [sample_tasks(c.m, c.n, c.tau_lo, c.tau_hi, seed=c.seed, device=device, dtype=dtype)
+    out = [sample_tasks(c.m, c.n, c.prior, seed=c.seed, device=device, dtype=dtype)
            for c in configs]
     tau = torch.stack([o[0] for o in out])
     tw = torch.full_like(tau, 1.0 / configs[0].m)

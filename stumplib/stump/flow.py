@@ -26,10 +26,12 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 
-from stumplib.core.device import DEFAULT_DTYPE, resolve_device
+from stumplib.core.device import resolve_device
 from stumplib.core.errors import TrainingDiverged
-from stumplib.core.validation import check_bool, check_choice, check_int, check_prior, check_real
+from stumplib.core.validation import check_bool, check_choice, check_int, check_real
 from stumplib.stump.population import population_loss_and_grad
+from stumplib.stump.prior import DEFAULT_PRIOR, Prior, as_prior
+from stumplib.stump.trainer import DEFAULT_TRAIN_OPTIONS, TrainOptions
 
 #: parameters beyond this magnitude count as diverged
 MAX_PARAM = 1e12
@@ -146,7 +148,7 @@ def check_pair(beta0: Any, b0: Any, names: tuple[str, str] = ("beta0", "b0")
     return beta0, b0
 
 
-def log_time_rhs(s: float, y: np.ndarray, tau_lo: float = 0.2, tau_hi: float = 0.8) -> np.ndarray:
+def log_time_rhs(s: float, y: np.ndarray, prior: Prior = DEFAULT_PRIOR) -> np.ndarray:
     """Right-hand side of the flow in log time ``s = log(1 + t)``:
     ``dy/ds = (1 + t) dy/dt = -e^s grad L``.
 
@@ -159,8 +161,9 @@ def log_time_rhs(s: float, y: np.ndarray, tau_lo: float = 0.2, tau_hi: float = 0
     y : np.ndarray, shape ``(2R,)`` or ``(2R, k)``
         ``y[:R]`` the scales ``beta``, ``y[R:]`` the label scores ``b`` of ``R`` runs (``k`` columns
         when the solver evaluates several states at once).
-    tau_lo, tau_hi : float
-        The threshold prior's ends.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
 
     Returns
     -------
@@ -168,7 +171,7 @@ def log_time_rhs(s: float, y: np.ndarray, tau_lo: float = 0.2, tau_hi: float = 0
     """
     R = y.shape[0] // 2
     yt = torch.from_numpy(np.ascontiguousarray(y, dtype=np.float64))
-    _, g_beta, g_b = population_loss_and_grad(yt[:R], yt[R:], tau_lo, tau_hi)
+    _, g_beta, g_b = population_loss_and_grad(yt[:R], yt[R:], prior)
     out = np.concatenate([g_beta.numpy(), g_b.numpy()], axis=0)
     out *= -math.exp(s)
     if not np.all(np.isfinite(out)):
@@ -242,9 +245,43 @@ def _record_times(t_max: float, n_records: int, t_first: float) -> np.ndarray:
     return np.concatenate([[0.0], np.geomspace(t_first, t_max, n_records - 1)])
 
 
-def integrate_flow(beta0: Any, b0: Any, t_max: float, *, tau_lo: float = 0.2, tau_hi: float = 0.8,
-                   n_records: int = 241, t_first: float = 1e-2, rtol: float = 1e-7,
-                   atol: float = 1e-9, method: str = "BDF") -> FlowResult:
+@dataclass(frozen=True)
+class FlowOptions:
+    """The stiff solver's settings for :func:`integrate_flow`: one frozen object, checked where
+    it is built.
+
+    Attributes
+    ----------
+    rtol : float
+        Relative tolerance, in ``[1e-12, 1e-3]`` (default 1e-7).
+    atol : float
+        Absolute tolerance, in ``[1e-14, 1e-3]`` (default 1e-9).
+    method : str
+        ``"BDF"`` (default), ``"Radau"`` or ``"LSODA"`` (:func:`scipy.integrate.solve_ivp`).
+
+    Examples
+    --------
+    >>> FlowOptions(rtol=1e-6, atol=1e-8).method
+    'BDF'
+    """
+
+    rtol: float = 1e-7
+    atol: float = 1e-9
+    method: str = "BDF"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rtol", check_real("rtol", self.rtol, low=1e-12, high=1e-3))
+        object.__setattr__(self, "atol", check_real("atol", self.atol, low=1e-14, high=1e-3))
+        object.__setattr__(self, "method", check_choice("method", self.method, _METHODS))
+
+
+#: the flow solver's default settings
+DEFAULT_FLOW_OPTIONS = FlowOptions()
+
+
+def integrate_flow(beta0: Any, b0: Any, t_max: float, *, prior: Prior = DEFAULT_PRIOR,
+                   n_records: int = 241, t_first: float = 1e-2,
+                   options: FlowOptions = DEFAULT_FLOW_OPTIONS) -> FlowResult:
     """Integrate the population gradient flow from ``R`` initial conditions up to ``t_max``.
 
     The ``2R``-dimensional system ``(beta_1..beta_R, b_1..b_R)`` is solved in log time
@@ -257,16 +294,16 @@ def integrate_flow(beta0: Any, b0: Any, t_max: float, *, tau_lo: float = 0.2, ta
     beta0 : float or sequence, shape ``(R,)``; initial scales, > 0.
     b0 : float or sequence, shape ``(R,)``; initial label scores (either may have length 1).
     t_max : final time, in ``(t_first, 1e20]``.
-    tau_lo, tau_hi : the uniform threshold prior.
+    prior : :class:`~stumplib.stump.Prior`, the uniform threshold prior (default ``U[0.2, 0.8]``).
     n_records : recorded times (>= 3): ``t = 0`` and ``n_records - 1`` log-spaced times in
         ``[t_first, t_max]``.
     t_first : first positive recorded time, in ``(0, t_max)``.
-    rtol, atol : solver tolerances (``rtol`` in ``[1e-12, 1e-3]``, ``atol`` in ``[1e-14, 1e-3]``).
-    method : ``"BDF"``, ``"Radau"`` or ``"LSODA"``.
+    options : :class:`FlowOptions`, the solver's tolerances and method.
 
     Returns
     -------
     FlowResult
+        numpy arrays.
 
     Raises
     ------
@@ -277,12 +314,12 @@ def integrate_flow(beta0: Any, b0: Any, t_max: float, *, tau_lo: float = 0.2, ta
 
     beta0, b0 = check_pair(beta0, b0)
     t_max = check_real("t_max", t_max, low=0.0, high=1e20, low_open=True)
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
+    tau_lo, tau_hi = as_prior(prior).as_tuple()
     n_records = check_int("n_records", n_records, minimum=3, maximum=100_000)
     t_first = check_real("t_first", t_first, low=0.0, high=t_max, low_open=True, high_open=True)
-    rtol = check_real("rtol", rtol, low=1e-12, high=1e-3)
-    atol = check_real("atol", atol, low=1e-14, high=1e-3)
-    method = check_choice("method", method, _METHODS)
+    if not isinstance(options, FlowOptions):
+        raise ValueError(f"options must be a FlowOptions; got {type(options).__name__}")
+    rtol, atol, method = options.rtol, options.atol, options.method
 
     R = beta0.size
     y0 = np.concatenate([beta0, b0])
@@ -294,7 +331,7 @@ def integrate_flow(beta0: Any, b0: Any, t_max: float, *, tau_lo: float = 0.2, ta
         kw["jac_sparsity"] = np.kron(np.ones((2, 2)), np.eye(R))
     with one_thread():
         sol = solve_ivp(log_time_rhs, (0.0, float(s_rec[-1])), y0, method=method, t_eval=s_rec,
-                        rtol=rtol, atol=atol, args=(tau_lo, tau_hi), **kw)
+                        rtol=rtol, atol=atol, args=(prior,), **kw)
     if sol.status != 0 or sol.y.shape[1] != t_rec.size:
         raise FlowDiverged(f"gradient flow solver ({method}) stopped at "
                            f"t = {np.expm1(sol.t[-1]):.3g} of t_max = {t_max:.3g}: {sol.message}")
@@ -305,7 +342,7 @@ def integrate_flow(beta0: Any, b0: Any, t_max: float, *, tau_lo: float = 0.2, ta
     beta, b = y[:R], y[R:]
     with one_thread():
         L, g_beta, g_b = population_loss_and_grad(torch.from_numpy(beta.copy()),
-                                                  torch.from_numpy(b.copy()), tau_lo, tau_hi)
+                                                  torch.from_numpy(b.copy()), prior)
     return FlowResult(t=t_rec, beta=beta, b=b, loss=L.numpy(), dbeta_dt=-g_beta.numpy(),
                       db_dt=-g_b.numpy(), beta0=beta0, b0=b0, tau_lo=tau_lo, tau_hi=tau_hi,
                       nfev=int(sol.nfev))
@@ -393,10 +430,9 @@ def _raise_if_diverged(k: int, L: torch.Tensor, L0: torch.Tensor, beta: torch.Te
                                f"vs initial {float(L0[r]):.3g}; use a smaller step size")
 
 
-def population_gd(beta0: Any, b0: Any, lr: Any, steps: int, *, tau_lo: float = 0.2,
-                  tau_hi: float = 0.8, n_records: int = 60, device: Any = "cpu",
-                  dtype: torch.dtype = DEFAULT_DTYPE, progress: bool = False,
-                  max_loss_ratio: float = 2.0) -> GDResult:
+def population_gd(beta0: Any, b0: Any, lr: Any, steps: int, *, prior: Prior = DEFAULT_PRIOR,
+                  device: Any = "cpu", progress: bool = False,
+                  options: TrainOptions = DEFAULT_TRAIN_OPTIONS) -> GDResult:
     """Constant-step gradient descent ``theta <- theta - lr grad L`` on the exact population loss.
 
     All ``R`` runs (their own initial condition and step size) advance together in one batched
@@ -407,16 +443,18 @@ def population_gd(beta0: Any, b0: Any, lr: Any, steps: int, *, tau_lo: float = 0
     beta0, b0, lr : float or sequence, shape ``(R,)`` (length-1 entries are broadcast);
         ``beta0 > 0``, ``lr > 0``.
     steps : number of steps (>= 1).
-    tau_lo, tau_hi : the threshold prior's ends.
-    n_records : log-spaced recorded step counts (>= 2), step 0 included.
-    device, dtype : where and in which precision to compute (``float32`` or ``float64``).
+    prior : :class:`~stumplib.stump.Prior`, the threshold prior (default ``U[0.2, 0.8]``).
+    device : where to compute.
     progress : show a tqdm bar.
-    max_loss_ratio : a run whose loss exceeds this multiple (>= 1) of its initial loss counts as
-        diverged.
+    options : :class:`~stumplib.stump.TrainOptions`: ``n_records`` (log-spaced recorded step
+        counts, step 0 included), ``dtype`` (``float32`` or ``float64``) and ``max_loss_ratio`` (a
+        run whose loss exceeds this multiple of its initial loss counts as diverged; checked every
+        step); ``check_every``, ``grouping`` and ``on_diverge`` must keep their defaults.
 
     Returns
     -------
     GDResult
+        numpy arrays (the descent itself runs in torch on ``device``).
 
     Raises
     ------
@@ -431,12 +469,12 @@ def population_gd(beta0: Any, b0: Any, lr: Any, steps: int, *, tau_lo: float = 0
     beta0_a, b0_a, lr_a = _gd_runs(beta0, b0, lr)
     R = beta0_a.size
     steps = check_int("steps", steps, minimum=1)
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
-    n_records = check_int("n_records", n_records, minimum=2)
+    tau_lo, tau_hi = as_prior(prior).as_tuple()
     check_bool("progress", progress)
-    max_loss_ratio = check_real("max_loss_ratio", max_loss_ratio, low=1.0)
-    if dtype not in (torch.float32, torch.float64):
-        raise ValueError(f"dtype must be torch.float32 or torch.float64; got {dtype!r}")
+    if not isinstance(options, TrainOptions):
+        raise ValueError(f"options must be a TrainOptions; got {type(options).__name__}")
+    options.require_defaults("population_gd", ("check_every", "grouping", "on_diverge"))
+    n_records, dtype, max_loss_ratio = options.n_records, options.dtype, options.max_loss_ratio
     dev = resolve_device(device)
 
     rec = record_steps(steps, n_records)
@@ -452,7 +490,7 @@ def population_gd(beta0: Any, b0: Any, lr: Any, steps: int, *, tau_lo: float = 0
     with one_thread(dev):
         for k in tqdm(range(steps + 1), disable=not progress, desc="population GD",
                       mininterval=1.0):
-            L, g_beta, g_b = population_loss_and_grad(beta, b, tau_lo, tau_hi)
+            L, g_beta, g_b = population_loss_and_grad(beta, b, prior)
             if L0 is None:
                 L0 = L.clone()
             _raise_if_diverged(k, L, L0, beta, b, max_loss_ratio, (lr_a, beta0_a, b0_a))

@@ -30,11 +30,12 @@ import torch
 from stumplib.core.device import DEFAULT_DTYPE, make_generator, resolve_device
 from stumplib.core.memo import remember
 from stumplib.core.stats import Estimate, interval, resample, resample_indices
-from stumplib.core.validation import check_grid, check_int, check_prior
+from stumplib.core.validation import check_grid, check_int
 from stumplib.stump.certified import worst_per_value
 from stumplib.stump.model import estimate
 from stumplib.stump.tasks import labels
 from stumplib.stump.transfer import population_path
+from stumplib.stump.prior import DEFAULT_PRIOR, Prior, as_prior
 
 #: fixed interior thresholds (inside the prior [0.2, 0.8], away from its upper end)
 FIXED_TAUS = (0.3, 0.4, 0.5)
@@ -109,7 +110,7 @@ def sq_errors(beta: Any, b: Any, N: int, *, taus: Sequence[float] = FIXED_TAUS, 
 
 
 def head_law_grid(betas: Sequence[float], Ns: Sequence[int], *, n_ctx: int, seed: int = 0,
-                  taus: Sequence[float] = FIXED_TAUS, tau_lo: float = 0.2, tau_hi: float = 0.8,
+                  taus: Sequence[float] = FIXED_TAUS, prior: Prior = DEFAULT_PRIOR,
                   device: Any = "cpu") -> np.ndarray:
     """Squared errors of the head at the population's calibrated label score on a grid (cached).
 
@@ -125,8 +126,9 @@ def head_law_grid(betas: Sequence[float], Ns: Sequence[int], *, n_ctx: int, seed
         Seed of the contexts.
     taus : sequence of float
         The thresholds averaged over.
-    tau_lo, tau_hi : float
-        The prior's ends (they set the population's calibrated label score ``c*(beta)``).
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     device : str or torch.device
         Where to compute.
 
@@ -136,10 +138,10 @@ def head_law_grid(betas: Sequence[float], Ns: Sequence[int], *, n_ctx: int, seed
     """
     hb = np.asarray(check_grid("betas", list(betas), kind="real", minimum=1e-9), float)
     hN = check_grid("Ns", list(Ns), kind="int")
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
+    tau_lo, tau_hi = as_prior(prior).as_tuple()
 
     def compute() -> dict[str, np.ndarray]:
-        c = population_path(hb, tau_lo, tau_hi)["c"].numpy()
+        c = population_path(hb, prior)["c"].numpy()
         sq = [sq_errors(hb, c * hb, N, taus=taus, n_ctx=n_ctx, seed=seed, device=device)
               for N in hN]
         return {"sq": np.stack(sq, 1).mean(2)}

@@ -30,12 +30,13 @@ import numpy as np
 import torch
 
 from stumplib.core.device import DEFAULT_DTYPE, resolve_device
-from stumplib.core.validation import check_prior, check_real
+from stumplib.core.validation import check_real
 from stumplib.stump.flow import check_pair, check_vector, one_thread
 from stumplib.stump.population import population_hessian, population_loss_and_grad
+from stumplib.stump.prior import DEFAULT_PRIOR, TAU_HI, Prior
 
 
-def gradient_field(c_grid: Any, log10_beta_grid: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
+def gradient_field(c_grid: Any, log10_beta_grid: Any, prior: Prior = DEFAULT_PRIOR,
                    *, device: Any = "cpu") -> dict[str, np.ndarray]:
     """The gradient-flow velocity on a ``(c, log10 beta)`` grid, in the coordinates
     ``(c, ln beta)``.
@@ -48,8 +49,9 @@ def gradient_field(c_grid: Any, log10_beta_grid: Any, tau_lo: float = 0.2, tau_h
     ----------
     c_grid : sequence, shape ``(Nc,)``, strictly increasing finite values.
     log10_beta_grid : sequence, shape ``(Nb,)``, strictly increasing, in ``[-3, 8]``.
-    tau_lo, tau_hi : float
-        The threshold prior's ends.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     device : str or torch.device
         Where to evaluate the population gradient.
 
@@ -58,7 +60,6 @@ def gradient_field(c_grid: Any, log10_beta_grid: Any, tau_lo: float = 0.2, tau_h
     dict of np.ndarray, each of shape ``(Nb, Nc)`` (rows: beta, columns: c)
         ``c``, ``beta``, ``dc_dt``, ``dlnbeta_dt``, ``speed`` (Euclidean norm of the two), ``loss``.
     """
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
     cg = check_vector("c_grid", c_grid)
     lg = check_vector("log10_beta_grid", log10_beta_grid)
     for name, g in (("c_grid", cg), ("log10_beta_grid", lg)):
@@ -71,7 +72,7 @@ def gradient_field(c_grid: Any, log10_beta_grid: Any, tau_lo: float = 0.2, tau_h
     beta = torch.as_tensor(10.0 ** LB, dtype=DEFAULT_DTYPE, device=dev)
     c = torch.as_tensor(C, dtype=DEFAULT_DTYPE, device=dev)
     with one_thread(dev):
-        L, g_beta, g_b = population_loss_and_grad(beta, c * beta, tau_lo, tau_hi)
+        L, g_beta, g_b = population_loss_and_grad(beta, c * beta, prior)
     vbeta, vb = -g_beta, -g_b
     dc = ((vb - c * vbeta) / beta).cpu().numpy()
     dl = (vbeta / beta).cpu().numpy()
@@ -79,7 +80,7 @@ def gradient_field(c_grid: Any, log10_beta_grid: Any, tau_lo: float = 0.2, tau_h
             "speed": np.hypot(dc, dl), "loss": L.cpu().numpy()}
 
 
-def hessian_max_eig(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
+def hessian_max_eig(beta: Any, b: Any, prior: Prior = DEFAULT_PRIOR,
                     rel_step: float = 1e-5) -> np.ndarray:
     """Largest eigenvalue of the population Hessian
     (:func:`stumplib.stump.population.population_hessian`).
@@ -89,8 +90,9 @@ def hessian_max_eig(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
     Parameters
     ----------
     beta, b : array_like, shape ``(P,)``; ``beta > 0``.
-    tau_lo, tau_hi : float
-        The threshold prior's ends.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     rel_step : difference step relative to ``beta``, in ``[1e-8, 1e-2]``.
 
     Returns
@@ -99,14 +101,14 @@ def hessian_max_eig(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
     """
     beta, b = check_pair(beta, b, ("beta", "b"))
     with one_thread():
-        H = population_hessian(beta, b, tau_lo, tau_hi, rel_step=rel_step)
+        H = population_hessian(beta, b, prior, rel_step=rel_step)
     return np.linalg.eigvalsh(H)[:, -1]
 
 
 # --------------------------------------------------------------------------------------------------
 # leading-order asymptotics (derivation in the module docstring)
 # --------------------------------------------------------------------------------------------------
-def valley_c(beta: Any, tau_hi: float = 0.8) -> np.ndarray:
+def valley_c(beta: Any, tau_hi: float = TAU_HI) -> np.ndarray:
     """Leading-order valley floor ``c*(beta) = tau_hi + log(tau_hi beta / 2) / beta``
     (``beta > 2/tau_hi``).
 
@@ -130,7 +132,7 @@ def valley_c(beta: Any, tau_hi: float = 0.8) -> np.ndarray:
     return tau_hi + np.log(tau_hi * beta / 2) / beta
 
 
-def scale_constant(tau_hi: float = 0.8) -> float:
+def scale_constant(tau_hi: float = TAU_HI) -> float:
     """Predicted limit of ``beta^4 / t`` under gradient flow: ``8 / (1 + tau_hi^2)``.
 
     Parameters

@@ -20,7 +20,8 @@ import numpy as np
 import torch
 
 from stumplib.core.device import DEFAULT_DTYPE
-from stumplib.core.validation import as_real_tensor, check_int, check_prior
+from stumplib.core.validation import as_real_tensor, check_int
+from stumplib.stump.prior import DEFAULT_PRIOR, Prior, as_prior
 
 _SMALL = 0.05  # |z| below which the series are used
 
@@ -136,7 +137,7 @@ def population_error(tau: Any, beta: Any, b: Any) -> torch.Tensor:
     return population_moments(tau, beta, b)["err"]
 
 
-def prior_quadrature(beta: torch.Tensor, b: torch.Tensor, tau_lo: float, tau_hi: float,
+def prior_quadrature(beta: torch.Tensor, b: torch.Tensor, prior: Prior,
                      order: int = 8, uniform_panels: int = 8
                      ) -> tuple[torch.Tensor, torch.Tensor]:
     """Quadrature nodes and weights for ``E_{tau ~ U[tau_lo, tau_hi]}``, adapted to ``(beta, b)``.
@@ -151,8 +152,9 @@ def prior_quadrature(beta: torch.Tensor, b: torch.Tensor, tau_lo: float, tau_hi:
     ----------
     beta, b : torch.Tensor, shape ``S`` (same shape)
         The parameters the panels adapt to.
-    tau_lo, tau_hi : float
-        The prior's ends.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     order : int
         Gauss-Legendre nodes per panel.
     uniform_panels : int
@@ -163,6 +165,7 @@ def prior_quadrature(beta: torch.Tensor, b: torch.Tensor, tau_lo: float, tau_hi:
     nodes, weights : torch.Tensor, shape ``S + (K,)``
         The weights sum to 1 along the last axis.
     """
+    tau_lo, tau_hi = as_prior(prior).as_tuple()
     dtype, device = beta.dtype, beta.device
     abs_beta = beta.abs().clamp_min(1e-300)
     c = torch.where(beta != 0, b / torch.where(beta != 0, beta, torch.ones_like(beta)),
@@ -191,24 +194,25 @@ def _params(beta: Any, b: Any) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.broadcast_tensors(beta_t, b_t)  # type: ignore[return-value]
 
 
-def population_loss_and_grad(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
+def population_loss_and_grad(beta: Any, b: Any, prior: Prior = DEFAULT_PRIOR,
                              order: int = 8) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Population loss ``L = E_tau (f_pop(tau) - tau)^2`` and its exact gradient.
 
     Parameters
     ----------
     beta, b : float or torch.Tensor, broadcastable to shape ``S``
-    tau_lo, tau_hi : the uniform prior, ``0 <= tau_lo < tau_hi <= 1``.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     order : Gauss-Legendre nodes per panel, in ``[1, 64]``.
 
     Returns
     -------
     L, dL_dbeta, dL_db : torch.Tensor, shape ``S``
     """
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
     order = check_int("order", order, minimum=1, maximum=64)
     beta_t, b_t = _params(beta, b)
-    nodes, weights = prior_quadrature(beta_t, b_t, tau_lo, tau_hi, order=order)
+    nodes, weights = prior_quadrature(beta_t, b_t, prior, order=order)
     mom = population_moments(nodes, beta_t[..., None], b_t[..., None])
     e = mom["err"]
     L = (weights * e * e).sum(-1)
@@ -217,24 +221,26 @@ def population_loss_and_grad(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: flo
     return L, dL_dbeta, dL_db
 
 
-def population_loss(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
+def population_loss(beta: Any, b: Any, prior: Prior = DEFAULT_PRIOR,
                     order: int = 8) -> torch.Tensor:
     """Population loss only; see :func:`population_loss_and_grad`.
 
     Parameters
     ----------
     beta, b : attention scale and label score (numbers or tensors of one shape).
-    tau_lo, tau_hi : the threshold prior.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     order : Gauss-Legendre order per quadrature panel.
 
     Returns
     -------
     torch.Tensor of the shape of ``beta``: ``E_tau (f_pop - tau)^2``.
     """
-    return population_loss_and_grad(beta, b, tau_lo, tau_hi, order)[0]
+    return population_loss_and_grad(beta, b, prior, order)[0]
 
 
-def population_hessian(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: float = 0.8, *,
+def population_hessian(beta: Any, b: Any, prior: Prior = DEFAULT_PRIOR, *,
                        rel_step: float = 1e-5) -> np.ndarray:
     """Hessian of the population loss in ``(beta, b)``, by central differences of the exact gradient.
 
@@ -244,7 +250,9 @@ def population_hessian(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: float = 0
     Parameters
     ----------
     beta, b : array_like, shape ``(K,)`` (same length), ``beta != 0``
-    tau_lo, tau_hi : the uniform prior.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     rel_step : difference step relative to ``|beta|``.
 
     Returns
@@ -258,7 +266,7 @@ def population_hessian(beta: Any, b: Any, tau_lo: float = 0.2, tau_hi: float = 0
     # rows: beta + h, beta - h, b + h, b - h
     gb_ = np.concatenate([be + h, be - h, be, be])
     gB_ = np.concatenate([bb, bb, bb + h, bb - h])
-    _, g_beta, g_b = population_loss_and_grad(torch.from_numpy(gb_), torch.from_numpy(gB_), tau_lo, tau_hi)
+    _, g_beta, g_b = population_loss_and_grad(torch.from_numpy(gb_), torch.from_numpy(gB_), prior)
     g = np.stack([g_beta.numpy(), g_b.numpy()], 1).reshape(4, K, 2)
     H = np.empty((K, 2, 2))
     H[:, :, 0] = (g[0] - g[1]) / (2 * h[:, None])

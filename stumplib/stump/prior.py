@@ -8,6 +8,7 @@ papers' ``U[0.2, 0.8]``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from stumplib.core.validation import check_prior
 
@@ -64,3 +65,25 @@ class Prior:
 
 #: the papers' prior, ``U[0.2, 0.8]``
 DEFAULT_PRIOR = Prior()
+
+
+def as_prior(prior: Any) -> Prior:
+    """``prior`` itself if it is a :class:`Prior` (already checked where it was built).
+
+    Parameters
+    ----------
+    prior : Prior
+        The threshold prior a function was given.
+
+    Returns
+    -------
+    Prior
+
+    Raises
+    ------
+    ValueError
+        If ``prior`` is not a :class:`Prior` (e.g. a pair of ends: build ``Prior(lo, hi)``).
+    """
+    if not isinstance(prior, Prior):
+        raise ValueError(f"prior must be a Prior (e.g. Prior(0.2, 0.8)); got {prior!r}")
+    return prior

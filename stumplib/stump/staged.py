@@ -23,10 +23,11 @@ import numpy as np
 from stumplib.core.device import DEFAULT_DTYPE
 from stumplib.core.memo import remember
 from stumplib.core.stats import Estimate, interval, resample_indices
-from stumplib.core.validation import check_int, check_prior, check_real
+from stumplib.core.validation import check_int, check_real
 from stumplib.stump.frozen import FIXED_TAUS, sq_errors
-from stumplib.stump.trainer import RunConfig, train_gd
+from stumplib.stump.trainer import RunConfig, TrainOptions, train_gd
 from stumplib.stump.transfer import population_path, step_size_limit
+from stumplib.stump.prior import DEFAULT_PRIOR, Prior, as_prior
 
 #: :func:`train_staged` counts a run as diverged only on non-finite parameters, ``beta <= 0`` or
 #: ``|beta|, |b|`` above :data:`stumplib.stump.train_loop.MAX_PARAM`, not on its loss growing (the
@@ -125,7 +126,7 @@ class StagedRuns:
 
 
 def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_stop: float,
-                 beta_end: float, frac: float = 0.3, tau_lo: float = 0.2, tau_hi: float = 0.8,
+                 beta_end: float, frac: float = 0.3, prior: Prior = DEFAULT_PRIOR,
                  max_steps: int = 200_000, log_per_octave: int = 4, device: Any = "cpu",
                  steps: int | None = None) -> StagedRuns:
     """GD on ``len(seeds)`` corpora of shape ``(m, n)``, each frozen at ``beta_stop`` and continued.
@@ -143,7 +144,9 @@ def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_sto
     seeds : one corpus per seed (drawn as the trainer draws it).
     beta0, beta_stop, beta_end : the start, the certified stop and the end scale.
     frac : the step as a fraction of the population stability limit, in (0, 1].
-    tau_lo, tau_hi : the prior.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     max_steps : the step cap.
     log_per_octave : recorded scales per octave.
     device : where to train.
@@ -165,12 +168,12 @@ def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_sto
     if not seeds:
         raise ValueError("seeds must be a non-empty list")
     frac = check_real("frac", frac, low=0.0, high=1.0, low_open=True)
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
+    tau_lo, tau_hi = as_prior(prior).as_tuple()
     log_per_octave = check_int("log_per_octave", log_per_octave, minimum=1)
     marks = stage_marks(beta0, beta_stop, beta_end)
-    lim = step_size_limit(np.concatenate([[beta0], marks]), tau_lo, tau_hi)
+    lim = step_size_limit(np.concatenate([[beta0], marks]), prior)
     lr_marks = frac * lim[1:]
-    c0 = float(population_path([beta0], tau_lo, tau_hi)["c"][0])
+    c0 = float(population_path([beta0], prior)["c"][0])
     nL = int(np.floor(np.log2(beta_end / beta0) * log_per_octave + 1e-9))
     log_scales = beta0 * 2.0 ** (np.arange(1, nL + 1) / log_per_octave)
     cap = max_steps if steps is None else min(max_steps, check_int("steps", steps))
@@ -179,9 +182,9 @@ def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_sto
                          tau_lo=tau_lo, tau_hi=tau_hi, beta_stop=float(marks[-1]),
                          lr_marks=tuple(zip(marks.tolist(), lr_marks.tolist())),
                          record_scales=tuple(log_scales.tolist()) or None) for s in seeds]
-    res = train_gd(configs, cap, n_records=2, device=device, dtype=DEFAULT_DTYPE, progress=False,
-                   check_every=64, max_loss_ratio=_NO_LOSS_LIMIT, grouping="shape",
-                   on_diverge="stop")
+    opts = TrainOptions(n_records=2, dtype=DEFAULT_DTYPE, check_every=64,
+                        max_loss_ratio=_NO_LOSS_LIMIT, grouping="shape", on_diverge="stop")
+    res = train_gd(configs, cap, device=device, progress=False, options=opts)
     S = len(seeds)
     diverged = res.diverged_at >= 0
     if nL:
@@ -200,8 +203,8 @@ def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_sto
 
 def train_to_certified_stop(shapes: Sequence[tuple[int, int]], beta_star: Sequence[float],
                             n_seeds: Sequence[int], *, continue_to: Sequence[float | None],
-                            seed: int = 0, frac: float = 0.3, tau_lo: float = 0.2,
-                            tau_hi: float = 0.8, max_steps: int = 200_000,
+                            seed: int = 0, frac: float = 0.3, prior: Prior = DEFAULT_PRIOR,
+                            max_steps: int = 200_000,
                             steps: int | None = None, device: Any = "cpu") -> list[StagedRuns]:
     """:func:`train_staged` for every shape: ``n_seeds[i]`` corpora from ``beta*/4``, frozen at
     ``beta*`` and continued to ``continue_to[i]`` (``None``: stop at ``beta*``). Cached per shape.
@@ -212,12 +215,13 @@ def train_to_certified_stop(shapes: Sequence[tuple[int, int]], beta_star: Sequen
     beta_star : the certified stop of each.
     n_seeds : corpora per shape.
     continue_to : per shape, the scale to continue to, or ``None``.
-    seed, frac, tau_lo, tau_hi, max_steps, steps, device : see :func:`train_staged`.
+    seed, frac, prior, max_steps, steps, device : see :func:`train_staged`.
 
     Returns
     -------
     list of :class:`StagedRuns`, one per shape.
     """
+    tau_lo, tau_hi = as_prior(prior).as_tuple()
     if not (len(shapes) == len(beta_star) == len(n_seeds) == len(continue_to)):
         raise ValueError("shapes, beta_star, n_seeds and continue_to must have the same length")
     out = []
@@ -228,7 +232,7 @@ def train_to_certified_stop(shapes: Sequence[tuple[int, int]], beta_star: Sequen
 
         def compute(m=m, n=n, bs=bs, end=end, seeds=seeds) -> StagedRuns:
             return train_staged(m, n, seeds, beta0=bs / 4, beta_stop=bs, beta_end=end, frac=frac,
-                                tau_lo=tau_lo, tau_hi=tau_hi, device=device, steps=steps,
+                                prior=prior, device=device, steps=steps,
                                 max_steps=max_steps)
 
         cfg = {"m": m, "n": n, "seeds": seeds, "beta_star": bs, "beta_end": end, "frac": frac,

@@ -10,10 +10,11 @@ from typing import Any
 import torch
 
 from stumplib.core.device import DEFAULT_DTYPE, make_generator, resolve_device
-from stumplib.core.validation import check_int, check_prior, check_tensor_finite
+from stumplib.core.validation import check_int, check_tensor_finite
+from stumplib.stump.prior import DEFAULT_PRIOR, Prior, as_prior
 
 
-def sample_thresholds(num_tasks: int, tau_lo: float = 0.2, tau_hi: float = 0.8, *, seed: int = 0,
+def sample_thresholds(num_tasks: int, prior: Prior = DEFAULT_PRIOR, *, seed: int = 0,
                       device: Any = "auto", dtype: torch.dtype = DEFAULT_DTYPE,
                       generator: torch.Generator | None = None) -> torch.Tensor:
     """Draw thresholds from the uniform prior ``U[tau_lo, tau_hi]``.
@@ -21,7 +22,9 @@ def sample_thresholds(num_tasks: int, tau_lo: float = 0.2, tau_hi: float = 0.8, 
     Parameters
     ----------
     num_tasks : number of thresholds (>= 1).
-    tau_lo, tau_hi : the prior, ``0 <= tau_lo < tau_hi <= 1``.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     seed : seed of the draw (ignored when ``generator`` is given).
     device : ``"auto"``, ``"cpu"``, ``"cuda"``, ... (:func:`stumplib.core.device.resolve_device`).
     dtype : floating dtype of the result.
@@ -32,7 +35,7 @@ def sample_thresholds(num_tasks: int, tau_lo: float = 0.2, tau_hi: float = 0.8, 
     tau : torch.Tensor, shape ``(num_tasks,)``
     """
     num_tasks = check_int("num_tasks", num_tasks)
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
+    tau_lo, tau_hi = as_prior(prior).as_tuple()
     dev = resolve_device(device) if generator is None else generator.device
     gen = generator if generator is not None else make_generator(seed, dev)
     u = torch.rand(num_tasks, generator=gen, device=dev, dtype=dtype)
@@ -91,7 +94,7 @@ def sample_contexts(tau: torch.Tensor, n: int, *, seed: int = 0,
     return x, _labels(x, tau)
 
 
-def sample_tasks(m: int, n: int, tau_lo: float = 0.2, tau_hi: float = 0.8, *, seed: int = 0,
+def sample_tasks(m: int, n: int, prior: Prior = DEFAULT_PRIOR, *, seed: int = 0,
                  device: Any = "auto", dtype: torch.dtype = DEFAULT_DTYPE
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """A pretraining corpus: ``m`` tasks from the prior, ``n`` labelled examples each.
@@ -100,7 +103,9 @@ def sample_tasks(m: int, n: int, tau_lo: float = 0.2, tau_hi: float = 0.8, *, se
     ----------
     m : number of tasks (>= 1).
     n : examples per task (>= 1).
-    tau_lo, tau_hi : the threshold prior, ``0 <= tau_lo < tau_hi <= 1``.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     seed : seed of every draw.
     device, dtype : where and in which floating type the tensors live.
 
@@ -110,10 +115,9 @@ def sample_tasks(m: int, n: int, tau_lo: float = 0.2, tau_hi: float = 0.8, *, se
     """
     m = check_int("m", m)
     n = check_int("n", n)
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
     dev = resolve_device(device)
     gen = make_generator(seed, dev)
-    tau = sample_thresholds(m, tau_lo, tau_hi, generator=gen, dtype=dtype)
+    tau = sample_thresholds(m, prior, generator=gen, dtype=dtype)
     x, y = sample_contexts(tau, n, generator=gen)
     return tau, x, y
 

@@ -37,6 +37,7 @@ from stumplib.core.errors import TrainingDiverged  # noqa: F401 (re-exported: ra
 from stumplib.core.validation import (check_choice, check_int, check_prior, check_real,
                                       check_tensor_finite)
 from stumplib.stump.fast_kernel import dense_layout, layout_grad, padded_layout
+from stumplib.stump.prior import TAU_HI, TAU_LO, Prior
 from stumplib.stump.tasks import sample_tasks
 from stumplib.stump.train_loop import TrainLoop
 
@@ -72,8 +73,8 @@ class RunConfig:
     lr: float = 1e3
     beta0: float = 20.0
     b0: float = 20.0
-    tau_lo: float = 0.2
-    tau_hi: float = 0.8
+    tau_lo: float = TAU_LO
+    tau_hi: float = TAU_HI
     beta_stop: float | None = None
     lr_marks: tuple[tuple[float, float], ...] | None = None
     record_scales: tuple[float, ...] | None = None
@@ -130,6 +131,90 @@ class RunConfig:
                 prev = a
         return self
 
+    @property
+    def prior(self) -> Prior:
+        """The run's threshold prior ``U[tau_lo, tau_hi]`` as a :class:`~stumplib.stump.Prior`."""
+        return Prior(self.tau_lo, self.tau_hi)
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """How a GD trainer records and guards its runs: one frozen object, checked where it is built.
+
+    Taken by :func:`train_gd`, :func:`stumplib.stump.two_head.train_two_head` and
+    :func:`stumplib.stump.flow.population_gd` (each reads the fields it uses; the two-head trainer
+    and population GD need ``dtype`` (two-head), ``grouping`` and ``on_diverge`` at their
+    defaults).
+
+    Attributes
+    ----------
+    n_records : int
+        Number of log-spaced records (>= 2, default 60), see :func:`record_steps`.
+    dtype : torch.dtype
+        The precision, ``torch.float64`` (default, the stump model's) or ``torch.float32``.
+    check_every : int or None
+        Steps between divergence checks (>= 1; also checked at every record); ``None`` (default):
+        the trainer's own, 256 for :func:`train_gd`, 64 for the two-head trainer (population GD
+        checks every step).
+    max_loss_ratio : float
+        A run whose loss exceeds this multiple (>= 1, default 2) of its initial loss counts as
+        diverged (a too-large step throws GD into a saturated region where it stalls higher).
+    grouping : str
+        :func:`train_gd`'s batching: ``"auto"`` (default; groups by shape, or one padded batch
+        when there are more than 8 shapes and padding wastes at most 25% of the work),
+        ``"shape"`` or ``"pad"`` (one padded batch with masks).
+    on_diverge : str
+        :func:`train_gd`'s reaction to a diverged run: ``"raise"`` (default, stop everything with
+        :class:`TrainingDiverged`) or ``"stop"`` (freeze the run, record NaN for it from then on,
+        note the step in ``diverged_at``, carry on with the others: for step-size sweeps).
+
+    Examples
+    --------
+    >>> TrainOptions(n_records=12, check_every=16).max_loss_ratio
+    2.0
+    """
+
+    n_records: int = 60
+    dtype: torch.dtype = DEFAULT_DTYPE
+    check_every: int | None = None
+    max_loss_ratio: float = 2.0
+    grouping: str = "auto"
+    on_diverge: str = "raise"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "n_records", check_int("n_records", self.n_records, minimum=2))
+        if self.dtype not in (torch.float32, torch.float64):
+            raise ValueError(f"dtype must be torch.float32 or torch.float64; got {self.dtype!r}")
+        if self.check_every is not None:
+            object.__setattr__(self, "check_every",
+                               check_int("check_every", self.check_every, minimum=1))
+        object.__setattr__(self, "max_loss_ratio",
+                           check_real("max_loss_ratio", self.max_loss_ratio, low=1.0))
+        object.__setattr__(self, "grouping",
+                           check_choice("grouping", self.grouping, ("auto", "shape", "pad")))
+        object.__setattr__(self, "on_diverge",
+                           check_choice("on_diverge", self.on_diverge, ("raise", "stop")))
+
+    def require_defaults(self, where: str, names: Sequence[str]) -> None:
+        """Raise :class:`ValueError` if a field that ``where`` does not use was changed.
+
+        Parameters
+        ----------
+        where : str
+            The trainer, for the message.
+        names : sequence of str
+            The fields it does not use.
+        """
+        default = TrainOptions()
+        for name in names:
+            if getattr(self, name) != getattr(default, name):
+                raise ValueError(f"{where} does not use TrainOptions.{name}; leave it at "
+                                 f"{getattr(default, name)!r}")
+
+
+#: the trainers' default options
+DEFAULT_TRAIN_OPTIONS = TrainOptions()
+
 
 def record_steps(steps: int, n_records: int = 60) -> np.ndarray:
     """Log-spaced unique step counts in ``[0, steps]`` (0 and ``steps`` included).
@@ -185,7 +270,7 @@ def make_corpora(configs: Sequence[RunConfig], device: Any = "auto",
     mask = torch.zeros((R, M, N), dtype=torch.bool, device=dev)
     task_mask = torch.zeros((R, M), dtype=torch.bool, device=dev)
     for r, c in enumerate(configs):
-        t, xx, yy = sample_tasks(c.m, c.n, c.tau_lo, c.tau_hi, seed=c.seed, device=dev, dtype=dtype)
+        t, xx, yy = sample_tasks(c.m, c.n, c.prior, seed=c.seed, device=dev, dtype=dtype)
         tau[r, :c.m] = t
         x[r, :c.m, :c.n] = xx
         y[r, :c.m, :c.n] = yy
@@ -321,10 +406,9 @@ def _computation_groups(configs: list[RunConfig], corpora: dict[str, torch.Tenso
     return groups
 
 
-def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, device: Any = "auto",
-             dtype: torch.dtype = DEFAULT_DTYPE, progress: bool = True, check_every: int = 256,
-             max_loss_ratio: float = 2.0, corpora: dict[str, torch.Tensor] | None = None,
-             grouping: str = "auto", on_diverge: str = "raise") -> TrainResult:
+def train_gd(configs: Sequence[RunConfig], steps: int, *, device: Any = "auto",
+             progress: bool = True, corpora: dict[str, torch.Tensor] | None = None,
+             options: TrainOptions = DEFAULT_TRAIN_OPTIONS) -> TrainResult:
     """Constant-step full-batch GD for every run in ``configs``, all at once.
 
     Runs with the same ``(m, n)`` form one dense group (no padding); each step advances every group
@@ -351,25 +435,18 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
     ----------
     configs : list of RunConfig, length ``R``
     steps : GD steps for every run (>= 1).
-    n_records : number of log-spaced records (>= 2), see :func:`record_steps`.
     device : ``"auto"``, ``"cpu"``, ``"cuda"``...
-    dtype : the precision (``torch.float64`` by default, the stump model's).
     progress : show a tqdm progress bar.
-    check_every : steps between divergence checks (also checked at every record).
-    max_loss_ratio : a run whose loss exceeds this multiple of its initial loss counts as diverged
-        (a too-large step throws GD into a saturated region where it stalls at a higher loss).
     corpora : pre-drawn padded corpora from :func:`make_corpora` (to reuse them); implies
         ``grouping="pad"``.
-    grouping : ``"auto"`` (groups by shape, or one padded batch when there are more than 8 shapes
-        and padding wastes at most 25% of the work), ``"shape"`` or ``"pad"`` (one padded batch
-        with masks).
-    on_diverge : ``"raise"`` (stop everything with :class:`TrainingDiverged`) or ``"stop"`` (freeze
-        the diverged run, record NaN for it from then on, note the step in ``diverged_at``, carry on
-        with the others: for step-size sweeps).
+    options : :class:`TrainOptions`: records (``n_records``), precision (``dtype``), divergence
+        checks (``check_every``, default 256; ``max_loss_ratio``; ``on_diverge``) and
+        ``grouping``.
 
     Returns
     -------
     TrainResult
+        numpy arrays (the training itself runs in torch on ``device``).
 
     Raises
     ------
@@ -379,12 +456,14 @@ def train_gd(configs: Sequence[RunConfig], steps: int, *, n_records: int = 60, d
         :data:`stumplib.stump.train_loop.MAX_PARAM`, ``beta`` negative although ``beta0 > 0``, or
         a loss above ``max_loss_ratio`` times the initial loss.
     """
+    if not isinstance(options, TrainOptions):
+        raise ValueError(f"options must be a TrainOptions; got {type(options).__name__}")
+    check_every = 256 if options.check_every is None else options.check_every
     configs, steps, check_every = _checked_run_arguments(configs, steps, check_every, progress,
-                                                         dtype)
-    max_loss_ratio = check_real("max_loss_ratio", max_loss_ratio, low=1.0)
-    grouping = check_choice("grouping", grouping, ("auto", "shape", "pad"))
-    on_diverge = check_choice("on_diverge", on_diverge, ("raise", "stop"))
-    rec = record_steps(steps, n_records)
+                                                         options.dtype)
+    dtype, max_loss_ratio = options.dtype, options.max_loss_ratio
+    grouping, on_diverge = options.grouping, options.on_diverge
+    rec = record_steps(steps, options.n_records)
     dev = resolve_device(device)
     groups = _computation_groups(configs, corpora, grouping, dev, dtype)
     loop = TrainLoop(configs, rec, max_loss_ratio, on_diverge, dtype, dev)

@@ -43,9 +43,11 @@ import torch
 from stumplib.core.device import DEFAULT_DTYPE, resolve_device
 from stumplib.core.stats import crossing
 from stumplib.stump.population import population_hessian, population_loss_and_grad
+from stumplib.stump.prior import Prior
 from stumplib.stump.tasks import sample_tasks
 from stumplib.stump.corpus_grad import corpus_grad
-from stumplib.core.validation import check_choice, check_grid, check_int, check_prior, check_real
+from stumplib.core.validation import check_choice, check_grid, check_int, check_real
+from stumplib.stump.prior import DEFAULT_PRIOR, as_prior
 
 #: default relative-error level defining the certified scale
 DEFAULT_LEVEL = 0.5
@@ -81,7 +83,7 @@ def _betas_tensor(betas: Any, device: torch.device, dtype: torch.dtype) -> torch
     return torch.tensor(vals, dtype=dtype, device=device)
 
 
-def calibrated_label_score(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8, *,
+def calibrated_label_score(betas: Any, prior: Prior = DEFAULT_PRIOR, *,
                            iters: int = 40, device: Any = "cpu", dtype: torch.dtype = DEFAULT_DTYPE
                            ) -> torch.Tensor:
     """The calibrated relative label score ``c*(beta) = argmin_b L_pop(beta, b) / beta``.
@@ -94,8 +96,9 @@ def calibrated_label_score(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
     Parameters
     ----------
     betas : array_like, shape ``(K,)``, positive scales.
-    tau_lo, tau_hi : float
-        The threshold prior's ends.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     iters : int
         Bisection halvings.
     device, dtype : where and in which precision to compute.
@@ -104,7 +107,7 @@ def calibrated_label_score(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
     -------
     c : torch.Tensor, shape ``(K,)``
     """
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
+    tau_lo, tau_hi = as_prior(prior).as_tuple()
     iters = check_int("iters", iters, minimum=1, maximum=200)
     dev = resolve_device(device)
     beta = _betas_tensor(betas, dev, dtype)
@@ -112,14 +115,14 @@ def calibrated_label_score(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8,
     hi = torch.full_like(beta, tau_hi + 1.0)
     for _ in range(iters):
         mid = 0.5 * (lo + hi)
-        _, _, g_b = population_loss_and_grad(beta, mid * beta, tau_lo, tau_hi)
+        _, _, g_b = population_loss_and_grad(beta, mid * beta, prior)
         up = g_b < 0  # loss still decreases with b: the minimiser lies above
         lo = torch.where(up, mid, lo)
         hi = torch.where(up, hi, mid)
     return 0.5 * (lo + hi)
 
 
-def population_path(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8, *, device: Any = "cpu",
+def population_path(betas: Any, prior: Prior = DEFAULT_PRIOR, *, device: Any = "cpu",
                     dtype: torch.dtype = DEFAULT_DTYPE) -> dict[str, torch.Tensor]:
     """Points of the population path and the population gradient there.
 
@@ -127,8 +130,9 @@ def population_path(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8, *, dev
     ----------
     betas : array_like, shape ``(K,)``
         Positive scales.
-    tau_lo, tau_hi : float
-        The threshold prior's ends.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     device, dtype : where and in which precision to compute.
 
     Returns
@@ -137,7 +141,7 @@ def population_path(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8, *, dev
     (``(dL_pop/dbeta, dL_pop/db)``).
     """
     dev = resolve_device(device)
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
+    tau_lo, tau_hi = as_prior(prior).as_tuple()
     vals = tuple(float(v) for v in _betas_tensor(betas, torch.device("cpu"), torch.float64).tolist())
     c, L, g = _path_cached(vals, tau_lo, tau_hi)
     t = lambda a: torch.as_tensor(a, dtype=dtype, device=dev)  # noqa: E731
@@ -148,14 +152,16 @@ def population_path(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8, *, dev
 @lru_cache(maxsize=256)
 def _path_cached(betas: tuple, tau_lo: float, tau_hi: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The path on CPU in float64, cached: it depends only on the scales and the prior."""
-    c = calibrated_label_score(list(betas), tau_lo, tau_hi, device="cpu", dtype=torch.float64)
+    c = calibrated_label_score(list(betas), Prior(tau_lo, tau_hi), device="cpu",
+                               dtype=torch.float64)
     beta = torch.tensor(betas, dtype=torch.float64)
-    L, g_beta, g_b = population_loss_and_grad(beta, c * beta, tau_lo, tau_hi)
+    L, g_beta, g_b = population_loss_and_grad(beta, c * beta, Prior(tau_lo, tau_hi))
     return c.numpy(), L.numpy(), torch.stack([g_beta, g_b], -1).numpy()
 
 
-def draw_corpus_batch(m: int, n: int, n_corpora: int, *, seed: int = 0, tau_lo: float = 0.2,
-                      tau_hi: float = 0.8, device: Any = "cpu", dtype: torch.dtype = DEFAULT_DTYPE
+def draw_corpus_batch(m: int, n: int, n_corpora: int, *, seed: int = 0,
+                      prior: Prior = DEFAULT_PRIOR, device: Any = "cpu",
+                      dtype: torch.dtype = DEFAULT_DTYPE
                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``n_corpora`` independent corpora of ``m`` tasks with ``n`` examples each.
 
@@ -169,8 +175,9 @@ def draw_corpus_batch(m: int, n: int, n_corpora: int, *, seed: int = 0, tau_lo: 
         Corpora ``C``.
     seed : int
         The draw's seed.
-    tau_lo, tau_hi : float
-        The threshold prior's ends.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     device, dtype : where and in which precision.
 
     Returns
@@ -181,7 +188,7 @@ def draw_corpus_batch(m: int, n: int, n_corpora: int, *, seed: int = 0, tau_lo: 
     m = check_int("m", m)
     n = check_int("n", n)
     C = check_int("n_corpora", n_corpora)
-    tau, x, y = sample_tasks(C * m, n, tau_lo, tau_hi, seed=seed, device=device, dtype=dtype)
+    tau, x, y = sample_tasks(C * m, n, prior, seed=seed, device=device, dtype=dtype)
     return tau.reshape(C, m), x.reshape(C, m, n), y.reshape(C, m, n)
 
 
@@ -344,7 +351,7 @@ def crossing_scale(betas: Any, curve: Any, level: float = DEFAULT_LEVEL) -> floa
 
 
 def transfer_profile(m: int, n: int, betas: Any = None, *, n_corpora: int = 32, seed: int = 0,
-                     tau_lo: float = 0.2, tau_hi: float = 0.8, device: Any = "auto",
+                     prior: Prior = DEFAULT_PRIOR, device: Any = "auto",
                      dtype: torch.dtype = DEFAULT_DTYPE, path: dict | None = None) -> TransferProfile:
     """Corpus gradients of ``n_corpora`` corpora at every scale of ``betas`` along the path.
 
@@ -354,7 +361,9 @@ def transfer_profile(m: int, n: int, betas: Any = None, *, n_corpora: int = 32, 
     betas : array_like, shape ``(K,)``, increasing positive scales (default :func:`default_beta_grid`).
     n_corpora : independent corpora (>= 2).
     seed : the corpora's seed (:func:`draw_corpus_batch`).
-    tau_lo, tau_hi : the threshold prior's ends.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     device, dtype : where and in which precision.
     path : a precomputed :func:`population_path` on the same ``betas`` (to share it across ``(m, n)``).
 
@@ -366,7 +375,6 @@ def transfer_profile(m: int, n: int, betas: Any = None, *, n_corpora: int = 32, 
     n = check_int("n", n)
     n_corpora = check_int("n_corpora", n_corpora, minimum=2)
     seed = check_int("seed", seed, minimum=0)
-    tau_lo, tau_hi = check_prior(tau_lo, tau_hi)
     if betas is None:
         betas = default_beta_grid()
     bvals = np.asarray(check_grid("betas", list(np.asarray(betas, dtype=float).ravel()), kind="real",
@@ -375,18 +383,17 @@ def transfer_profile(m: int, n: int, betas: Any = None, *, n_corpora: int = 32, 
         raise ValueError("betas must be strictly increasing")
     dev = resolve_device(device)
     if path is None:
-        path = population_path(bvals, tau_lo, tau_hi, device=dev, dtype=dtype)
+        path = population_path(bvals, prior, device=dev, dtype=dtype)
     beta, b = path["beta"].to(dev, dtype), path["b"].to(dev, dtype)
     if beta.numel() != bvals.size:
         raise ValueError("path must be computed on the same betas")
-    tau, x, y = draw_corpus_batch(m, n, n_corpora, seed=seed, tau_lo=tau_lo, tau_hi=tau_hi,
-                                  device=dev, dtype=dtype)
+    tau, x, y = draw_corpus_batch(m, n, n_corpora, seed=seed, prior=prior, device=dev, dtype=dtype)
     g = _corpus_grads(tau, x, y, beta, b)
     return TransferProfile(m, n, n_corpora, seed, bvals, path["c"].cpu().numpy(),
                            path["g"].cpu().numpy(), g.cpu().numpy())
 
 
-def step_size_limit(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8) -> np.ndarray:
+def step_size_limit(betas: Any, prior: Prior = DEFAULT_PRIOR) -> np.ndarray:
     """Linear-stability limit ``2 / lambda_max`` of constant-step GD at points of the population path.
 
     ``lambda_max`` is the largest eigenvalue of the population Hessian at ``(beta, c*(beta) beta)``
@@ -398,16 +405,17 @@ def step_size_limit(betas: Any, tau_lo: float = 0.2, tau_hi: float = 0.8) -> np.
     ----------
     betas : array_like, shape ``(K,)``
         Scales of the path.
-    tau_lo, tau_hi : float
-        The threshold prior's ends.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
 
     Returns
     -------
     np.ndarray, shape ``(K,)``
         ``inf`` where ``lambda_max <= 0``.
     """
-    path = population_path(betas, tau_lo, tau_hi, device="cpu")
-    H = population_hessian(path["beta"].numpy(), path["b"].numpy(), tau_lo, tau_hi)
+    path = population_path(betas, prior, device="cpu")
+    H = population_hessian(path["beta"].numpy(), path["b"].numpy(), prior)
     lam = np.linalg.eigvalsh(H)[:, -1]
     return np.where(lam > 0, 2.0 / np.where(lam > 0, lam, 1.0), np.inf)
 
@@ -442,7 +450,7 @@ def profile_grid(m: int, n: int, *, beta_min: float = 1.0, per_octave: int = 4,
 
 
 def gd_against_flow(shapes: Sequence[tuple[int, int]], n_seeds: int, *, lr: float, beta0: float,
-                    b0: float, steps: int, seed: int = 0, tau_lo: float = 0.2, tau_hi: float = 0.8,
+                    b0: float, steps: int, seed: int = 0, prior: Prior = DEFAULT_PRIOR,
                     rtol: float = 1e-6, device: Any = "cpu") -> dict[str, Any]:
     """Constant-step GD on ``n_seeds`` corpora of every shape and the population gradient flow from
     the same start, over the same time ``t = lr * steps`` (both cached).
@@ -461,8 +469,9 @@ def gd_against_flow(shapes: Sequence[tuple[int, int]], n_seeds: int, *, lr: floa
         GD steps.
     seed : int
         Seed of the first corpus of each shape (``seed, seed + 1, ...``).
-    tau_lo, tau_hi : float
-        The threshold prior's ends.
+    prior : Prior
+        The threshold prior ``U[tau_lo, tau_hi]`` (a :class:`~stumplib.stump.Prior`, checked
+        where it is built; default :data:`~stumplib.stump.DEFAULT_PRIOR`, ``U[0.2, 0.8]``).
     rtol : float
         The flow integrator's relative tolerance.
     device : str or torch.device
@@ -475,22 +484,23 @@ def gd_against_flow(shapes: Sequence[tuple[int, int]], n_seeds: int, *, lr: floa
     runs reach.
     """
     from stumplib.core.memo import remember
-    from stumplib.stump.flow import integrate_flow
-    from stumplib.stump.trainer import RunConfig, train_gd
+    from stumplib.stump.flow import FlowOptions, integrate_flow
+    from stumplib.stump.trainer import RunConfig, TrainOptions, train_gd
 
+    tau_lo, tau_hi = as_prior(prior).as_tuple()
     cfg = [RunConfig(m, n, seed=seed + s, lr=lr, beta0=beta0, b0=b0, tau_lo=tau_lo, tau_hi=tau_hi)
            for (m, n) in shapes for s in range(n_seeds)]
 
     def run() -> dict[str, np.ndarray]:
-        r = train_gd(cfg, steps, device=device, n_records=40, progress=False)
+        r = train_gd(cfg, steps, device=device, progress=False, options=TrainOptions(n_records=40))
         return {"steps": r.steps, "beta": r.beta, "b": r.b}
 
     traj = remember("gd_trajectories", {"configs": [vars(c) for c in cfg], "steps": steps}, run)
     t = lr * traj["steps"].astype(float)
 
     def flow():
-        return integrate_flow(beta0, b0, 4 * float(t[-1]), tau_lo=tau_lo, tau_hi=tau_hi,
-                              n_records=40, t_first=float(t[1]), rtol=rtol)
+        return integrate_flow(beta0, b0, 4 * float(t[-1]), prior=prior,
+                              n_records=40, t_first=float(t[1]), options=FlowOptions(rtol=rtol))
 
     fl = remember("population_flow", {"start": [beta0, b0], "t": 4 * float(t[-1]), "rtol": rtol,
                                   "prior": [tau_lo, tau_hi]}, flow)

@@ -55,6 +55,7 @@ from stumplib.core.stats import Estimate, two_way_ratio
 from stumplib.core.validation import (as_real_tensor, check_choice, check_int, check_prior,
                                       check_real, check_tensor_finite)
 from stumplib.stump.model import check_context, estimate_and_grad_unchecked
+from stumplib.stump.trainer import DEFAULT_TRAIN_OPTIONS, TrainOptions
 
 #: the context features of the combination, in the order of ``A``'s columns
 FEATURES = ("1", "q = n1/N", "pos = 1{n1 > 0}", "neg = 1{n0 > 0}")
@@ -312,8 +313,8 @@ class TwoHeadResult:
 
 def train_two_head(configs: Sequence[Any], steps: int, *, start: str | Sequence[str] = "symmetrized",
                    comb_step: float | Sequence[float] = 1.0, corpora: dict[str, torch.Tensor] | None = None,
-                   n_records: int = 60, device: Any = "auto", check_every: int = 64,
-                   max_loss_ratio: float = 2.0, progress: bool = False) -> TwoHeadResult:
+                   device: Any = "auto", progress: bool = False,
+                   options: TrainOptions = DEFAULT_TRAIN_OPTIONS) -> TwoHeadResult:
     """Constant-step full-batch GD on the two-head model, one run per corpus, all at once.
 
     Both heads start at the run's ``(beta0, b0)`` (the mirror on the reflected context, so the two
@@ -333,11 +334,12 @@ def train_two_head(configs: Sequence[Any], steps: int, *, start: str | Sequence[
     comb_step : the combination's step in units of ``1 / lambda_max``, in ``[0, 2)``, or one per run.
     corpora : optional corpora (as :func:`loss_and_grad` takes) to train on instead of drawing
         ``make_corpora(configs)``; their run axis must have length ``R``.
-    n_records : log-spaced records (>= 2), :func:`stumplib.stump.trainer.record_steps`.
     device : where to train.
-    check_every : steps between divergence checks.
-    max_loss_ratio : a loss above this multiple of the initial loss counts as divergence.
     progress : show a tqdm bar.
+    options : :class:`stumplib.stump.trainer.TrainOptions`: ``n_records`` (log-spaced records),
+        ``check_every`` (steps between divergence checks, default 64) and ``max_loss_ratio`` (a
+        loss above this multiple of the initial loss counts as divergence); ``dtype``,
+        ``grouping`` and ``on_diverge`` must keep their defaults.
 
     Returns
     -------
@@ -353,6 +355,10 @@ def train_two_head(configs: Sequence[Any], steps: int, *, start: str | Sequence[
     from stumplib.stump.train_loop import MAX_PARAM
     from stumplib.stump.trainer import RunConfig, make_corpora, record_steps
 
+    if not isinstance(options, TrainOptions):
+        raise ValueError(f"options must be a TrainOptions; got {type(options).__name__}")
+    options.require_defaults("train_two_head", ("dtype", "grouping", "on_diverge"))
+
     if not isinstance(configs, (list, tuple)) or not configs or not all(isinstance(c, RunConfig) for c in configs):
         raise ValueError("configs must be a non-empty list of RunConfig")
     configs = [c.validated(f"configs[{i}]") for i, c in enumerate(configs)]
@@ -364,9 +370,9 @@ def train_two_head(configs: Sequence[Any], steps: int, *, start: str | Sequence[
         raise ValueError(f"start and comb_step must be one value or one per run ({R})")
     starts = [check_choice("start", s, tuple(RULES)) for s in starts]
     steps_c = [check_real("comb_step", v, low=0.0, high=2.0, high_open=True) for v in steps_c]
-    check_every = check_int("check_every", check_every)
-    max_loss_ratio = check_real("max_loss_ratio", max_loss_ratio, low=1.0)
-    rec = record_steps(steps, check_int("n_records", n_records, minimum=2))
+    check_every = 64 if options.check_every is None else options.check_every
+    max_loss_ratio = options.max_loss_ratio
+    rec = record_steps(steps, options.n_records)
     dev = resolve_device(device)
     if corpora is None:
         corpora = make_corpora(configs, dev)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import torch
 from stumplib.phase import data
 from stumplib.phase.attention import attention_test_error, objective_and_grad, train_attention_gd
 from stumplib.phase.replica import solve_fixed_rule
+from stumplib.phase import AttentionGDOptions, check_model
 
 from conftest import A0, teacher_sample
 
@@ -36,7 +38,8 @@ def test_rao_blackwellised_test_error_matches_brute_force():
     d = 30
     qs = data.sample_teacher(d, generator=g)
     Q = (0.7 * qs + torch.randn(d, generator=g) + 2 * data.positional_encodings(d)[0])[None, :, None]
-    mean, se = attention_test_error(Q, qs[None], omega=0.3, sigma=0.5, A=A0, n_test=40000, generator=g)
+    mean, se = attention_test_error(Q, qs[None], n_test=40000, generator=g,
+                                    model=check_model(omega=0.3, sigma=0.5, A=A0))
     Z = data.sample_tokens(100_000, d, generator=g)
     X = Z + data.positional_encodings(d)
     h = X @ Q[0, :, 0] / math.sqrt(d)
@@ -51,7 +54,9 @@ def gd_small():
     old = torch.get_num_threads()  # a module fixture runs outside the per-test one-thread fixture
     torch.set_num_threads(1)
     try:
-        return train_attention_gd([2.0], 80, seeds=3, steps=3000, n_test=4000, progress=False)
+        return train_attention_gd([2.0], 80, seeds=3, model=check_model(omega=0.3),
+                                  options=AttentionGDOptions(steps=3000, n_test=4000,
+                                                             progress=False))
     finally:
         torch.set_num_threads(old)
 
@@ -60,7 +65,9 @@ def test_gd_is_deterministic_and_stays_on_its_branch(gd_small):
     r = gd_small
     assert np.all(r["theta_emp"][:, 0, 0] > 0.4) and np.all(np.abs(r["m"][:, 0, 0]) < 0.1)
     assert np.all(r["m"][:, 0, 1] > 0.15) and np.all(np.abs(r["theta_emp"][:, 0, 1]) < 0.3)
-    again = train_attention_gd([2.0], 80, seeds=[0], steps=3000, n_test=4000, progress=False)
+    again = train_attention_gd([2.0], 80, seeds=[0], model=check_model(omega=0.3),
+                               options=AttentionGDOptions(steps=3000, n_test=4000,
+                                                          progress=False))
     np.testing.assert_allclose(again["test_error"][0], r["test_error"][0], rtol=1e-12)
 
 
@@ -68,7 +75,8 @@ def test_gd_small_d_against_theory_within_finite_size_error(gd_small):
     """d = 80, alpha = 2: GD test error against the state evolution of its branch. The finite-size
     error is estimated from the seed spread plus an O(1/sqrt(d)) allowance of 3/sqrt(d) (about 34%
     here): a loose but falsifiable check (the two branches differ by a factor of about 3)."""
-    th = {br: solve_fixed_rule(2.0, omega=0.3, branch=br, n_nodes=6) for br in ("semantic", "positional")}
+    th = {br: solve_fixed_rule(2.0, n_nodes=6, model=check_model(omega=0.3, branch=br))
+          for br in ("semantic", "positional")}
     for ii, br in enumerate(("semantic", "positional")):
         te = gd_small["test_error"][:, 0, ii]
         tol = 3 / math.sqrt(80) + 2 * te.std(ddof=1) / math.sqrt(te.size) / th[br]["test_error"]
@@ -80,9 +88,11 @@ def test_gd_small_d_against_theory_within_finite_size_error(gd_small):
 def test_gd_checkpoints_record_the_run_on_its_way():
     """The checkpoint at the last step is the final test error (same test draws); an earlier one is
     the final value of a run stopped there; the gradient norm falls along the run."""
-    kw = dict(seeds=2, inits=("semantic",), n_test=500, progress=False)
-    r = train_attention_gd([1.0, 2.0], 20, steps=60, checkpoints=[20, 60], **kw)
-    short = train_attention_gd([1.0, 2.0], 20, steps=20, **kw)
+    kw = dict(seeds=2, inits=("semantic",), model=check_model(omega=0.3))
+    opts = AttentionGDOptions(n_test=500, progress=False, steps=60, checkpoints=[20, 60])
+    r = train_attention_gd([1.0, 2.0], 20, options=opts, **kw)
+    short = train_attention_gd([1.0, 2.0], 20, options=replace(opts, steps=20, checkpoints=()),
+                               **kw)
     assert r["test_error_at"].shape == (2, 2, 2, 1) and list(r["checkpoints"]) == [20, 60]
     np.testing.assert_array_equal(r["test_error_at"][-1], r["test_error"])
     np.testing.assert_allclose(r["test_error_at"][0], short["test_error"], rtol=1e-12)
@@ -92,6 +102,8 @@ def test_gd_checkpoints_record_the_run_on_its_way():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available")
 def test_gd_cuda_matches_cpu():
-    a = train_attention_gd([1.0], 20, seeds=1, steps=50, n_test=100, progress=False, device="cpu")
-    b = train_attention_gd([1.0], 20, seeds=1, steps=50, n_test=100, progress=False, device="cuda")
+    a = train_attention_gd([1.0], 20, seeds=1, device="cpu", model=check_model(omega=0.3),
+                           options=AttentionGDOptions(steps=50, n_test=100, progress=False))
+    b = train_attention_gd([1.0], 20, seeds=1, device="cuda", model=check_model(omega=0.3),
+                           options=AttentionGDOptions(steps=50, n_test=100, progress=False))
     np.testing.assert_allclose(a["m"], b["m"], rtol=1e-6)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from stumplib.phase.crossings import first_crossing
+from stumplib.phase import check_model
 
 from conftest import read_reference as _read
 
@@ -28,8 +29,9 @@ def test_transition_matches_published_free_energies():
     sel = (a > 0.9) & (a < 1.8)
     from stumplib.phase.replica import solve_fixed_rule
 
-    loss = {br: solve_fixed_rule(a[sel], omega=0.3, sigma=0.5, lam=0.01, branch=br,
-                                 n_nodes=6, rule="gauss-hermite")["train_loss"]
+    loss = {br: solve_fixed_rule(a[sel], n_nodes=6, rule="gauss-hermite",
+                                 model=check_model(omega=0.3, sigma=0.5, lam=0.01,
+                                                   branch=br))["train_loss"]
             for br in ("semantic", "positional")}
     ours = float(first_crossing(a[sel], loss["positional"], loss["semantic"]))
     assert abs(ours - ref_c) < 0.02, (ours, ref_c)

@@ -8,6 +8,7 @@ import pytest
 from stumplib.phase.dynamics_check import (classify_dynamics, median_interval, semantic_start,
                                            stability_by_dynamics)
 from stumplib.phase.problem import make_problem, summaries
+from stumplib.phase import check_model
 
 
 def test_dynamics_classification_on_a_constructed_map():
@@ -45,7 +46,7 @@ def test_a_median_below_the_start_whose_interval_reaches_it_is_not_a_decay():
 
 def test_stability_by_dynamics_at_a_stable_semantic_point():
     from stumplib.phase.replica import solve_fixed_rule
-    fp = solve_fixed_rule(1.5, omega=0.3, branch="semantic", n_nodes=6)
+    fp = solve_fixed_rule(1.5, n_nodes=6, model=check_model(omega=0.3, branch="semantic"))
     pt = dict(omega=0.3, alpha=1.5, theta=float(fp["theta"]), q=float(fp["q"]), derivative=-1.6)
     rows = stability_by_dynamics([pt], [40, 160], 3, cache=False)
     assert rows[0]["solver"] == "stable" and rows[0]["dynamics"] == "decays" and rows[0]["agree"] is True
@@ -55,7 +56,7 @@ def test_stability_by_dynamics_at_a_stable_semantic_point():
 
 
 def test_semantic_start_has_the_requested_overlaps():
-    pb = make_problem(200, [0, 1], 10)
+    pb = make_problem(200, [0, 1], 10, model=check_model(omega=0.3))
     s = summaries(semantic_start(pb, 0.1, 0.08, 0.05), pb.q_star, 0.5)
     np.testing.assert_allclose(s["m"], 0.05, rtol=1e-10)
     np.testing.assert_allclose(s["theta_emp"], 0.4, rtol=1e-10)
@@ -78,7 +79,7 @@ def test_stability_by_dynamics_cache_is_structured_and_reloads_the_same_rows(tmp
 
     monkeypatch.setenv(book.RESULTS_ENV, str(tmp_path))
     monkeypatch.delenv(book.CACHE_ENV, raising=False)
-    fp = solve_fixed_rule(1.5, omega=0.3, branch="semantic", n_nodes=6)
+    fp = solve_fixed_rule(1.5, n_nodes=6, model=check_model(omega=0.3, branch="semantic"))
     pts = [dict(omega=0.3, alpha=a, theta=float(fp["theta"]), q=float(fp["q"]), derivative=-1.6)
            for a in (1.5, 2.0)]
     direct = stability_by_dynamics(pts, [20, 30], 2, cache=False)
@@ -94,7 +95,7 @@ def test_stability_by_dynamics_leaves_out_runs_that_did_not_converge(monkeypatch
     import stumplib.phase.dynamics_check as dc
     from stumplib.phase.replica import solve_fixed_rule
 
-    fp = solve_fixed_rule(1.5, omega=0.3, branch="semantic", n_nodes=6)
+    fp = solve_fixed_rule(1.5, n_nodes=6, model=check_model(omega=0.3, branch="semantic"))
     pt = dict(omega=0.3, alpha=1.5, theta=float(fp["theta"]), q=float(fp["q"]), derivative=-1.6)
     seen, real = [], dc.minimise
 

@@ -8,6 +8,7 @@ import torch
 from stumplib.phase.held_theta import constrained_minimise, hold_theta
 from stumplib.phase.minimise import minimise
 from stumplib.phase.problem import make_problem, summaries
+from stumplib.phase import check_model
 
 SIGMA = 0.5
 
@@ -15,7 +16,7 @@ SIGMA = 0.5
 def test_constrained_minimiser_at_the_free_theta_is_the_free_minimiser():
     d, alpha = 60, 1.5
     n = int(round(alpha * d))
-    pb = make_problem(d, [0], n)
+    pb = make_problem(d, [0], n, model=check_model(omega=0.3))
     free = minimise(pb, 0, n, pb.q_star[0].clone())
     t_free = float(SIGMA ** 2 * summaries(free["Q"][None], pb.q_star, SIGMA)["theta_emp"][0])
     # start elsewhere on the plane (from Q*), not from the answer
@@ -30,7 +31,7 @@ def test_constrained_minimiser_at_the_free_theta_is_the_free_minimiser():
 
 def test_held_objective_is_the_risk_on_the_plane_and_its_gradient_the_projected_one():
     d, n = 40, 50
-    pb = make_problem(d, [1], n)
+    pb = make_problem(d, [1], n, model=check_model(omega=0.3))
     hp = hold_theta(pb, 0.1)
     mask = torch.ones(1, n, 1, dtype=torch.float64)
     g = torch.Generator().manual_seed(0)

@@ -9,6 +9,7 @@ import torch
 from stumplib.phase import lowest_minima as lm
 from stumplib.phase.minimise import minimise
 from stumplib.phase.problem import make_problem
+from stumplib.phase import check_model
 
 SIGMA = 0.5
 
@@ -85,7 +86,7 @@ class _DoubleWell:
 
 def test_the_search_finds_a_planted_lower_minimum_the_informed_start_misses(monkeypatch):
     dw = _DoubleWell(8)
-    pb = make_problem(8, [0], 10)
+    pb = make_problem(8, [0], 10, model=check_model(omega=0.3))
     pb.q_star[0] = dw.qs
 
     def fake_minimise(pb_, s, n, Q0, gtol=1e-8, max_iter=20000):
@@ -121,14 +122,14 @@ def test_on_a_real_seed_the_search_beats_the_informed_start_with_a_true_minimum(
     assert out["converged"].all() and out["loss"][lo] < out["loss"][0] - 1e-6
     assert int(out["n_distinct"]) >= 2
     n = int(out["n"])
-    pb = make_problem(60, [1], n)
+    pb = make_problem(60, [1], n, model=check_model(omega=0.3))
     best = minimise(pb, 0, n, pb.q_star[0].clone())  # the informed minimiser again
     assert best["loss"] == pytest.approx(out["loss"][0], rel=1e-10)
     assert 0 < float(out["objective_seconds"]) < float(out["seconds"])
 
 
 def test_rotation_start_has_the_asked_overlap_and_norm():
-    pb = make_problem(50, [0], 60)
+    pb = make_problem(50, [0], 60, model=check_model(omega=0.3))
     qs = pb.q_star[0]
     Q0 = lm.rotation_start(qs, 0.09, 3.0 * float(qs.norm()), np.random.default_rng(0)
                            .standard_normal(50), sigma=SIGMA)

@@ -8,12 +8,13 @@ import torch
 from stumplib.core.stats import extrapolate_linear
 from stumplib.phase.minimise import gradient_descent, minimise, minimiser_runs
 from stumplib.phase.problem import make_problem
+from stumplib.phase import MinimiserOptions, SolverOptions, check_model
 
 SIGMA = 0.5
 
 
 def test_minimiser_meets_the_relative_gradient_tolerance_and_is_a_minimum():
-    pb = make_problem(80, [0], 100)
+    pb = make_problem(80, [0], 100, model=check_model(omega=0.3))
     r = minimise(pb, 0, 100, pb.q_star[0], gtol=1e-8)
     assert r["converged"] and r["rel_grad"] <= 1e-8
     mask = (torch.arange(100) < 100).to(torch.float64)[None, :, None]
@@ -26,7 +27,7 @@ def test_minimiser_meets_the_relative_gradient_tolerance_and_is_a_minimum():
 
 
 def test_long_gradient_descent_approaches_the_minimiser():
-    pb = make_problem(40, [0], 60)
+    pb = make_problem(40, [0], 60, model=check_model(omega=0.3))
     mask = torch.ones(1, 60, 1, dtype=torch.float64)
     r = minimise(pb, 0, 60, pb.q_star[0])
     Q_gd = gradient_descent(pb, pb.q_star[:, :, None].clone(), mask, lr=0.5, steps=20000)[0, :, 0]
@@ -34,8 +35,10 @@ def test_long_gradient_descent_approaches_the_minimiser():
 
 
 def test_minimiser_runs_same_seed_same_numbers_and_stay_semantic():
-    a = minimiser_runs([1.25], 60, 2, gd_steps=20, gd_seeds=1)
-    b = minimiser_runs([1.25], 60, 2, gd_steps=20, gd_seeds=1)
+    a = minimiser_runs([1.25], 60, 2, model=check_model(omega=0.3),
+                       options=MinimiserOptions(gd_steps=20, gd_seeds=1))
+    b = minimiser_runs([1.25], 60, 2, model=check_model(omega=0.3),
+                       options=MinimiserOptions(gd_steps=20, gd_seeds=1))
     np.testing.assert_array_equal(a["test_error"], b["test_error"])
     assert a["converged"].all() and np.all(a["theta_emp"] > 0.3)
     assert np.isfinite(a["gd_test_error"][0]).all() and np.isnan(a["gd_test_error"][1]).all()
@@ -47,12 +50,13 @@ def test_theory_training_loss_matches_minimisers_outside_the_window():
     from stumplib.phase.solver import state_evolution
 
     alpha = 2.0
-    th = state_evolution(alpha, omega=0.3, rtol=1e-2, min_log2_points=10, max_log2_points=12,
-                         stability=False)
+    th = state_evolution(alpha, model=check_model(omega=0.3),
+                         options=SolverOptions(rtol=1e-2, min_log2_points=10,
+                                               max_log2_points=12, stability=False))
     mean, se, ds = [], [], [300, 600]
     for d in ds:
         n = int(round(alpha * d))
-        pb = make_problem(d, list(range(8)), n)
+        pb = make_problem(d, list(range(8)), n, model=check_model(omega=0.3))
         loss = np.array([minimise(pb, s, n, pb.q_star[s].clone())["loss"] for s in range(8)])
         mean.append(loss.mean())
         se.append(loss.std(ddof=1) / np.sqrt(loss.size))

@@ -10,12 +10,13 @@ from stumplib.phase.positional_baseline import baseline_test_error_of, linear_ba
 from stumplib.phase.published import reference_file
 
 from conftest import A0
+from stumplib.phase import check_model
 
 
 def test_linear_baseline_matches_published_empirics():
     with reference_file("empirics_mean_sigma0.5_omega0.3.csv").open() as fh:  # shipped with stumplib
         emp = [float(r["linear_gen_error_mean"]) for r in csv.DictReader(fh)]
-    ours = linear_baseline_test_error(omega=0.3)
+    ours = linear_baseline_test_error(model=check_model(omega=0.3))
     assert abs(ours - np.mean(emp)) / np.mean(emp) < 0.02
 
 
@@ -26,7 +27,8 @@ def test_baseline_by_monte_carlo():
     s = 1 / (1 + np.exp(-u * d[:, None]))
     t = 0.7 * s + 0.3 * A0[:, 0]
     mc = 0.25 * t.var(0).sum()  # sigma^2/2 sum_lk Var T_lk = sigma^2 sum_l Var t_l (Var T_l2 = Var T_l1)
-    assert abs(linear_baseline_test_error(omega=0.3) - mc) / mc < 0.01
+    assert abs(linear_baseline_test_error(model=check_model(omega=0.3)) - mc) / mc < 0.01
     mean, _ = teacher_moments(omega=0.3)
-    assert baseline_test_error_of(mean, omega=0.3) == pytest.approx(linear_baseline_test_error(omega=0.3))
-    assert baseline_test_error_of(np.eye(2), omega=0.3) > linear_baseline_test_error(omega=0.3)
+    ours = linear_baseline_test_error(check_model(omega=0.3))
+    assert baseline_test_error_of(mean, omega=0.3) == pytest.approx(ours)
+    assert baseline_test_error_of(np.eye(2), omega=0.3) > ours

@@ -7,6 +7,7 @@ import pytest
 
 from stumplib.phase import Outcome, state_evolution
 from stumplib.phase.replica import solve_fixed_rule
+from stumplib.phase import SolverOptions, check_model
 
 from conftest import POS_FILE, SEM_FILE
 from conftest import read_reference as _read
@@ -18,7 +19,8 @@ def stroud_fixed_points():
     for name, br in ((SEM_FILE, "semantic"), (POS_FILE, "positional")):
         ref = _read(name)
         sel = ref["alpha"] >= 0.3
-        r = solve_fixed_rule(ref["alpha"][sel], omega=0.3, branch=br, rule="stroud", tol=1e-8, max_iter=3000)
+        r = solve_fixed_rule(ref["alpha"][sel], rule="stroud", tol=1e-8, max_iter=3000,
+                             model=check_model(omega=0.3, branch=br))
         out[br] = (ref, sel, r)
     return out
 
@@ -75,6 +77,7 @@ def test_stroud_fixed_points_is_far_from_the_accurate_rule_at_alpha_1(stroud_fix
     ref, sel, r = stroud_fixed_points["semantic"]
     a = ref["alpha"][sel]
     i = int(np.argmin(np.abs(a - 1.0164)))
-    acc = state_evolution(float(a[i]), omega=0.3, branch="semantic", rtol=2e-3, stability=False)
+    acc = state_evolution(float(a[i]), model=check_model(omega=0.3, branch="semantic"),
+                          options=SolverOptions(rtol=2e-3, stability=False))
     assert acc["outcome"] == Outcome.CONVERGED
     assert r["theta"][i] - acc["theta"] > 10 * acc["theta_err"], (r["theta"][i], acc["theta"], acc["theta_err"])

@@ -8,6 +8,7 @@ import pytest
 from stumplib.phase.quadrature import quadrature_4d
 from stumplib.phase.replica import FixedRuleResult, se_update, solve_fixed_rule, theta_profile
 from stumplib.phase.setting import StateEvolutionError
+from stumplib.phase import UpdateOptions, check_model
 
 from conftest import POS_FILE, SEM_FILE
 from conftest import read_reference as _read
@@ -24,7 +25,8 @@ def test_update_is_linear_in_alpha_at_fixed_overlaps():
     overlaps do not."""
     nodes, w = quadrature_4d("sobol", 10)
     z = dict(q=[0.08, 0.1], m=[0.0, 0.02], V=[4.0, 3.0], theta=[0.05, 0.04])
-    u1, u2 = (se_update(a, **z, omega=0.3, nodes=nodes, weights=w) for a in (1.5, 1.1))
+    u1, u2 = (se_update(a, **z, model=check_model(omega=0.3),
+                        options=UpdateOptions(nodes=nodes, weights=w)) for a in (1.5, 1.1))
     assert np.array_equal(u1["prox"], u2["prox"])
     for k in ("q_hat", "m_hat", "V_hat", "theta_hat"):
         np.testing.assert_allclose(u2[k], u1[k] * 1.1 / 1.5, rtol=1e-12, atol=1e-15, err_msg=k)
@@ -37,12 +39,14 @@ def test_update_is_linear_in_alpha_at_fixed_overlaps():
 # ---------------------------------------------------------------- the fixed-rule solver
 @pytest.fixture(scope="module")
 def se_points():
-    return {br: solve_fixed_rule([1.0, 2.0], omega=0.3, branch=br, n_nodes=6) for br in ("semantic", "positional")}
+    return {br: solve_fixed_rule([1.0, 2.0], n_nodes=6, model=check_model(omega=0.3, branch=br))
+            for br in ("semantic", "positional")}
 
 
 def test_fixed_point_satisfies_the_equations(se_points):
     for br, r in se_points.items():
-        up = se_update([1.0, 2.0], r["q"], r["m"], r["V"], r["theta"], omega=0.3, n_nodes=6)
+        up = se_update([1.0, 2.0], r["q"], r["m"], r["V"], r["theta"],
+                       model=check_model(omega=0.3), options=UpdateOptions(n_nodes=6))
         for k in ("q", "V", "theta"):
             np.testing.assert_allclose(up[k], r[k], rtol=1e-4, atol=1e-8, err_msg=f"{br} {k}")
         np.testing.assert_allclose(up["m"], r["m"], rtol=1e-4, atol=1e-5, err_msg=f"{br} m")
@@ -65,13 +69,13 @@ def test_fixed_rule_result_reads_as_attributes_and_as_a_dict(se_points):
     assert r.theta is r["theta"] and dict(r)["q"] is r.q and "test_error" in r and "x" not in r
     with pytest.raises(KeyError):
         r["x"]
-    one = solve_fixed_rule(2.0, omega=0.3, n_nodes=6)
+    one = solve_fixed_rule(2.0, n_nodes=6, model=check_model(omega=0.3))
     assert np.ndim(one["q"]) == 0 and one.q == r.q[1] and one.alpha == 2.0
 
 
 def test_state_evolution_raises_when_not_converged():
     with pytest.raises(StateEvolutionError, match="did not converge"):
-        solve_fixed_rule(1.0, omega=0.3, n_nodes=4, max_iter=2)
+        solve_fixed_rule(1.0, n_nodes=4, max_iter=2, model=check_model(omega=0.3))
 
 
 @pytest.mark.slow
@@ -81,7 +85,7 @@ def test_theory_matches_published_fixed_points_at_large_alpha():
     for name, br in ((SEM_FILE, "semantic"), (POS_FILE, "positional")):
         ref = _read(name)
         sel = ref["alpha"] >= 1.0
-        r = solve_fixed_rule(ref["alpha"][sel], omega=0.3, branch=br, n_nodes=6)
+        r = solve_fixed_rule(ref["alpha"][sel], n_nodes=6, model=check_model(omega=0.3, branch=br))
         rel = np.abs(r["test_error"] - ref["mse"][sel] / 2) / (ref["mse"][sel] / 2)
         assert rel.max() < 0.05, (br, rel.max())
         np.testing.assert_allclose(r["train_loss"], -ref["Phi"][sel], rtol=0.03)
@@ -97,7 +101,7 @@ def test_theory_matches_published_fixed_points_outside_the_window():
         sel = np.ones(ref["alpha"].shape, dtype=bool)
         if br == "semantic":
             sel = (ref["alpha"] < WINDOW[0]) | (ref["alpha"] > WINDOW[1])
-        r = solve_fixed_rule(ref["alpha"][sel], omega=0.3, branch=br, n_nodes=6)
+        r = solve_fixed_rule(ref["alpha"][sel], n_nodes=6, model=check_model(omega=0.3, branch=br))
         rel = np.abs(r["test_error"] - ref["mse"][sel] / 2) / (ref["mse"][sel] / 2)
         assert rel.max() < 0.05, (br, ref["alpha"][sel][np.argmax(rel)], rel.max())
         assert sel.sum() >= 17
@@ -137,7 +141,7 @@ def test_published_semantic_point_in_the_window_is_not_a_fixed_point():
 
 def test_theta_profile_root_is_the_state_evolution_fixed_point():
     """The root of the theta-residual equals the damped iteration's fixed point (same rule)."""
-    se = solve_fixed_rule(2.0, omega=0.3, n_nodes=6)
+    se = solve_fixed_rule(2.0, n_nodes=6, model=check_model(omega=0.3))
     p = theta_profile(2.0, np.linspace(0.14, 0.17, 4), omega=0.3, n_nodes=6)
     assert abs(p["root"] / se["theta"] - 1) < 2e-3, (p["root"], se["theta"])
     i = int(np.argmin(np.abs(p["theta"] - se["theta"])))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from stumplib.phase import AccuracyNotReached, Outcome, state_evolution
 from stumplib.phase.replica import se_update
 from stumplib.phase.solver import OUTPUT_KEYS, StateEvolutionResult, estimate, scrambled_rules
+from stumplib.phase import SolverOptions, UpdateOptions, check_model
 
 from conftest import POS_FILE, SEM_FILE
 from conftest import read_reference as _read
@@ -17,7 +19,8 @@ from conftest import read_reference as _read
 
 @pytest.fixture(scope="module")
 def accurate_alpha2():
-    return state_evolution(2.0, omega=0.3, branch="semantic", rtol=1e-3)
+    return state_evolution(2.0, model=check_model(omega=0.3, branch="semantic"),
+                           options=SolverOptions(rtol=1e-3))
 
 
 def test_solver_converges_with_its_error_estimate(accurate_alpha2):
@@ -34,7 +37,9 @@ def test_solver_converges_with_its_error_estimate(accurate_alpha2):
 def test_solver_error_estimate_covers_an_independent_more_accurate_rule(accurate_alpha2):
     """A second family of scramblings (seed 1) at a 3x tighter target agrees with the first within
     the reported errors (three combined standard errors)."""
-    r, ref = accurate_alpha2, state_evolution(2.0, omega=0.3, branch="semantic", rtol=3e-4, seed=1)
+    r, ref = accurate_alpha2, state_evolution(2.0, seed=1,
+                                              model=check_model(omega=0.3, branch="semantic"),
+                                              options=SolverOptions(rtol=3e-4))
     assert ref["outcome"] == Outcome.CONVERGED
     for k in ("q", "V", "theta", "test_error", "train_loss"):
         assert abs(r[k] - ref[k]) <= 3 * math.hypot(r[f"{k}_err"], ref[f"{k}_err"]), (k, r[k], ref[k])
@@ -66,9 +71,11 @@ def test_result_reads_as_attributes_and_as_a_dict(accurate_alpha2):
 
 def test_solver_raises_when_the_target_cannot_be_met():
     with pytest.raises(AccuracyNotReached, match="rtol"):
-        state_evolution(2.0, omega=0.3, rtol=1e-5, min_log2_points=8, max_log2_points=9)
-    r = state_evolution(2.0, omega=0.3, rtol=1e-5, min_log2_points=8, max_log2_points=9,
-                        on_accuracy="undecided", stability=False)
+        state_evolution(2.0, model=check_model(omega=0.3),
+                        options=SolverOptions(rtol=1e-5, min_log2_points=8, max_log2_points=9))
+    r = state_evolution(2.0, on_accuracy="undecided", model=check_model(omega=0.3),
+                        options=SolverOptions(rtol=1e-5, min_log2_points=8, max_log2_points=9,
+                                              stability=False))
     assert r["outcome"] == Outcome.UNDECIDED and "rtol" in r["reason"]
     assert np.isfinite(r["test_error_err"]) and r["test_error_err"] > 1e-5 * r["test_error"]
 
@@ -78,11 +85,13 @@ def test_solver_positional_branch_and_the_vanishing_semantic_branch():
     collapses: its fixed point has theta zero within the quadrature error (measured 1.7e-4 +-
     8.8e-4 against theta ~ 0.1 and more where the branch exists), which the solver reports as
     undecided with that reason, never as a converged semantic point."""
-    r = state_evolution(2.0, omega=0.3, branch="positional", rtol=3e-3)
+    r = state_evolution(2.0, model=check_model(omega=0.3, branch="positional"),
+                        options=SolverOptions(rtol=3e-3))
     assert r["outcome"] == Outcome.CONVERGED and r["m"] > 0.2 and r["theta"] == 0
     assert abs(r["test_error"] / (0.006980917367439443 / 2) - 1) < 0.02
-    s = state_evolution(0.3, omega=0.3, branch="semantic", rtol=3e-3, max_log2_points=12,
-                        on_accuracy="undecided")
+    s = state_evolution(0.3, on_accuracy="undecided",
+                        model=check_model(omega=0.3, branch="semantic"),
+                        options=SolverOptions(rtol=3e-3, max_log2_points=12))
     assert s["outcome"] == Outcome.UNDECIDED
     assert s["reason"].startswith("theta is zero within its quadrature error")
     assert abs(s["theta"]) < 5e-3 and s["m"] == 0
@@ -95,8 +104,9 @@ def test_solver_returns_a_named_outcome_at_every_published_alpha():
     for name, br in ((SEM_FILE, "semantic"), (POS_FILE, "positional")):
         ref = _read(name)
         a = ref["alpha"][ref["alpha"] >= 0.3]
-        r = state_evolution(a, omega=0.3, branch=br, rtol=3e-3, max_log2_points=13, on_accuracy="undecided",
-                            stability=False)
+        r = state_evolution(a, on_accuracy="undecided", model=check_model(omega=0.3, branch=br),
+                            options=SolverOptions(rtol=3e-3, max_log2_points=13,
+                                                  stability=False))
         assert set(r["outcome"]) <= set(Outcome.ALL)
         conv = r["outcome"] == Outcome.CONVERGED
         assert np.all((r["theta"] if br == "semantic" else r["m"])[conv] > 0)
@@ -109,8 +119,9 @@ def test_solver_named_outcome_where_the_fixed_rule_raised():
     pooled rule reaches a fixed point whose theta is zero within its quadrature error (measured
     2.6e-3 +- 1.5e-3 at 12 scramblings of 2^13): undecided, with that reason, and a finite test
     error with its error bar."""
-    r = state_evolution(1.03, omega=0.5, branch="semantic", rtol=3e-3, max_log2_points=14,
-                        on_accuracy="undecided", stability=False)
+    r = state_evolution(1.03, on_accuracy="undecided",
+                        model=check_model(omega=0.5, branch="semantic"),
+                        options=SolverOptions(rtol=3e-3, max_log2_points=14, stability=False))
     assert r["outcome"] == Outcome.UNDECIDED
     assert r["reason"].startswith("theta is zero within its quadrature error")
     assert np.isfinite(r["test_error"]) and 0 < r["test_error_err"] < 1e-3 * r["test_error"]
@@ -124,8 +135,9 @@ def _own_fixed_point(a, z, nodes, tol=1e-9, h=1e-6):
     keys, free = ("q", "m", "V", "theta"), [0, 2, 3]
 
     def F(z, warm=None):
-        up = se_update(a, *z, omega=0.3, nodes=nodes, weights=w, with_test_error=False, warm=warm,
-                       restart=warm is None)
+        up = se_update(a, *z, warm=warm, model=check_model(omega=0.3),
+                       options=UpdateOptions(nodes=nodes, weights=w, with_test_error=False,
+                                             restart=warm is None))
         f = np.array([float(up[k][0]) for k in keys])
         f[1] = 0.0
         return f, up["prox"]
@@ -151,8 +163,9 @@ def test_solver_delta_method_matches_per_scrambling_fixed_points():
     spread of the K fixed points, and their mean is the pooled fixed point."""
     from scipy.stats import t as student_t
     K, p, a = 6, 10, 2.0
-    r = state_evolution(a, omega=0.3, rtol=0.1, n_scramblings=K, min_log2_points=p, max_log2_points=p + 1,
-                        stability=False)
+    r = state_evolution(a, model=check_model(omega=0.3),
+                        options=SolverOptions(rtol=0.1, n_scramblings=K, min_log2_points=p,
+                                              max_log2_points=p + 1, stability=False))
     assert r["outcome"] == Outcome.CONVERGED and r["log2_points"] == p
     nodes, _ = scrambled_rules(p, K, 0)
     z0 = np.array([r["q"], 0.0, r["V"], r["theta"]])
@@ -167,10 +180,11 @@ def test_sweep_by_continuation_reaches_the_points_solved_alone():
     same fixed points of the same pooled rule as solving each alpha alone from the default start (to
     the fixed-point tolerance: measured 3e-4 to 2e-3 of the quadrature errors), with at most half the
     map evaluations (measured 8 against 23 and 25)."""
-    kw = dict(omega=0.3, rtol=5e-3, stability=False, min_log2_points=10, max_log2_points=11)
-    sweep = state_evolution([1.8, 1.7, 1.6], **kw)
+    opts = SolverOptions(rtol=5e-3, stability=False, min_log2_points=10, max_log2_points=11)
+    sweep = state_evolution([1.8, 1.7, 1.6], model=check_model(omega=0.3), options=opts)
     for j, a in ((1, 1.7), (2, 1.6)):
-        alone = state_evolution(a, continuation=False, **kw)
+        alone = state_evolution(a, model=check_model(omega=0.3),
+                                options=replace(opts, continuation=False))
         assert sweep["outcome"][j] == alone["outcome"] == Outcome.CONVERGED
         assert sweep["log2_points"][j] == alone["log2_points"]
         for k in ("q", "V", "theta", "test_error"):
@@ -179,7 +193,7 @@ def test_sweep_by_continuation_reaches_the_points_solved_alone():
 
 
 def test_solver_same_seed_same_numbers():
-    kw = dict(omega=0.3, rtol=1e-2, stability=False)
+    kw = dict(model=check_model(omega=0.3), options=SolverOptions(rtol=1e-2, stability=False))
     r1, r2 = state_evolution([2.0, 1.8], **kw), state_evolution([2.0, 1.8], **kw)
     for k in ("q", "V", "theta", "test_error", "test_error_err", "log2_points", "n_updates"):
         assert np.array_equal(r1[k], r2[k]), k
@@ -200,8 +214,9 @@ def test_state_evolution_does_not_depend_on_the_number_of_threads(monkeypatch):
     out = {}
     for n in ("1", "2"):
         monkeypatch.setenv("STUMPLIB_THREADS", n)
-        out[n] = state_evolution([2.0, 1.8], omega=0.3, branch="semantic", rtol=3e-3, max_log2_points=13,
-                                 stability=False)
+        out[n] = state_evolution([2.0, 1.8], model=check_model(omega=0.3, branch="semantic"),
+                                 options=SolverOptions(rtol=3e-3, max_log2_points=13,
+                                                       stability=False))
     for k in ("q", "V", "theta", "test_error", "test_error_err", "log2_points"):
         assert np.array_equal(out["1"][k], out["2"][k]), k
     assert list(out["1"]["outcome"]) == list(out["2"]["outcome"]) == ["converged", "converged"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stumplib.phase.replica import se_update
+from stumplib.phase.replica import UpdateOptions, se_update
+from stumplib.phase.setting import check_model
 from stumplib.phase.solver_qmc import (nested_values, pooled_nodes, pooled_update, scrambled_rules,
                                        update_from_averages)
 
@@ -48,15 +49,17 @@ def test_pooled_update_is_the_update_on_the_pooled_rule_and_on_each_scrambling()
     assert ev["pooled"].shape == (1, 6) and ev["per"].shape == (1, K, 6)
     assert ev["prox"].shape == (1, K * 2 ** p, 2)
     keys = ("q", "m", "V", "theta")
-    ref = se_update(alpha, *Z, nodes=nodes, weights=np.full(len(nodes), 1 / len(nodes)),
-                    with_test_error=False, **KW)
+    ref = se_update(alpha, *Z, model=check_model(**KW),
+                    options=UpdateOptions(nodes=nodes, weights=np.full(len(nodes), 1 / len(nodes)),
+                                          with_test_error=False))
     got = ev["pooled"][0]
     np.testing.assert_allclose(got[:4], [ref[k][0] for k in keys], rtol=1e-9, atol=1e-14)
     assert got[5] == pytest.approx(ref["train_loss"][0], rel=1e-9)
     for k in range(K):
         block = nodes[k * 2 ** p:(k + 1) * 2 ** p]
-        own = se_update(alpha, *Z, nodes=block, weights=np.full(2 ** p, 2.0 ** -p),
-                        with_test_error=False, **KW)
+        own = se_update(alpha, *Z, model=check_model(**KW),
+                        options=UpdateOptions(nodes=block, weights=np.full(2 ** p, 2.0 ** -p),
+                                              with_test_error=False))
         np.testing.assert_allclose(ev["per"][0, k, :4], [own[c][0] for c in keys], rtol=1e-9,
                                    atol=1e-14)
     # the test error and the train loss are averages: the pooled one is the blocks' mean

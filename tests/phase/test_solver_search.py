@@ -10,6 +10,7 @@ import pytest
 from stumplib.phase.setting import StateEvolutionError, check_model
 from stumplib.phase.solver_search import (AccuracyNotReached, Outcome, Point, SolveSetup, Sweep,
                                           solve_point)
+from stumplib.phase import SolverOptions
 
 
 def _setup(branch="semantic", **kw):
@@ -98,7 +99,8 @@ def test_state_evolution_reads_the_neighbours_level_from_init(monkeypatch):
 
     monkeypatch.setattr(ss, "_pooled_solve", leaves)
     init = dict(q=0.3, m=0.0, V=1.0, theta=0.05, log2_points=12)
-    r = state_evolution([0.7], omega=0.3, rtol=2e-2, n_scramblings=4, min_log2_points=10,
-                        max_log2_points=13, init=init)
+    r = state_evolution([0.7], init=init, model=check_model(omega=0.3),
+                        options=SolverOptions(rtol=2e-2, n_scramblings=4, min_log2_points=10,
+                                              max_log2_points=13))
     assert r.outcome[0] == Outcome.NO_FIXED_POINT and r.log2_points[0] == 12
     assert levels == [10, 12]

@@ -8,6 +8,7 @@ import torch
 from stumplib.stump import baselines
 from stumplib.stump.model import estimate
 from stumplib.stump.tasks import sample_contexts, sample_tasks
+from stumplib.stump import Prior
 
 
 def test_baselines_match_definitions():
@@ -21,7 +22,7 @@ def test_baselines_match_definitions():
         assert baselines.min_positive(x, y)[j].item() == mp
         assert baselines.max_negative(x, y)[j].item() == mn
         assert baselines.midpoint(x, y)[j].item() == pytest.approx((mp + mn) / 2)
-        assert baselines.bayes_posterior_mean(x, y, 0.2, 0.8)[j].item() == pytest.approx(
+        assert baselines.bayes_posterior_mean(x, y, Prior(0.2, 0.8))[j].item() == pytest.approx(
             (max(mn, 0.2) + min(mp, 0.8)) / 2)
         assert baselines.erm_stump(x, y)[j].item() == pytest.approx((mp + mn) / 2)
 
@@ -41,8 +42,8 @@ def test_erm_stump_with_noisy_labels_minimises_errors():
 
 
 def test_bayes_has_lowest_mse_on_shared_sample():
-    tau, x, y = sample_tasks(40000, 10, 0.2, 0.8, seed=14, device="cpu")
-    mse = {name: ((fn(x, y, 0.2, 0.8) - tau) ** 2).mean().item() for name, fn in baselines.BASELINES.items()}
+    tau, x, y = sample_tasks(40000, 10, Prior(0.2, 0.8), seed=14, device="cpu")
+    mse = {name: ((fn(x, y, Prior(0.2, 0.8)) - tau) ** 2).mean().item() for name, fn in baselines.BASELINES.items()}
     mse["attention"] = ((estimate(x, y, 200.0, 170.0) - tau) ** 2).mean().item()
     for name, v in mse.items():
         if name != "Bayes":

@@ -9,6 +9,7 @@ from stumplib.stump.calibration import (OwnProfile, failure_probability, own_lab
                                   predicted_label_scores, tracking_scale)
 from stumplib.stump.corpus_grad import corpus_grad
 from stumplib.stump.transfer import draw_corpus_batch
+from stumplib.stump import Prior
 
 
 def _corpus():
@@ -98,9 +99,9 @@ def test_failure_probability_inverts_the_forward_rule_on_a_direct_simulation(pri
         top = lo + (hi - lo) * rng.random((40_000, m)).max(1)
         c = top + np.log(top * beta - 1) / beta  # the forward rule, written out
         np.testing.assert_array_equal(c, top + calibrated_shift(top, beta))
-        sim = predicted_label_scores(m, beta, 40_000, seed=m, tau_lo=lo, tau_hi=hi)
+        sim = predicted_label_scores(m, beta, 40_000, seed=m, prior=Prior(lo, hi))
         for tau in (0.5, 0.7):
-            p = failure_probability(tau, m, beta, lo, hi)
+            p = failure_probability(tau, m, beta, Prior(lo, hi))
             se = np.sqrt(p * (1 - p) / 40_000)
             assert abs(np.mean(c < tau) - p) < 4 * se + 1e-12
             assert abs(np.mean(sim < tau) - p) < 4 * se + 1e-12

@@ -8,16 +8,18 @@ import pytest
 from stumplib.core.stats import window_refits
 from stumplib.stump import exponents as EX
 from stumplib.stump import flow as FL
+from stumplib.stump import FlowOptions
 
 
 @pytest.fixture(scope="module")
 def long_flow():
     """Two runs to t = 1e12: a small uncalibrated start and an already calibrated one."""
-    return FL.integrate_flow([5.0, 5.0], [0.0, 5.0], 1e12, rtol=1e-6, atol=1e-8, n_records=161)
+    return FL.integrate_flow([5.0, 5.0], [0.0, 5.0], 1e12, n_records=161,
+                             options=FlowOptions(rtol=1e-6, atol=1e-8))
 
 
 def test_exponents_of_a_short_run_are_one_quarter():
-    r = FL.integrate_flow(20.0, 18.0, 1e9, rtol=1e-6, atol=1e-8, n_records=91)
+    r = FL.integrate_flow(20.0, 18.0, 1e9, n_records=91, options=FlowOptions(rtol=1e-6, atol=1e-8))
     fb = EX.fit_exponent(r.t, r.beta[0], 1e5, 1e9)
     fe = EX.fit_exponent(r.t, r.rmse[0], 1e5, 1e9)
     assert abs(fb.slope - 0.25) < 0.03

@@ -10,6 +10,7 @@ import torch
 import stumplib.stump.fast_kernel as fast_kernel
 from stumplib.stump.model import estimate_and_grad
 from stumplib.stump.trainer import RunConfig, corpus_loss_and_grad, make_corpora, train_gd
+from stumplib.stump import TrainOptions
 
 HAS_CUDA = torch.cuda.is_available()
 
@@ -86,9 +87,9 @@ def test_fast_kernel_mixed_signs_and_group_sizes_in_one_batch():
 def test_dropping_the_tail_changes_nothing(monkeypatch):
     """At large beta the trainer keeps a few columns; with every column the numbers agree."""
     cfgs = [RunConfig(64, 256, seed=s, lr=1e6, beta0=2000.0, b0=1700.0) for s in range(2)]
-    short = train_gd(cfgs, 60, device="cpu", progress=False, n_records=8)
+    short = train_gd(cfgs, 60, device="cpu", progress=False, options=TrainOptions(n_records=8))
     monkeypatch.setattr(fast_kernel, "TAIL_EXPONENT", float("inf"))
-    full = train_gd(cfgs, 60, device="cpu", progress=False, n_records=8)
+    full = train_gd(cfgs, 60, device="cpu", progress=False, options=TrainOptions(n_records=8))
     np.testing.assert_allclose(short.beta, full.beta, rtol=1e-13)
     np.testing.assert_allclose(short.b, full.b, rtol=1e-13)
     np.testing.assert_allclose(short.loss, full.loss, rtol=1e-12)
@@ -162,11 +163,11 @@ def test_series_trajectories_equal_the_direct_ones(monkeypatch):
 
     monkeypatch.setattr(fast_kernel, "_anchor_moments", count_anchor)
     monkeypatch.setattr(fast_kernel, "_direct_sums", count_direct)
-    ser = train_gd(cfgs, 3000, device="cpu", progress=False, n_records=30)
+    ser = train_gd(cfgs, 3000, device="cpu", progress=False, options=TrainOptions(n_records=30))
     assert 0 < calls["anchor"] < 300 and calls["direct"] > 0  # both paths were exercised, few anchors
     monkeypatch.setattr(fast_kernel, "_direct_sums", direct)
     _direct_instead(monkeypatch)
-    ref = train_gd(cfgs, 3000, device="cpu", progress=False, n_records=30)
+    ref = train_gd(cfgs, 3000, device="cpu", progress=False, options=TrainOptions(n_records=30))
     np.testing.assert_allclose(ser.beta, ref.beta, rtol=1e-13)
     np.testing.assert_allclose(ser.b, ref.b, rtol=1e-13)
     np.testing.assert_allclose(ser.loss, ref.loss, rtol=1e-11)
@@ -178,9 +179,9 @@ def test_series_batch_equals_runs_one_by_one_exactly():
     """Anchors are placed per run (own distance and speed), so a batch of runs large enough for the
     expansion gives the same bits as each run alone."""
     cfgs = [RunConfig(64, 96, seed=s, lr=lr) for s, lr in [(0, 1e3), (1, 3e3), (2, 4e3)]]
-    batch = train_gd(cfgs, 400, device="cpu", progress=False, n_records=10)
+    batch = train_gd(cfgs, 400, device="cpu", progress=False, options=TrainOptions(n_records=10))
     for r, c in enumerate(cfgs):
-        one = train_gd([c], 400, device="cpu", progress=False, n_records=10)
+        one = train_gd([c], 400, device="cpu", progress=False, options=TrainOptions(n_records=10))
         np.testing.assert_array_equal(one.beta[0], batch.beta[r])
         np.testing.assert_array_equal(one.b[0], batch.b[r])
 
@@ -192,8 +193,10 @@ def test_cuda_fast_kernel_matches_cpu():
     cfgs += [RunConfig(64, 256, seed=5, lr=1e6, beta0=2000.0, b0=1700.0, beta_stop=2000.5),
              RunConfig(64, 256, seed=6, lr=1e6, beta0=2000.0, b0=1700.0)]
     for grouping in ("shape", "pad"):
-        cpu = train_gd(cfgs, 100, device="cpu", progress=False, grouping=grouping)
-        gpu = train_gd(cfgs, 100, device="cuda", progress=False, grouping=grouping)
+        cpu = train_gd(cfgs, 100, device="cpu", progress=False,
+                       options=TrainOptions(grouping=grouping))
+        gpu = train_gd(cfgs, 100, device="cuda", progress=False,
+                       options=TrainOptions(grouping=grouping))
         np.testing.assert_allclose(gpu.beta, cpu.beta, rtol=1e-10)
         np.testing.assert_allclose(gpu.b, cpu.b, rtol=1e-10)
         np.testing.assert_allclose(gpu.loss, cpu.loss, rtol=1e-10)

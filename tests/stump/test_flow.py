@@ -11,6 +11,8 @@ from stumplib.core.errors import TrainingDiverged
 from stumplib.stump import flow as FL
 from stumplib.stump import landscape as LA
 from stumplib.stump.population import population_loss, population_loss_and_grad
+from stumplib.stump import FlowOptions, TrainOptions
+from stumplib.stump import Prior
 
 POINTS = [(5.0, 0.0), (3.0, 2.5), (20.0, 18.0), (300.0, 245.0)]
 
@@ -18,7 +20,8 @@ POINTS = [(5.0, 0.0), (3.0, 2.5), (20.0, 18.0), (300.0, 245.0)]
 @pytest.fixture(scope="module")
 def long_flow():
     """Two runs to t = 1e12: a small uncalibrated start and an already calibrated one."""
-    return FL.integrate_flow([5.0, 5.0], [0.0, 5.0], 1e12, rtol=1e-6, atol=1e-8, n_records=161)
+    return FL.integrate_flow([5.0, 5.0], [0.0, 5.0], 1e12, n_records=161,
+                             options=FlowOptions(rtol=1e-6, atol=1e-8))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -39,15 +42,15 @@ def test_velocity_is_minus_finite_difference_gradient(beta, b):
 def test_log_time_rhs_is_minus_exact_gradient_times_one_plus_t():
     beta = np.array([p[0] for p in POINTS])
     b = np.array([p[1] for p in POINTS])
-    _, gb, gB = population_loss_and_grad(torch.tensor(beta), torch.tensor(b), 0.3, 0.7)
+    _, gb, gB = population_loss_and_grad(torch.tensor(beta), torch.tensor(b), Prior(0.3, 0.7))
     s = np.log1p(123.0)
-    out = FL.log_time_rhs(s, np.concatenate([beta, b]), 0.3, 0.7)
+    out = FL.log_time_rhs(s, np.concatenate([beta, b]), Prior(0.3, 0.7))
     np.testing.assert_allclose(out, -124.0 * np.concatenate([gb.numpy(), gB.numpy()]), rtol=1e-12)
     # vectorised call (2R, k): columns are independent states
     Y = np.stack([np.concatenate([beta, b]), np.concatenate([beta * 2, b * 2])], 1)
-    outv = FL.log_time_rhs(s, Y, 0.3, 0.7)
+    outv = FL.log_time_rhs(s, Y, Prior(0.3, 0.7))
     np.testing.assert_allclose(outv[:, 0], out, rtol=1e-12)
-    np.testing.assert_allclose(outv[:, 1], FL.log_time_rhs(s, Y[:, 1].copy(), 0.3, 0.7), rtol=1e-12)
+    np.testing.assert_allclose(outv[:, 1], FL.log_time_rhs(s, Y[:, 1].copy(), Prior(0.3, 0.7)), rtol=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -82,10 +85,11 @@ def test_rmse_local_exponent_is_the_flow_derivative_of_log_rmse(long_flow):
 # gradient descent
 # ---------------------------------------------------------------------------------------------
 def test_gd_with_small_step_follows_the_flow_with_first_order_error():
-    flow = FL.integrate_flow(5.0, 0.0, 150.0, rtol=1e-9, atol=1e-11, n_records=300, t_first=0.5)
+    flow = FL.integrate_flow(5.0, 0.0, 150.0, n_records=300, t_first=0.5,
+                             options=FlowOptions(rtol=1e-9, atol=1e-11))
     errs = []
     for lr in (1.0, 0.5):
-        gd = FL.population_gd(5.0, 0.0, lr, int(150 / lr), n_records=40)
+        gd = FL.population_gd(5.0, 0.0, lr, int(150 / lr), options=TrainOptions(n_records=40))
         fb, fB = FL.interpolate_flow(flow, gd.t[0])
         errs.append(max(np.max(np.abs(gd.beta[0] / fb - 1)), np.max(np.abs(gd.b[0] - fB))))
     assert errs[0] < 0.02
@@ -93,11 +97,12 @@ def test_gd_with_small_step_follows_the_flow_with_first_order_error():
 
 
 def test_gd_batch_equals_single_runs_and_too_large_step_raises():
-    batch = FL.population_gd([5.0, 20.0], [0.0, 20.0], [1.0, 10.0], 50, n_records=10)
-    one = FL.population_gd(20.0, 20.0, 10.0, 50, n_records=10)
+    batch = FL.population_gd([5.0, 20.0], [0.0, 20.0], [1.0, 10.0], 50,
+                             options=TrainOptions(n_records=10))
+    one = FL.population_gd(20.0, 20.0, 10.0, 50, options=TrainOptions(n_records=10))
     np.testing.assert_allclose(batch.beta[1], one.beta[0], rtol=1e-12)
     with pytest.raises(TrainingDiverged, match="lr"):
-        FL.population_gd(5.0, 0.0, 1e4, 200, n_records=5)
+        FL.population_gd(5.0, 0.0, 1e4, 200, options=TrainOptions(n_records=5))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,6 +110,6 @@ def test_gd_batch_equals_single_runs_and_too_large_step_raises():
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available")
 def test_gd_on_cuda_matches_cpu():
-    a = FL.population_gd(5.0, 0.0, 1.0, 30, n_records=5, device="cpu")
-    b = FL.population_gd(5.0, 0.0, 1.0, 30, n_records=5, device="cuda")
+    a = FL.population_gd(5.0, 0.0, 1.0, 30, device="cpu", options=TrainOptions(n_records=5))
+    b = FL.population_gd(5.0, 0.0, 1.0, 30, device="cuda", options=TrainOptions(n_records=5))
     np.testing.assert_allclose(a.beta, b.beta, rtol=1e-10)

@@ -10,6 +10,7 @@ import torch
 from stumplib.stump import baselines
 from stumplib.stump.model import attention_weights, estimate, estimate_and_grad
 from stumplib.stump.tasks import sample_tasks
+from stumplib.stump import Prior
 
 
 def _brute_estimate(x, y, beta, b):
@@ -63,7 +64,7 @@ def test_analytic_derivatives_match_finite_differences(beta, b):
 
 
 def test_sharp_attention_is_min_positive():
-    tau, x, y = sample_tasks(50, 40, tau_lo=0.2, tau_hi=0.8, seed=5, device="cpu")
+    tau, x, y = sample_tasks(50, 40, prior=Prior(0.2, 0.8), seed=5, device="cpu")
     has_pos = y.sum(-1) > 0
     f = estimate(x, y, 1e6, 0.95e6)
     mp = baselines.min_positive(x, y)
@@ -87,7 +88,7 @@ def _balanced_near_ties(beta: float):
     """Contexts where, at scale ``beta``, three examples carry comparable weight: the smallest
     positive ``x_p``, a second positive at ``x_p + 1/beta`` and the smallest ``x`` (a negative),
     with ``b`` per task chosen so that the two sides balance; ``(x, y, b)``."""
-    _, x, y = sample_tasks(8, 40, tau_lo=0.4, tau_hi=0.6, seed=6, device="cpu")
+    _, x, y = sample_tasks(8, 40, prior=Prior(0.4, 0.6), seed=6, device="cpu")
     b = torch.empty(8)
     for j in range(8):
         pos = torch.nonzero(y[j] > 0).flatten()

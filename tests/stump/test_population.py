@@ -11,6 +11,7 @@ from stumplib.stump.model import estimate
 from stumplib.stump.population import (population_error, population_estimate, population_loss,
                                  population_loss_and_grad, population_moments, prior_quadrature)
 from stumplib.stump.tasks import sample_contexts
+from stumplib.stump import Prior
 
 
 def test_population_estimate_matches_monte_carlo():
@@ -62,6 +63,6 @@ def test_population_loss_gradient_and_quadrature():
         e = population_error(taus, beta, b)
         ref = torch.trapezoid(e * e, taus) / 0.6
         assert L.item() == pytest.approx(ref.item(), rel=1e-6)
-    nodes, weights = prior_quadrature(torch.tensor([30.0]), torch.tensor([25.0]), 0.2, 0.8)
+    nodes, weights = prior_quadrature(torch.tensor([30.0]), torch.tensor([25.0]), Prior(0.2, 0.8))
     assert weights.sum().item() == pytest.approx(1.0, rel=1e-12)
     assert nodes.min() >= 0.2 and nodes.max() <= 0.8

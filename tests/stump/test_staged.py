@@ -12,6 +12,7 @@ from stumplib.stump.frozen import sq_errors
 from stumplib.stump.staged import stage_marks, train_staged
 from stumplib.stump.tasks import sample_tasks
 from stumplib.stump.transfer import population_path, step_size_limit
+from stumplib.stump import Prior
 
 
 def test_stage_marks():
@@ -25,7 +26,7 @@ def test_staged_gd_stops_at_the_first_step_past_beta_star():
     assert np.all(r.stop_step > 0) and np.all(stop_beta >= bstop)
     # replay GD by hand with the same schedule and the general corpus gradient (not the trainer's
     # sorted kernel): one step earlier, beta was still below beta*; every mark at the same step
-    corp = [sample_tasks(32, 32, 0.2, 0.8, seed=s, device="cpu") for s in (0, 1)]
+    corp = [sample_tasks(32, 32, Prior(0.2, 0.8), seed=s, device="cpu") for s in (0, 1)]
     c0 = float(population_path([beta0])["c"][0])
     marks = r.marks
     lim = step_size_limit(np.concatenate([[beta0], marks]))

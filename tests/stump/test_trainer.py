@@ -17,6 +17,7 @@ from stumplib.stump.trainer import (RunConfig, TrainingDiverged, corpus_loss_and
                                     make_corpora, record_steps, train_gd)
 
 from conftest import ROOT
+from stumplib.stump import TrainOptions
 
 HAS_CUDA = torch.cuda.is_available()
 
@@ -30,7 +31,7 @@ def _bench():
 
 
 def _autograd_loss(cfg: RunConfig, beta: float, b: float):
-    tau, x, y = sample_tasks(cfg.m, cfg.n, cfg.tau_lo, cfg.tau_hi, seed=cfg.seed, device="cpu")
+    tau, x, y = sample_tasks(cfg.m, cfg.n, cfg.prior, seed=cfg.seed, device="cpu")
     p = torch.tensor([beta, b], requires_grad=True)
     f = estimate(x, y, p[0], p[1])
     L = ((f - tau) ** 2).mean()
@@ -58,14 +59,15 @@ def test_analytic_gradient_equals_autograd_on_padded_corpora(beta, b):
 def test_batch_equals_runs_one_by_one_exactly():
     cfgs = [RunConfig(m=16, n=16, seed=s, lr=lr) for s, lr in [(0, 3e2), (1, 1e2), (2, 3e2)]]
     cfgs += [RunConfig(m=12, n=20, seed=4, beta0=30.0, b0=30.0, lr=3e2)]
-    batch = train_gd(cfgs, 300, device="cpu", progress=False, n_records=12)
+    batch = train_gd(cfgs, 300, device="cpu", progress=False, options=TrainOptions(n_records=12))
     for r, c in enumerate(cfgs):
-        one = train_gd([c], 300, device="cpu", progress=False, n_records=12)
+        one = train_gd([c], 300, device="cpu", progress=False, options=TrainOptions(n_records=12))
         np.testing.assert_array_equal(one.beta[0], batch.beta[r])
         np.testing.assert_array_equal(one.b[0], batch.b[r])
         np.testing.assert_array_equal(one.loss[0], batch.loss[r])
     # one padded batch (masks) gives the same trajectories up to summation order
-    pad = train_gd(cfgs, 300, device="cpu", progress=False, n_records=12, grouping="pad")
+    pad = train_gd(cfgs, 300, device="cpu", progress=False,
+                   options=TrainOptions(n_records=12, grouping="pad"))
     np.testing.assert_allclose(pad.beta, batch.beta, rtol=1e-12)
     np.testing.assert_allclose(pad.b, batch.b, rtol=1e-12)
 
@@ -89,16 +91,17 @@ def test_gd_decreases_the_loss_and_grows_the_scale():
 
 def test_diverging_step_size_raises_named_error():
     with pytest.raises(TrainingDiverged, match=r"lr=1e\+07"):
-        train_gd([RunConfig(m=8, n=8, seed=0, lr=1e2), RunConfig(m=8, n=8, seed=1, lr=1e7)], 2000,
-                 device="cpu", progress=False, check_every=16)
+        train_gd([RunConfig(m=8, n=8, seed=0, lr=1e2), RunConfig(m=8, n=8, seed=1, lr=1e7)],
+                 2000, device="cpu", progress=False, options=TrainOptions(check_every=16))
 
 
 def test_on_diverge_stop_freezes_only_the_bad_run():
     good, bad = RunConfig(m=8, n=8, seed=0, lr=1e2), RunConfig(m=8, n=8, seed=1, lr=1e7)
-    res = train_gd([good, bad], 500, device="cpu", progress=False, check_every=8, on_diverge="stop")
+    res = train_gd([good, bad], 500, device="cpu", progress=False,
+                   options=TrainOptions(check_every=8, on_diverge="stop"))
     assert res.diverged_at[0] == -1 and res.diverged_at[1] > 0
     assert np.isnan(res.beta[1, -1]) and np.isfinite(res.beta[0, -1])
-    solo = train_gd([good], 500, device="cpu", progress=False, check_every=8)
+    solo = train_gd([good], 500, device="cpu", progress=False, options=TrainOptions(check_every=8))
     np.testing.assert_array_equal(solo.beta[0], res.beta[0])
 
 
@@ -128,7 +131,7 @@ def test_parameters_after_100_steps_equal_the_replaced_trainer(m, n, lr, beta0, 
     """The default start (and two large-scale starts, where the tail is dropped): same parameters
     after 100 steps as the trainer before issue 12, to 1e-12 relative."""
     cfgs = [RunConfig(m, n, seed=s, lr=lr, beta0=beta0, b0=b0) for s in range(3)]
-    res = train_gd(cfgs, 100, device="cpu", progress=False, n_records=2)
+    res = train_gd(cfgs, 100, device="cpu", progress=False, options=TrainOptions(n_records=2))
     final, L = _bench().replaced_train(cfgs, 100, torch.device("cpu"), with_loss=True)
     np.testing.assert_allclose(res.final_beta, final[:, 0].numpy(), rtol=1e-12, atol=0)
     np.testing.assert_allclose(res.final_b, final[:, 1].numpy(), rtol=1e-12, atol=0)
@@ -141,13 +144,13 @@ def test_parameters_after_100_steps_equal_the_replaced_trainer(m, n, lr, beta0, 
 def test_stop_scale_freezes_at_the_first_step_past_it():
     steps = 40
     base = [RunConfig(24, 24, seed=s, lr=3e2) for s in range(3)]
-    free = train_gd(base, steps, device="cpu", progress=False, n_records=400)
+    free = train_gd(base, steps, device="cpu", progress=False, options=TrainOptions(n_records=400))
     np.testing.assert_array_equal(free.steps, np.arange(steps + 1))  # every step is recorded
     assert np.all(np.diff(free.beta[1]) > 0)
     k = 17
     stop = float(free.beta[1, k]) - 1e-9  # just below the value reached at step k
     cfgs = [base[0], RunConfig(24, 24, seed=1, lr=3e2, beta_stop=stop), base[2]]
-    res = train_gd(cfgs, steps, device="cpu", progress=False, n_records=400)
+    res = train_gd(cfgs, steps, device="cpu", progress=False, options=TrainOptions(n_records=400))
     assert res.stop_step.tolist() == [-1, k, -1]
     first = int(np.argmax(free.beta[1] >= stop))
     assert first == k
@@ -160,7 +163,8 @@ def test_stop_scale_freezes_at_the_first_step_past_it():
 
 
 def test_stop_scale_at_or_below_the_start_stops_at_step_0():
-    res = train_gd([RunConfig(8, 8, seed=0, lr=1e2, beta_stop=20.0)], 30, device="cpu", progress=False)
+    res = train_gd([RunConfig(8, 8, seed=0, lr=1e2, beta_stop=20.0)], 30, device="cpu",
+                   progress=False)
     assert res.stop_step[0] == 0 and np.all(res.beta[0] == 20.0)
 
 
@@ -172,7 +176,8 @@ def test_chained_runs_continue_from_the_frozen_parameters():
     k = int(first.stop_step[0])
     assert k > 0
     again = train_gd([RunConfig(32, 32, seed=4, lr=1e3, beta0=float(first.final_beta[0]),
-                                b0=float(first.final_b[0]))], 50, device="cpu", progress=False)
+                                b0=float(first.final_b[0]))],
+                     50, device="cpu", progress=False)
     replaced, cpu = _bench().replaced_train, torch.device("cpu")
     beta, b = replaced([RunConfig(32, 32, seed=4, lr=3e3)], k, cpu)[0].tolist()
     np.testing.assert_allclose(first.final_beta, [beta], rtol=1e-12)
@@ -204,7 +209,8 @@ def test_huge_step_is_caught_through_the_parameters():
 
 def test_sign_flip_is_divergence_and_stop_mode_freezes_it():
     good, bad = RunConfig(m=4, n=4, seed=0, lr=1e2), RunConfig(m=4, n=4, seed=0, lr=1e12)
-    res = train_gd([good, bad], 20, device="cpu", progress=False, on_diverge="stop", check_every=1)
+    res = train_gd([good, bad], 20, device="cpu", progress=False,
+                   options=TrainOptions(on_diverge="stop", check_every=1))
     assert res.diverged_at.tolist() == [-1, 1]
     assert np.isnan(res.beta[1, 1:]).all() and np.isfinite(res.beta[0]).all()
 
@@ -214,7 +220,7 @@ def test_sign_flip_is_divergence_and_stop_mode_freezes_it():
 # --------------------------------------------------------------------------------------------
 def _replay_schedule(cfg, steps):
     """GD by hand with corpus_grad and cfg.lr_marks: (beta_t, b_t) for t = 0..steps and the mark steps."""
-    tau, x, y = sample_tasks(cfg.m, cfg.n, cfg.tau_lo, cfg.tau_hi, seed=cfg.seed, device="cpu")
+    tau, x, y = sample_tasks(cfg.m, cfg.n, cfg.prior, seed=cfg.seed, device="cpu")
     beta, b, lr = torch.tensor([cfg.beta0]), torch.tensor([cfg.b0]), cfg.lr
     marks, j, hist, at = cfg.lr_marks, 0, [], []
     for t in range(steps + 1):
@@ -233,7 +239,8 @@ def test_lr_marks_switch_the_step_at_the_first_step_past_each_mark():
             RunConfig(32, 32, seed=3, lr=1.5e2, lr_marks=[[22.0, 3e2]]),  # a list is stored as tuples
             RunConfig(32, 32, seed=4, lr=2e2)]  # no schedule: padded with -1 / NaN
     steps = 200
-    res = train_gd(cfgs, steps, device="cpu", progress=False, n_records=10 * steps)
+    res = train_gd(cfgs, steps, device="cpu", progress=False,
+                   options=TrainOptions(n_records=10 * steps))
     np.testing.assert_array_equal(res.steps, np.arange(steps + 1))  # every step is recorded
     assert cfgs[1].lr_marks == ((22.0, 300.0),)
     assert np.all(np.diff(res.beta[:2]) > 0) and np.all(res.mark_step[0] > 0)
@@ -250,10 +257,12 @@ def test_lr_marks_switch_the_step_at_the_first_step_past_each_mark():
         assert np.all(res.mark_step[r, J:] == -1) and np.isnan(res.mark_beta[r, J:]).all()
     assert np.all(res.mark_step[2] == -1) and np.isnan(res.mark_b[2]).all()
     # the run without marks is the same as on its own, and a mark that keeps the step changes nothing
-    alone = train_gd([cfgs[2]], steps, device="cpu", progress=False, n_records=10 * steps)
+    alone = train_gd([cfgs[2]], steps, device="cpu", progress=False,
+                     options=TrainOptions(n_records=10 * steps))
     np.testing.assert_array_equal(res.beta[2], alone.beta[0])
     same = train_gd([RunConfig(32, 32, seed=4, lr=2e2, lr_marks=((21.0, 2e2),), record_scales=(20.5, 24.0))],
-                    steps, device="cpu", progress=False, n_records=10 * steps)
+                    steps, device="cpu", progress=False,
+                    options=TrainOptions(n_records=10 * steps))
     np.testing.assert_array_equal(same.beta[0], alone.beta[0])
     t = int(same.scale_step[0, 1])
     assert same.beta[0, t] >= 24.0 > same.beta[0, t - 1] and same.scale_b[0, 1] == same.b[0, t]

@@ -14,6 +14,7 @@ from stumplib.stump import two_head as TH
 from stumplib.stump.model import estimate as one_head
 from stumplib.stump.tasks import labels
 from stumplib.stump.trainer import RunConfig, make_corpora, train_gd
+from stumplib.stump import TrainOptions
 
 D = torch.float64
 
@@ -119,8 +120,9 @@ def test_frozen_one_head_combination_is_the_one_head_trainer():
     not a test of the model."""
     cfgs = [RunConfig(m=32, n=32, seed=s, lr=400.0, beta0=20.0, b0=20.0, tau_lo=0.0, tau_hi=1.0)
             for s in range(2)]
-    th = TH.train_two_head(cfgs, 300, start="one-head", comb_step=0.0, device="cpu", n_records=8)
-    ref = train_gd(cfgs, 300, device="cpu", progress=False, n_records=8)
+    th = TH.train_two_head(cfgs, 300, start="one-head", comb_step=0.0, device="cpu",
+                           options=TrainOptions(n_records=8))
+    ref = train_gd(cfgs, 300, device="cpu", progress=False, options=TrainOptions(n_records=8))
     assert np.array_equal(th.steps, ref.steps)
     assert np.allclose(th.heads[:, :, 0], ref.beta, rtol=1e-11, atol=0)
     assert np.allclose(th.heads[:, :, 1], ref.b, rtol=1e-11, atol=0)
@@ -183,7 +185,7 @@ def test_blind_head_loses_its_weight():
 def test_divergence_is_caught_with_a_message():
     cfgs = [RunConfig(m=16, n=8, seed=0, lr=1e9, beta0=20.0, b0=20.0, tau_lo=0.0, tau_hi=1.0)]
     with pytest.raises(TrainingDiverged, match=r"diverged at step \d+ .*lr=1e\+09"):
-        TH.train_two_head(cfgs, 50, device="cpu", check_every=1)
+        TH.train_two_head(cfgs, 50, device="cpu", options=TrainOptions(check_every=1))
 
 
 def test_weights_of_the_rules():

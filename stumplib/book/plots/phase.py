@@ -467,8 +467,8 @@ def flat_landscape_figure(land: Mapping[int, Mapping[str, Any]], held: Mapping[s
     ax.set_xlabel(r"$1/d$ (lines, bands: theory)")
     ax.set_ylabel(r"curvature $d^2 E / d\theta^2$")
     hl = [ax_.get_legend_handles_labels() for ax_ in (axes[0], axes[2], axes[3])]
-    fig.legend(sum((h for h, _ in hl), []), sum((lab for _, lab in hl), []), loc="outside lower center",
-               ncol=3, fontsize=LEGEND)
+    fig.legend(sum((h for h, _ in hl), []), sum((lab for _, lab in hl), []),
+               loc="outside lower center", ncol=2, fontsize=LEGEND)  # 2 columns fit 7 inches
     style.label_panels(axes)
     plt.close(fig)
     return fig

@@ -382,8 +382,9 @@ def search_bias(recorded: Mapping[int, Mapping[str, np.ndarray]],
     -------
     dict
         ``rows`` (one dict per seed searched again: ``d``, ``seed``, ``loss_recorded``,
-        ``loss_new``, ``lower`` (bool), ``d_theta``, ``d_test``) and ``per_d`` (``{d: dict(
-        rerun, lower, seeds, bias_theta, bias_theta_se, bias_test, bias_test_se)}``, ``seeds``
+        ``loss_new``, ``lower`` (bool), ``higher`` (bool: the new search ended above the
+        recorded lowest, missing it), ``d_theta``, ``d_test``) and ``per_d`` (``{d: dict(rerun,
+        lower, higher, seeds, bias_theta, bias_theta_se, bias_test, bias_test_se)}``, ``seeds``
         the recorded seeds at ``d``).
     """
     rows: list[dict[str, Any]] = []
@@ -394,20 +395,21 @@ def search_bias(recorded: Mapping[int, Mapping[str, np.ndarray]],
         rec, new = recorded[d], rerun[d]
         rec_s = [int(x) for x in np.asarray(rec["s"]).reshape(-1)]
         shifts = {q: np.zeros(len(rec_s)) for q in ("theta", "test_error")}
-        n_new = n_lower = 0
+        n_new = n_lower = n_higher = 0
         for j, s in enumerate(int(x) for x in np.asarray(new["s"]).reshape(-1)):
             if s not in rec_s:
                 raise ValueError(f"rerun: seed {s} at d = {d} is not in the recorded sweep")
             a, b = _lowest(rec, rec_s.index(s)), _lowest(new, j)
             lower = bool(b["loss"] < a["loss"] - loss_tol)
+            higher = bool(b["loss"] > a["loss"] + loss_tol)  # the recorded minimum not re-found
             dth, dte = (b["theta"] - a["theta"], b["test_error"] - a["test_error"]) if lower \
                 else (0.0, 0.0)
             shifts["theta"][rec_s.index(s)], shifts["test_error"][rec_s.index(s)] = dth, dte
-            n_new, n_lower = n_new + 1, n_lower + lower
+            n_new, n_lower, n_higher = n_new + 1, n_lower + lower, n_higher + higher
             rows.append(dict(d=d, seed=s, loss_recorded=a["loss"], loss_new=b["loss"],
-                             lower=lower, d_theta=dth, d_test=dte))
+                             lower=lower, higher=higher, d_theta=dth, d_test=dte))
         S_ = len(rec_s)
-        per_d[d] = dict(rerun=n_new, lower=n_lower, seeds=S_,
+        per_d[d] = dict(rerun=n_new, lower=n_lower, higher=n_higher, seeds=S_,
                         bias_theta=float(shifts["theta"].mean()),
                         bias_theta_se=float(shifts["theta"].std(ddof=1) / math.sqrt(S_)),
                         bias_test=float(shifts["test_error"].mean()),
@@ -458,7 +460,8 @@ def bias_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [{"d": r["d"], "seed": r["seed"],
              "lowest loss (recorded)": f"{r['loss_recorded']:.9f}",
              "lowest loss (wider line)": f"{r['loss_new']:.9f}",
-             "still lower": "yes" if r["lower"] else "no",
+             "still lower": "yes" if r["lower"] else (
+                 "no (this search ended higher)" if r.get("higher") else "no"),
              "Δθ": f"{r['d_theta']:+.5f}", "Δ test error": f"{r['d_test']:+.2e}"}
             for r in rows]
 
@@ -499,8 +502,12 @@ def bias_sentence(per_d: Mapping[int, Mapping[str, float]], bias: Mapping[str, A
             continue
         se = (f" (the seed mean's standard error: {summ['lowest_test_error_se'][at[d]]:.1e})"
               if d in at else "")
+        missed = int(b.get("higher", 0))
+        also = (f" and for {missed} the new search ended above the recorded lowest minimum (it "
+                "missed that one: neither search finds every minimum)" if missed else "")
         out.append(f"At d = {d}, {int(b['lower'])} of the {int(b['rerun'])} seeds searched "
-                   f"again held a still-lower minimum: the seed mean of the test error moves by "
+                   f"again held a still-lower minimum{also}: the seed mean of the test error "
+                   f"moves by "
                    f"{b['bias_test']:+.1e} ± {b['bias_test_se']:.1e}{se}, and θ by "
                    f"{b['bias_theta']:+.5f} ± {b['bias_theta_se']:.5f}.")
     return " ".join(out)

@@ -247,7 +247,8 @@ def test_search_bias_counts_still_lower_minima_and_averages_over_every_recorded_
     new = {4000: _records([1, 3], {1: (0.5 - 1e-6, 0.100, 2.84e-3),
                                    3: (0.5 - 1e-10, 0.090, 2.6e-3)})}
     b = search_bias(rec, new)
-    assert [(r["seed"], r["lower"]) for r in b["rows"]] == [(1, True), (3, False)]
+    assert [(r["seed"], r["lower"], r["higher"]) for r in b["rows"]] == [
+        (1, True, False), (3, False, False)]
     assert b["rows"][0]["d_theta"] == pytest.approx(0.002)
     assert b["rows"][0]["d_test"] == pytest.approx(4e-5) and b["rows"][1]["d_test"] == 0.0
     p = b["per_d"][4000]
@@ -261,6 +262,10 @@ def test_search_bias_counts_still_lower_minima_and_averages_over_every_recorded_
     assert moved["lowest_theta"].tolist() == pytest.approx([0.1, 0.0985])
     assert moved["lowest_test_error"].tolist() == pytest.approx([3e-3, 2.81e-3])
     assert summ["lowest_theta"][1] == 0.098  # the input is not changed
+    # a search that ends above the recorded lowest missed it: counted, not a shift
+    up = search_bias(rec, {4000: _records([2], {2: (0.5 + 1e-6, 0.12, 3e-3)})})
+    assert up["rows"][0]["higher"] and up["per_d"][4000]["higher"] == 1
+    assert up["per_d"][4000]["bias_test"] == 0.0
     with pytest.raises(ValueError, match="seed 7 at d = 4000 is not in the recorded sweep"):
         search_bias(rec, {4000: _records([7], {7: (0.4, 0.1, 3e-3)})})
 
