@@ -341,11 +341,15 @@ def confirm_verdicts(conf: Mapping[str, Any],
     word = {"holds": "follows the accurate theory",
             "fails": "does not follow the accurate theory",
             "undecided": "does not separate the theories"}
+    def said(v: Verdict) -> str:
+        if v.status == "undecided" and "no acceptable form" in v.sentence:
+            return "has no acceptable extrapolation in d"  # every form rejected at 5%
+        return word.get(v.status, word["undecided"])
+
     if v_theta.status == v_test.status == "holds":
         text = "on fresh seeds θ and the test error both follow the accurate theory"
     else:
-        text = (f"on fresh seeds θ {word.get(v_theta.status, word['undecided'])} and the test "
-                f"error {word.get(v_test.status, word['undecided'])}")
+        text = f"on fresh seeds θ {said(v_theta)} and the test error {said(v_test)}"
     landing = all_hold([v_theta, v_test], text)
     return dict(summary=summ, limits=lim, theta=v_theta, test=v_test, landing=landing)
 
@@ -457,12 +461,14 @@ def bias_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         ``d``, ``seed``, ``lowest loss (recorded)``, ``lowest loss (wider line)``,
         ``still lower``, ``Δθ``, ``Δ test error``.
     """
+    from stumplib.book.typeset import number
+
     return [{"d": r["d"], "seed": r["seed"],
              "lowest loss (recorded)": f"{r['loss_recorded']:.9f}",
              "lowest loss (wider line)": f"{r['loss_new']:.9f}",
              "still lower": "yes" if r["lower"] else (
                  "no (this search ended higher)" if r.get("higher") else "no"),
-             "Δθ": f"{r['d_theta']:+.5f}", "Δ test error": f"{r['d_test']:+.2e}"}
+             "Δθ": f"{r['d_theta']:+.5f}", "Δ test error": number(r["d_test"], "+.2e")}
             for r in rows]
 
 
@@ -486,6 +492,8 @@ def bias_sentence(per_d: Mapping[int, Mapping[str, float]], bias: Mapping[str, A
     -------
     str
     """
+    from stumplib.book.typeset import number
+
     if not on_recorded:
         return ("This profile searched its own seeds; the study covers the recorded sweep's "
                 "seeds only, so no bias is applied here.")
@@ -500,15 +508,16 @@ def bias_sentence(per_d: Mapping[int, Mapping[str, float]], bias: Mapping[str, A
             out.append(f"At d = {d} the study is not complete ({bias['seeds'][d]} of "
                        f"{planned} seeds done): no bias is used there.")
             continue
-        se = (f" (the seed mean's standard error: {summ['lowest_test_error_se'][at[d]]:.1e})"
-              if d in at else "")
+        se = (" (the seed mean's standard error: "
+              f"{number(float(summ['lowest_test_error_se'][at[d]]), '.1e')})" if d in at else "")
         missed = int(b.get("higher", 0))
         also = (f" and for {missed} the new search ended above the recorded lowest minimum (it "
                 "missed that one: neither search finds every minimum)" if missed else "")
         out.append(f"At d = {d}, {int(b['lower'])} of the {int(b['rerun'])} seeds searched "
                    f"again held a still-lower minimum{also}: the seed mean of the test error "
                    f"moves by "
-                   f"{b['bias_test']:+.1e} ± {b['bias_test_se']:.1e}{se}, and θ by "
+                   f"{number(b['bias_test'], '+.1e')} ± {number(b['bias_test_se'], '.1e')}{se}, "
+                   "and θ by "
                    f"{b['bias_theta']:+.5f} ± {b['bias_theta_se']:.5f}.")
     return " ".join(out)
 
