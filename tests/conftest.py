@@ -3,8 +3,12 @@ restored afterwards), every chapter executed once, and :func:`glued` (what an ex
 glued).
 
 :func:`executed_chapter` executes a chapter at most once per test session at the ``smoke`` profile
-(papermill, a fresh kernel, ``STUMPBOOK_CACHE=0`` so nothing is reloaded, results written under a
-temporary ``STUMPBOOK_RESULTS``); every test that needs an executed notebook shares that run. It
+(papermill, a fresh kernel); every test that needs an executed notebook shares that run. The
+session's notebook runs (these and the ``profile=full, token=True`` runs) share one temporary
+result store (:func:`notebook_results`, ``STUMPBOOK_CACHE=1``), as the book's build does: a result
+two runs compute with the same configuration (chapter 6's published curves, the certified scales
+chapters 3 and 4 share) is computed once per session and reloaded after (reloading returns the
+stored arrays exactly: ``test_results_io.py``). The determinism rerun keeps the cache off. It
 runs in :func:`clone`, a copy of the repository's files alone in a temporary folder, importing
 ``stumplib`` from there: the run sees what a user's clone holds and nothing beside it (no
 ``../shared``, no ignored or uncommitted build outputs).
@@ -108,16 +112,18 @@ def _pythonpath(root: Path) -> str:
 
 
 def execute(path: Path, out: Path, parameters: dict, results: Path, timeout: int = 900,
-            root: Path | None = None) -> dict:
-    """Execute ``path`` with papermill into ``out`` (caching off, results under ``results``) and return
-    the executed notebook; a failing cell raises :class:`papermill.PapermillExecutionError`.
+            root: Path | None = None, cache: bool = False) -> dict:
+    """Execute ``path`` with papermill into ``out`` (results under ``results``, reloaded from there
+    only with ``cache``) and return the executed notebook; a failing cell raises
+    :class:`papermill.PapermillExecutionError`.
 
     With ``root`` (a copy of the repository, :func:`clone`), the copy's notebook of the same name is
     executed there, with ``stumplib`` imported from the copy (first on ``PYTHONPATH``) and
     ``$STUMPBOOK_RUNS`` unset (the copy's ``scripts/``)."""
     import papermill as pm
 
-    env: dict[str, str | None] = dict(STUMPBOOK_CACHE="0", STUMPBOOK_RESULTS=str(results),
+    env: dict[str, str | None] = dict(STUMPBOOK_CACHE="1" if cache else "0",
+                                      STUMPBOOK_RESULTS=str(results),
                                       MPLBACKEND="Agg")
     if root is not None:
         path = root / path.resolve().relative_to(ROOT)
@@ -165,7 +171,13 @@ def clone(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def executed_chapter(tmp_path_factory, clone):
+def notebook_results(tmp_path_factory) -> Path:
+    """The result store the session's notebook runs share (caching on)."""
+    return tmp_path_factory.mktemp("notebook_results")
+
+
+@pytest.fixture(scope="session")
+def executed_chapter(tmp_path_factory, clone, notebook_results):
     """``executed_chapter(path)`` -> the chapter's notebook executed once at ``smoke`` on the CPU (the
     same dict for every caller), in :func:`clone` (``executed_chapter.root``); the execution error,
     re-raised, if it failed."""
@@ -176,7 +188,7 @@ def executed_chapter(tmp_path_factory, clone):
             tmp = tmp_path_factory.mktemp(path.stem)
             try:
                 runs[path] = execute(path, tmp / path.name, {"profile": "smoke", "device": "cpu"},
-                                     tmp / "results", root=clone)
+                                     notebook_results, root=clone, cache=True)
             except Exception as exc:  # noqa: BLE001  (recorded once, re-raised to every user)
                 runs[path] = exc
         got = runs[path]

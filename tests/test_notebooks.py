@@ -205,13 +205,15 @@ def test_every_glue_reference_is_produced(path, executed_chapter):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
-def test_full_profile_with_token_work(path, tmp_path):
+def test_full_profile_with_token_work(path, tmp_path, notebook_results):
     """``profile=full, token=True``: the full profile's largest shapes with a few steps, records or
-    contexts, on the CPU (the chapter must have the ``token`` parameter)."""
+    contexts, on the CPU (the chapter must have the ``token`` parameter). The session's result
+    store is shared (``conftest.notebook_results``): what does not depend on the profile (chapter
+    6's published curves) is computed once."""
     params = "".join(_code(path)[0]["source"])
     assert re.search(r"^token: bool = ", params, re.M), f"{path.name} has no token parameter"
     execute(path, tmp_path / path.name, {"profile": "full", "token": True, "device": "cpu"},
-            tmp_path / "results", timeout=1800)
+            notebook_results, timeout=1800, cache=True)
 
 
 # ------------------------------------------------------------------------------------ bad input
