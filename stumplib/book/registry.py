@@ -183,10 +183,10 @@ REGISTRY: tuple[Claim, ...] = (
           "whole-prior MSE (τ ~ U[0, 1], N = 64) of the two-head model trained end to end over "
           "that of the best rule measured on trained heads (by point estimate, named with the "
           "verdict): the hand-made rules applied to the one head trained alone on the same "
-          "corpora with the same steps and to the median-scale trained head of section 2, and "
+          "corpora with the same steps and to every trained head of section 2, and "
           "the boundary-aware combination applied to the two-head model's own trained heads; "
-          "paired over contexts and corpora (a comparator on the one section-2 head is the "
-          "same for every corpus); at the scale gradient descent gives the heads "
+          "paired over contexts and corpora (the section-2 heads' own corpora resampled on "
+          "their own); at the scale gradient descent gives the heads "
           "(trained, soft: β/N stated with the verdict), the interior losses against the same "
           "rule alongside, not judged",
           "at most 1.1 (as good as the best rule on trained heads)",
@@ -199,7 +199,8 @@ REGISTRY: tuple[Claim, ...] = (
     Claim("phase_semantic_end", "phase", CH6, "where the semantic branch ends",
           "α_end where θ*², linear in α near the end, reaches zero: a weighted least-squares fit "
           "on the converged semantic points just above the end (α from 0.72 to at most 0.80), per "
-          "independent sweep of scramblings; interval ±1.96 errors of the sweeps' mean (each sweep's error the larger "
+          "independent sweep of scramblings; interval ±1.96 errors of the sweeps' mean weighted by "
+          "1/error² (each sweep's error the larger "
           "of the fit's and that of all θ moved together by their errors; scaled up where the "
           "sweeps disagree)",
           "located, interval at most 0.02 wide",

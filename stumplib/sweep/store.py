@@ -155,6 +155,7 @@ class Store:
         ParameterMismatch
             The store records other parameters (the message names the first).
         """
+        self.path.parent.mkdir(parents=True, exist_ok=True)  # a new store in a new folder
         self._lock.acquire(self.run.get("command", ""))
         try:
             for stale in self.path.parent.glob(f".{self.path.name}.tmp-*"):

@@ -30,6 +30,22 @@ def test_two_way_ratio_covers_at_its_level(R, lo, hi):
     assert lo <= hits / 300 <= hi
 
 
+def test_two_way_ratio_with_a_comparator_trained_on_its_own_corpora_covers():
+    """A denominator from other corpora (8 against the numerator's 16, both with corpus effects):
+    resampling both sets covers the true ratio 1 at about the level (96.3% of 300 draws, Monte
+    Carlo error about 1.3%); one comparator corpus held fixed (as chapter 5 once did) covers 61%."""
+    rng = np.random.default_rng(2)
+    hits = fixed = 0
+    for k in range(300):
+        a, _ = _corpora(rng, 16)
+        d, _ = _corpora(rng, 8)
+        hits += (e := two_way_ratio(a, d, n_boot=200, seed=k)).lo <= 1.0 <= e.hi
+        f = two_way_ratio(a, d[:, :1], n_boot=200, seed=k)  # one comparator, held fixed
+        fixed += f.lo <= 1.0 <= f.hi
+        assert e.value == pytest.approx(a.mean() / d.mean())
+    assert 0.92 <= hits / 300 <= 0.99 and fixed / 300 < hits / 300 - 0.1, (hits, fixed)
+
+
 def test_two_way_ratio_stays_positive_where_a_linear_correction_goes_below_zero():
     # three corpora with very different means (the chapter-5 situation): the Student correction
     # applied to linear deviations put the lower end below 0; on the log scale it cannot

@@ -49,6 +49,14 @@ def test_results_and_records_survive_reopening(tmp_path, suffix):
     assert manifest["tasks"]["d20_seed1"]["errors"] == ["E: a", "E: b"]
 
 
+def test_a_store_in_a_folder_that_does_not_exist_yet_is_created_with_its_folder(tmp_path):
+    """``--out new/folder/s.json``: the folder is made (it was a FileNotFoundError on the lock)."""
+    path = tmp_path / "new" / "folder" / "s.json"
+    with _store(path) as s:
+        s.put("t0", {"x": [1]}, {"attempts": 1, "errors": []})
+    assert read_store(path)[1] == {"t0": {"x": [1]}}
+
+
 def test_a_second_driver_is_refused_naming_the_lock_and_its_holder(tmp_path):
     path = tmp_path / "s.npz"
     first = _store(path).open()

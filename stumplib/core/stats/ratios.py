@@ -150,11 +150,17 @@ def two_way_ratio(num: Any, den: Any, *, n_boot: int = 2000, level: float = 0.95
     the true ratio in 93% of draws at 3 corpora and 95% at 16; the uncorrected percentile
     bootstrap in 71% at 3.
 
+    The denominator may come from *other* corpora than the numerator (shape ``(C, R')`` with
+    ``R' != R``: a comparator trained on corpora of its own): its corpora are then resampled
+    independently (seed ``seed + 2``) and the Student factor is that of the smaller count (on
+    simulated corpora, 16 against 8: 96% coverage at 95%; one comparator corpus held fixed: 61%).
+
     Parameters
     ----------
-    num, den : array_like, shape ``(C, R)``
-        Non-negative losses (squared errors) of ``C`` contexts under the models of ``R`` corpora; a
-        ``(C,)`` array (the Bayes estimator's, which no corpus changes) is broadcast over corpora.
+    num, den : array_like, shape ``(C, R)`` and ``(C, R)``, ``(C, R')`` or ``(C,)``
+        Non-negative losses (squared errors) of ``C`` contexts under the models of ``R`` corpora
+        (the same contexts in both; the same corpora where the column counts agree); a ``(C,)``
+        array (the Bayes estimator's, which no corpus changes) is broadcast over corpora.
     n_boot, level, seed : int, float, int
         Resamples (>= 10), interval level and seed.
     floor : float
@@ -172,21 +178,25 @@ def two_way_ratio(num: Any, den: Any, *, n_boot: int = 2000, level: float = 0.95
     _check_level_floor(level, floor)
     a, d = _as_array(num), _as_array(den)
     a, d = (v[:, None] if v.ndim == 1 else v for v in (a, d))
-    if (a.ndim != 2 or d.ndim != 2 or a.shape[0] != d.shape[0] or a.shape[0] < 2
-            or d.shape[1] not in (1, a.shape[1])):
-        raise ValueError("num and den must have shapes (C, R) and (C, R) or (C,), with C >= 2")
+    if a.ndim != 2 or d.ndim != 2 or a.shape[0] != d.shape[0] or a.shape[0] < 2:
+        raise ValueError("num and den must have shapes (C, R) and (C, R), (C, R') or (C,), "
+                         "with C >= 2")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(d))) or d.mean() <= 0:
         raise ValueError("num and den must be finite with a positive mean denominator")
     if np.any(a < 0) or np.any(d < 0):
         raise ValueError("num and den must be non-negative (a ratio of risks)")
-    d = np.broadcast_to(d, a.shape)
+    paired = d.shape[1] in (1, a.shape[1])  # the same corpora (or none) in both
+    if paired:
+        d = np.broadcast_to(d, a.shape)
     C, R = a.shape
     ic = resample_indices(C, n_boot, seed)
     ir = resample_indices(R, n_boot, seed + 1)
+    jr = ir if paired else resample_indices(d.shape[1], n_boot, seed + 2)
     reps = np.empty(n_boot)
     for k in range(n_boot):
-        ra, rd = a[ic[k]][:, ir[k]], d[ic[k]][:, ir[k]]
+        ra, rd = a[ic[k]][:, ir[k]], d[ic[k]][:, jr[k]]
         reps[k] = ra.mean() / rd.mean()
+    R = R if paired else min(R, d.shape[1])  # the Student factor of the fewer corpora
     value = float(a.mean() / d.mean())
     tiny = np.finfo(float).tiny
     if value > 0:  # the Student correction, on the log scale
