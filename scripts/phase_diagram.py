@@ -2,7 +2,7 @@
 
 At each positional share omega (``--omegas``) the crossings ``alpha_c`` (training losses of the two
 branches) and ``alpha_l`` (test errors) are located by bracketing on ``--grid`` and refinement
-(:func:`stumplib.phase.diagram.phase_diagram` at that omega alone: every omega is solved on its own,
+(:func:`stumplib.book.studies.diagram.phase_diagram` at that omega alone: every omega is solved on its own,
 so a one-omega call gives the same numbers as the same omega in a joint call). The state-evolution
 solver is numpy (CPU); each worker runs it on one thread.
 
@@ -44,7 +44,7 @@ KIND = "phase_diagram"
 
 def diagram_task(omega: float, p: dict[str, Any]) -> dict[str, np.ndarray]:
     """The phase diagram at one omega."""
-    from stumplib.phase.diagram import phase_diagram
+    from stumplib.book.studies.diagram import phase_diagram
 
     key = repr(float(omega))
     return phase_diagram([omega], p["grid"], rtol={omega: p["rtol_at"].get(key, p["rtol"])},
@@ -104,7 +104,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Any], l
                  A=np.asarray(a.A, float).reshape(2, 2),
                  seed=check_int("seed", a.seed, minimum=0),
                  seed_scheme="state evolution: scrambled Sobol rules from the solver's seed",
-                 code_version=code_version("core", "phase"), device_kind="cpu")
+                 code_version=code_version("core", "phase", "book/studies"), device_kind="cpu")
         from stumplib.phase.setting import check_A
 
         check_A(p["A"])

@@ -2,14 +2,14 @@
 minimum of each seed, and the theory along theta, as a sweep.
 
 At ``alpha = 1.0164`` (omega = 0.3), for each dimension ``d`` and seed (one task each,
-``stumplib.sweep``), :func:`stumplib.phase.lowest_minima.search` looks for the lowest minimum of
+``stumplib.sweep``), :func:`stumplib.book.studies.lowest_minima.search` looks for the lowest minimum of
 the regularised empirical risk with a fixed, recorded sequence of starts: the informed start
 ``Q = Q*``; the minimisers with the semantic overlap ``theta = sigma^2 Q*.Q / d`` held along a
 window (the landscape along theta: L-BFGS on the constraint plane by continuation up and down, the
 lower kept), each released; ``Q*`` rotated to the window's ends and middle; perturbations of the
 lowest minimum so far. Every start's minimum is recorded (loss, overlaps, exact test error,
 convergence, which distinct minimum), with the saturation of the search. The theory's constrained
-training loss along the same window (:func:`stumplib.phase.held_theory.held_theory`, one curve per
+training loss along the same window (:func:`stumplib.book.studies.held_theory.held_theory`, one curve per
 scrambling of a Sobol rule) is one task per stage: ``theory`` (the window), ``root`` (a narrow
 window, a finer rule), ``control_theory`` (a point outside the window, whose seeds are searched
 too, ``control_seed<s>``).
@@ -53,7 +53,7 @@ SEED_SCHEME = ("make_problem: teacher then round(alpha d) token pairs from one C
                "seeded seed * 1000 + s, moved to the device; theory: Sobol scramblings from seed")
 STAGES = ("theory", "landscape", "root", "control")
 #: what a landscape task does (recorded with the parameters)
-SEARCH = ("stumplib.phase.lowest_minima.search: the informed start Q = Q*; the line of held theta "
+SEARCH = ("stumplib.book.studies.lowest_minima.search: the informed start Q = Q*; the line of held theta "
           "by continuation up and down from its minimiser, each point released; Q* rotated to the "
           "line's ends and middle (--rotations random directions each); perturbations of the "
           "lowest minimum so far (--perturb); random directions from numpy's generator seeded "
@@ -66,7 +66,7 @@ def _model(p: dict[str, Any]) -> dict[str, Any]:
 
 def theory_task(stage: str, p: dict[str, Any]) -> dict[str, np.ndarray]:
     """The held theory of one stage (``theory``, ``root`` or ``control_theory``)."""
-    from stumplib.phase.held_theory import held_theory
+    from stumplib.book.studies.held_theory import held_theory
 
     alpha, thetas, log2, k = {
         "theory": (p["alpha"], p["thetas"], p["theory_log2"], p["theory_scramblings"]),
@@ -79,8 +79,8 @@ def theory_task(stage: str, p: dict[str, Any]) -> dict[str, np.ndarray]:
 def landscape_task(group: str, d: int, s: int, p: dict[str, Any]) -> dict[str, np.ndarray]:
     """The lowest-minimum search of seed ``s`` at dimension ``d`` (group ``"window"`` or
     ``"control"``): the line of held theta, its releases, rotations of ``Q*`` and perturbations
-    of the best (:func:`stumplib.phase.lowest_minima.search`), every start recorded."""
-    from stumplib.phase.lowest_minima import search
+    of the best (:func:`stumplib.book.studies.lowest_minima.search`), every start recorded."""
+    from stumplib.book.studies.lowest_minima import search
 
     alpha, thetas = ((p["alpha"], p["thetas"]) if group == "window"
                      else (p["control_alpha"], p["control_thetas"]))
@@ -185,7 +185,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Any], l
                                  for i, e in enumerate(a.perturb)],
                  same_tol=check_real("same-tol", a.same_tol, low=0.0, low_open=True, high=0.1),
                  search=SEARCH,
-                 seed_scheme=SEED_SCHEME, code_version=code_version("core", "phase"),
+                 seed_scheme=SEED_SCHEME, code_version=code_version("core", "phase", "book/studies"),
                  device_kind=device.type)
         from stumplib.phase.setting import check_A
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from stumplib.phase import AttentionGDOptions, SolverOptions, check_model, state_evolution
 from stumplib.phase.attention import train_attention_gd
-from stumplib.phase.published import FILES, read_published, reference_file
+from stumplib.book.studies.published import FILES, read_published, reference_file
 from stumplib.core.validation import check_int, check_real
 
 ALPHAS = (1.0164, 1.25)

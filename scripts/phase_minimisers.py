@@ -127,7 +127,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Any], l
                  max_iter=check_int("max_iter", a.max_iter, minimum=1),
                  n_nodes=check_int("n_nodes", a.n_nodes, minimum=4, maximum=40),
                  seed=check_int("seed", a.seed, minimum=0), seed_scheme=SEED_SCHEME,
-                 code_version=code_version("core", "phase"), device_kind=device.type)
+                 code_version=code_version("core", "phase", "book/studies"), device_kind=device.type)
         from stumplib.phase.setting import check_A
 
         check_A(p["A"])

@@ -55,7 +55,7 @@ def compare(store: str, names: list[str]) -> dict[str, list[str]]:
     z = np.load(store)
     manifest = json.loads(str(z["manifest"]))
     p = decode(manifest["params"])
-    print(f"recorded code version {p['code_version']}, now {code_version('core', 'phase')}")
+    print(f"recorded code version {p['code_version']}, now {code_version('core', 'phase', 'book/studies')}")
     out = {}
     for name in names:
         if manifest["tasks"].get(name, {}).get("status") != "done":

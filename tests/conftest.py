@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 import torch
 
-from stumplib.phase.published import FILES, reference_file
+from stumplib.book.studies.published import FILES, reference_file
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -202,7 +202,7 @@ def executed_chapter(tmp_path_factory, clone, notebook_results):
 
 # ------------------------------------------------------------------------------------ reference data
 #: chapter 6's published reference curves ship with stumplib (``stumplib/phase/reference/cui2024/``,
-#: read through importlib.resources: :func:`stumplib.phase.published.reference_file`)
+#: read through importlib.resources: :func:`stumplib.book.studies.published.reference_file`)
 A0 = np.array([[0.6, 0.4], [0.4, 0.6]])
 SEM_FILE = FILES["sem"]
 POS_FILE = FILES["pos"]

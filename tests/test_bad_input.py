@@ -294,39 +294,39 @@ def _corpus_loss_and_grad(**kw):
 
 
 def _transfer_profile(**kw):
-    from stumplib.stump.transfer import transfer_profile
+    from stumplib.book.studies.transfer import transfer_profile
     return transfer_profile(**{"m": 4, "n": 4, "betas": [2.0, 4.0], "n_corpora": 4, "device": "cpu", **kw})
 
 
 def _default_beta_grid(**kw):
-    from stumplib.stump.transfer import default_beta_grid
+    from stumplib.book.studies.transfer import default_beta_grid
     return default_beta_grid(**{"beta_min": 1.0, "beta_max": 8.0, "per_octave": 2, **kw})
 
 
 def _crossing_scale(**kw):
-    from stumplib.stump.transfer import crossing_scale
+    from stumplib.book.studies.transfer import crossing_scale
     return crossing_scale(**{"betas": [1.0, 2.0], "curve": [0.1, 0.9], **kw})
 
 
 def _certified_scales(**kw):
-    from stumplib.stump.certified import certified_scales
+    from stumplib.book.studies.certified import certified_scales
     return certified_scales(**{"shapes": [(8, 8)], "n_corpora": 4, "n_boot": 10, "cache": False,
                                **kw})
 
 
 def _certified_slope(**kw):
-    from stumplib.stump.certified import CertifiedScales, slope
+    from stumplib.book.studies.certified import CertifiedScales, slope
     cs = CertifiedScales(((8, 8),), np.array([2]), np.ones(1), np.ones(1), np.ones((10, 1)), ())
     return slope(**{"cs": cs, "x": "mn", **kw})
 
 
 def _sq_errors(**kw):
-    from stumplib.stump.frozen import sq_errors
+    from stumplib.book.studies.frozen import sq_errors
     return sq_errors(**{"beta": [20.0], "b": [17.0], "N": 8, "n_ctx": 20, "device": "cpu", **kw})
 
 
 def _train_staged(**kw):
-    from stumplib.stump.staged import train_staged
+    from stumplib.book.studies.staged import train_staged
     return train_staged(**{"m": 8, "n": 8, "seeds": [0], "beta0": 2.0, "beta_stop": 4.0,
                            "beta_end": 4.0, "steps": 5, **kw})
 
@@ -339,19 +339,19 @@ def _two_term_data():
 
 
 def _fit_two_term(**kw):
-    from stumplib.stump.frozen import fit_two_term
+    from stumplib.book.studies.frozen import fit_two_term
     beta, N, y2 = _two_term_data()
     return fit_two_term(**{"x": beta, "N": N, "y2": y2, **kw})
 
 
 def _stage_marks(**kw):
-    from stumplib.stump.staged import stage_marks
+    from stumplib.book.studies.staged import stage_marks
     return stage_marks(**{"beta0": 4.0, "beta_stop": 10.0, "beta_end": 45.0, **kw})
 
 
 def _stop_law_data():
     """Noisy squared errors of the head law at four shapes, with beta* and its replicates."""
-    from stumplib.stump.frozen import head_mse
+    from stumplib.book.studies.frozen import head_mse
     rng = np.random.default_rng(0)
     head = {"A": 1.0, "p": 1.0, "B": 2.0, "q": 1.0}
     mn, Ns = np.array([128.0, 256.0, 512.0, 1024.0]), 2.0 ** np.arange(4, 9)
@@ -362,12 +362,12 @@ def _stop_law_data():
 
 
 def _bootstrap_stop_law(**kw):
-    from stumplib.stump.frozen import bootstrap_stop_law
+    from stumplib.book.studies.frozen import bootstrap_stop_law
     return bootstrap_stop_law(**{**_stop_law_data(), "n_boot": 10, **kw})
 
 
 def _gain_past_stop(**kw):
-    from stumplib.stump.staged import gain_past_stop
+    from stumplib.book.studies.staged import gain_past_stop
     return gain_past_stop(**{"stop_err": [2 * np.ones(2)], "end_err": [np.ones(2)], "n_boot": 10, **kw})
 
 
@@ -468,7 +468,7 @@ def _state_evolution_call(**kw):
 
 
 def _replay_authors(**kw):
-    from stumplib.phase.published import replay_authors
+    from stumplib.book.studies.published import replay_authors
     return replay_authors(**{"alphas": [1.0], "branch": "semantic", **kw})
 
 
@@ -511,18 +511,18 @@ def _exact_test_error(**kw):
 
 
 def _hold_theta(**kw):
-    from stumplib.phase.held_theta import hold_theta
+    from stumplib.book.studies.held_theta import hold_theta
     return hold_theta(**{"pb": _problem(), "theta": 0.1, **kw})
 
 
 def _choose_form(**kw):
-    from stumplib.phase.scaling_forms import choose_form
+    from stumplib.book.studies.scaling_forms import choose_form
     d = np.array([250.0, 500, 1000, 2000])
     return choose_form(**{"d": d, "y": 0.1 + 1 / d, "se": np.full(4, 1e-3), **kw})
 
 
 def _landscape(**kw):
-    from stumplib.phase.lowest_minima import landscape_run
+    from stumplib.book.studies.lowest_minima import landscape_run
     return landscape_run(**{"alpha": 1.0, "d": 20, "seeds": [0], "thetas": [0.05, 0.07],
                             "n_rotations": 0, "perturb_scales": (), **kw})
 
@@ -886,7 +886,7 @@ def _runs_two_alphas():
 
 
 def _decide(**kw):
-    from stumplib.phase.decision import decide
+    from stumplib.book.studies.decision import decide
     return decide(**{"runs": _runs_two_alphas(), "accurate": [0.008, 0.018],
                      "accurate_err": [1e-4, 1e-4], "published": [0.007, 0.017], **kw})
 
@@ -898,14 +898,14 @@ def _replicon(**kw):
 
 
 def _overlap_table(**kw):
-    from stumplib.phase.overlaps import overlap_table
+    from stumplib.book.studies.overlaps import overlap_table
     r = {k: np.ones((2, 2)) for k in ("train_loss", "theta_emp", "q_emp", "m", "test_error")}
     runs = {12: dict(r, converged=np.ones((2, 2), bool), alphas=np.array([1.0, 1.5]))}
     return overlap_table(**{"runs": runs, "alphas": [1.0, 1.5], **kw})
 
 
 def _search(**kw):
-    from stumplib.phase.lowest_minima import search
+    from stumplib.book.studies.lowest_minima import search
     return search(**{"alpha": 1.5, "d": 8, "s": 0, "thetas": [0.08, 0.1], "n_rotations": 0,
                      "perturb_scales": (), **kw})
 

@@ -110,7 +110,7 @@ def test_reference_files_are_in_a_clone_and_ship_as_package_data():
     """The published files and their README are in what a clone holds, and the install's
     package-data patterns (``pyproject.toml``) match them: ``pip install .`` ships them
     (``test_install.py`` reads them from an installed copy)."""
-    from stumplib.phase.published import REFERENCE_FILES, reference_file
+    from stumplib.book.studies.published import REFERENCE_FILES, reference_file
 
     here = "stumplib/phase/reference/cui2024/"
     wanted = [here + f for f in (*REFERENCE_FILES, "README.md")]

@@ -74,12 +74,12 @@ def _exponents():
 
 
 def _sq_errors():
-    from stumplib.stump.frozen import sq_errors
+    from stumplib.book.studies.frozen import sq_errors
     return sq_errors(beta=[20.0, 40.0], b=[17.0, 35.0], N=16, n_ctx=50, device="cpu", seed=3)
 
 
 def _certified_scale():
-    from stumplib.stump.certified import certified_scales
+    from stumplib.book.studies.certified import certified_scales
     return certified_scales(shapes=[(16, 16)], n_corpora=4, n_boot=10, cache=False, seed=2)
 
 

@@ -326,7 +326,7 @@ def _ch6():
 def _lowest_minima_data():
     """Searches at five d (18 starts, 4 to 8 seeds) with their summary and limits: the figure at
     the recorded run's size."""
-    from stumplib.phase import lowest_summary as ls
+    from stumplib.book.studies import lowest_summary as ls
 
     rng = np.random.default_rng(0)
     searches = {}
@@ -491,7 +491,7 @@ def test_lowest_minima_bars_reach_a_theory_exactly_when_the_rule_says_it_is_foll
 
     from stumplib.book.plots import phase as ch6
     from stumplib.book.registry import rule_arguments
-    from stumplib.phase.scaling_forms import form_z
+    from stumplib.book.studies.scaling_forms import form_z
 
     reach = inspect.signature(ch6.lowest_minima_figure).parameters["reach"].default
     assert reach == rule_arguments("lowest_min")["follow"]

@@ -36,7 +36,7 @@ CHECK = textwrap.dedent(f"""
     print("OUTCOME", r.outcome)
     print("TEST_ERROR", float(r.test_error))
     print("LOADED", sorted(m for m in sys.modules if m.split(".")[0] in {BLOCKED!r}))
-    from stumplib.phase import published
+    from stumplib.book.studies import published
     refs = [published.reference_file(n) for n in published.REFERENCE_FILES]
     print("REF_FILE", refs[0])
     print("REF_ROWS", len(published.read_published(refs[0])["alpha"]))

@@ -11,7 +11,9 @@
 - the public API lives in the packages: a module inside a package carries no ``__all__`` (its names
   are its package's business), apart from the modules in :data:`PENDING`;
 - the distinct objects exported by all ``__all__`` lists together are at most :data:`MAX_EXPORTED`;
-- the reference page documents every package of :data:`PUBLIC`.
+- the reference page documents every package of :data:`PUBLIC`;
+- the science packages (:data:`SCIENCE`) carry no profile name and import nothing from the book:
+  each chapter's grids and protocols live in :mod:`stumplib.book.studies`.
 """
 from __future__ import annotations
 
@@ -57,7 +59,8 @@ PUBLIC: dict[str, set[str]] = {
     "stumplib.book.sphinxext": {"setup"},
 }
 #: packages without public names of their own (``import stumplib.book.plots as ...`` by module)
-NO_PUBLIC_NAMES = ("stumplib", "stumplib.book.plots", "stumplib.book.sections")
+NO_PUBLIC_NAMES = ("stumplib", "stumplib.book.plots", "stumplib.book.sections",
+                   "stumplib.book.studies")
 #: modules that still carry an ``__all__`` of their own (none left); nothing may be added here
 PENDING: set[str] = set()
 #: the most parameters a public function takes
@@ -146,3 +149,28 @@ def test_the_reference_page_documents_every_package():
         assert f"automodule:: {pkg}\n" in text, f"reference.md does not document {pkg}"
         for name in PUBLIC[pkg]:
             assert f"`{name}" in text, f"reference.md gives no example of {pkg}.{name}"
+
+
+#: the packages a researcher imports into their own work
+SCIENCE = ("core", "stump", "phase")
+#: the book's profile names (:data:`stumplib.book.PROFILES`)
+PROFILE_NAMES = ("smoke", "quick", "full")
+
+
+@pytest.mark.parametrize("pkg", SCIENCE)
+def test_the_science_packages_hold_no_profile_names_and_no_book_imports(pkg):
+    from stumplib.book import PROFILES
+    assert set(PROFILES) == set(PROFILE_NAMES)
+    bad = []
+    for path in sorted((PACKAGE / pkg).rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}"
+            if isinstance(node, ast.Constant) and node.value in PROFILE_NAMES:
+                bad.append(f"{where}: profile name {node.value!r}")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("stumplib.book"):
+                bad.append(f"{where}: imports {node.module}")
+            if isinstance(node, ast.Import) and any(a.name.startswith("stumplib.book")
+                                                    for a in node.names):
+                bad.append(f"{where}: imports the book")
+    assert not bad, "\n".join(bad)

@@ -8,7 +8,7 @@
   Markdown table.
 
 Nothing a chapter reads lives outside the repository: chapter 6's published reference curves ship
-with the package (:func:`stumplib.phase.published.reference_file`).
+with the package (:func:`stumplib.book.studies.published.reference_file`).
 
 Profiles: ``smoke`` (seconds; the tests), ``quick`` (the default; a 2-core CPU in minutes) and
 ``full`` (paper scale, meant for a GPU). The parameters cell of every chapter reads

@@ -355,7 +355,7 @@ def read_flat_window(path: str | os.PathLike | None = None) -> dict[str, Any] | 
     -------
     dict or None
         :func:`stumplib.sweep.readers.landscape_from_store`'s output: ``landscape`` (``{d: the
-        layout of stumplib.phase.lowest_summary.as_landscape over the seeds done, and "search": every
+        layout of stumplib.book.studies.lowest_summary.as_landscape over the seeds done, and "search": every
         seed's lowest-minimum search}``), ``theory``, ``root`` (held-theory outputs, ``None`` where
         not run), ``control`` (``{"theory", "landscape"}`` or ``None``), ``store`` (the manifest:
         parameters, runs, tasks) and ``meta`` (the first run's ``command``, ``commit``,

@@ -365,7 +365,7 @@ def per_form_theory(z_claimed: Mapping[str, float], z_other: Mapping[str, float]
                             follow: float = 2.0, separate: float = 4.0,
                             what: str = "the extrapolation") -> Verdict:
     """An extrapolation in ``d`` against two predictions, every acceptable approach form judged
-    with its **own** fit and standard error (:func:`stumplib.phase.scaling_forms.form_z`).
+    with its **own** fit and standard error (:func:`stumplib.book.studies.scaling_forms.form_z`).
 
     The rule (chapter 6, issue 47): a theory is *followed* only when every acceptable form is
     within ``follow`` standard errors of it and at least ``separate`` from the other. No

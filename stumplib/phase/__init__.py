@@ -21,8 +21,9 @@ where it is built), and their solver settings as one frozen options object:
 - the linear positional baseline: :func:`linear_baseline_test_error`.
 
 The module list below is the package's inside; names not listed above are not part of the public
-API (the chapter's studies among them).
-
+API. The chapter's studies of this model (the phase diagram, the curves of both branches, the
+replay of the published curves, the decision between theories, the flat window's overlaps, held-theta
+landscapes, lowest minima and scaling forms) live with the book, in :mod:`stumplib.book.studies`.
 
 - :mod:`.setting`: the model's parameters (``omega, sigma, lambda, A``, the branch), their checks, the
   teacher's attention rows, and :class:`StateEvolutionError`.
@@ -35,14 +36,10 @@ API (the chapter's studies among them).
 - :mod:`.problem`: the minimisation problem of many seeds (data, Gram matrices), its starts and
   the overlaps of a student; :mod:`.minimise`: converged minimisers (L-BFGS with a Newton-CG
   finish, relative gradient 1e-8) and plain GD; :mod:`.exact_error`: their exact test error (a
-  four-dimensional Gauss-Hermite integral); :mod:`.decision`: the decision between two theories
-  from minimisers extrapolated in ``1/d``; :mod:`.dynamics_check`: the stability flag along ``m``
+  four-dimensional Gauss-Hermite integral); :mod:`.dynamics_check`: the stability flag along ``m``
   checked by minimisation.
-- The flat window near ``alpha = 1``: :mod:`.overlaps` (the minimisers' overlaps per ``(alpha,
-  d)`` and the theory's), :mod:`.held_theta` (the minimiser with theta held: the landscape at
-  finite ``d``), :mod:`.held_theory` (the state evolution with theta held), :mod:`.landscape_fit`
-  (minimum and curvature of a loss curve), :mod:`.scaling_forms` (the approach in ``d``, chosen
-  by AICc), :mod:`.replicon` (the replica-symmetric point's stability).
+- Near ``alpha = 1``: :mod:`.landscape_fit` (minimum and curvature of a loss curve),
+  :mod:`.replicon` (the replica-symmetric point's stability).
 - :mod:`.quadrature`: four-dimensional Gaussian quadrature rules (Gauss-Hermite, scrambled Sobol,
   the authors' 144-node Stroud-Secrest product rule); :mod:`.parallel`: the thread pool.
 - :mod:`.proximal`: the two-dimensional proximal step behind the conjugate updates.
@@ -57,10 +54,6 @@ API (the chapter's studies among them).
   the delta-method error and the outcome).
 - :mod:`.positional_baseline`: the linear positional baseline's exact test error.
 - :mod:`.crossings`: crossings with intervals, where a branch ends.
-- :mod:`.curves`: the accurate and fixed-rule curves of both branches, the semantic branch's tail,
-  the view along theta.
-- :mod:`.published`: the published curves and the replay of the authors' procedure.
-- :mod:`.diagram`: the phase diagram, alpha_c(omega) and alpha_l(omega) located by bracketing.
 """
 from stumplib.phase.attention import AttentionGDOptions, attention_test_error, train_attention_gd
 from stumplib.phase.data import positional_encodings, sample_teacher, sample_tokens

@@ -23,9 +23,12 @@ The public names (``from stumplib.stump import ...``):
   :func:`train_two_head`; the trainers' records and divergence checks: :class:`TrainOptions`;
 - reference estimators: :func:`erm_stump`, :func:`bayes_posterior_mean`.
 
-Everything else in the package's modules is an implementation detail or one chapter's study
-(``calibration``, ``certified``, ``transfer``, ``staged``, ``frozen``, ``boundary``,
-``exponents``, ``landscape``): importable by its module path, not part of the public API.
+Everything else in the package's modules is an implementation detail (``exponents`` and
+``landscape`` measure the population flow; ``boundary`` and ``two_head`` hold the boundary-aware,
+reflected and two-head estimators), importable by its module path, not part of the public API. The
+chapters' studies of this model (``calibration``, ``certified``, ``transfer``, ``staged``,
+``frozen``: the protocols and grids behind chapters 3 and 4) live with the book, in
+:mod:`stumplib.book.studies`.
 """
 from stumplib.stump.baselines import bayes_posterior_mean, erm_stump
 from stumplib.stump.flow import FlowOptions, FlowResult, integrate_flow, population_gd

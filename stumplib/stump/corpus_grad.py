@@ -9,8 +9,8 @@ For each corpus of ``m`` tasks (thresholds ``tau_j``, contexts ``(x_j, y_j)`` of
 with ``f_j`` the estimator of :mod:`stumplib.stump.model`. :func:`corpus_moments` is the fused
 kernel (max-shifted softmax, two-pass centred moments, reusable buffers) and :func:`corpus_grad`
 the loss and gradient built on it, for evaluating many ``(beta, b)`` on fixed corpora
-(:mod:`stumplib.stump.transfer`, :mod:`stumplib.stump.certified`,
-:mod:`stumplib.stump.calibration`). Training goes through the sorted fast kernel of
+(:mod:`stumplib.book.studies.transfer`, :mod:`stumplib.book.studies.certified`,
+:mod:`stumplib.book.studies.calibration`). Training goes through the sorted fast kernel of
 :mod:`stumplib.stump.fast_kernel` instead, which computes the same quantity (both are tested
 against :func:`stumplib.stump.model.estimate_and_grad`).
 """
@@ -24,8 +24,8 @@ def corpus_moments(x: torch.Tensor, y: torch.Tensor, beta: torch.Tensor, b: torc
                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Fused ``f, -Var_w(x), Cov_w(x, y)`` over the last axis of unsorted corpora (no checks).
 
-    The general-purpose kernel behind :func:`corpus_grad`, which :mod:`stumplib.stump.transfer`
-    and :mod:`stumplib.stump.certified` use to evaluate many scales on one set of corpora
+    The general-purpose kernel behind :func:`corpus_grad`, which :mod:`stumplib.book.studies.transfer`
+    and :mod:`stumplib.book.studies.certified` use to evaluate many scales on one set of corpora
     (``beta`` broadcast against ``x``); the trainer itself uses the sorted fast kernel
     (:mod:`stumplib.stump.fast_kernel`). Fresh large temporaries cost page faults at every step (a
     third of the time), hence the reusable buffers. Centred moments (two passes: the mean, then the
@@ -84,7 +84,7 @@ def corpus_grad(x: torch.Tensor, y: torch.Tensor, tau: torch.Tensor, beta: torch
     """Loss and exact gradient of corpora of equal shape at any parameters (no argument checks).
 
     The book's one corpus gradient for evaluating many ``(beta, b)`` on fixed corpora (chapters 3
-    and 4: :mod:`stumplib.stump.transfer`, :mod:`stumplib.stump.calibration`); training goes
+    and 4: :mod:`stumplib.book.studies.transfer`, :mod:`stumplib.book.studies.calibration`); training goes
     through the sorted fast kernel of :func:`stumplib.stump.trainer.train_gd`, which computes the
     same quantity (both are tested against :func:`stumplib.stump.model.estimate_and_grad`). For
     each corpus

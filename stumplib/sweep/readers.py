@@ -8,7 +8,7 @@ The task ids of the three phase sweeps (the scripts name their tasks with these 
 - :func:`minimiser_runs_from_store`: ``{d: {key: array (seeds, alphas)}}`` as
   :func:`stumplib.book.runs.read_runs` gives from the old layout;
 - :func:`landscape_from_store`: the layout of :func:`stumplib.book.runs.read_flat_window`;
-- :func:`diagram_from_store`: the dict :func:`stumplib.phase.diagram.phase_diagram` returns.
+- :func:`diagram_from_store`: the dict :func:`stumplib.book.studies.diagram.phase_diagram` returns.
 
 Only tasks recorded as done are read; failed tasks are listed in the metadata (:func:`store_meta`).
 """
@@ -243,7 +243,7 @@ def landscape_from_store(path: str | os.PathLike) -> dict[str, Any]:
             if v is not None and np.ndim(v) >= 1 and np.shape(v)[0] == 1:
                 out[k] = np.asarray(v)[0]
         if "line_theta" in out:  # a lowest-minimum search: the landscape's layout, and the search
-            from stumplib.phase.lowest_summary import as_landscape
+            from stumplib.book.studies.lowest_summary import as_landscape
 
             # the search keeps each seed's own seconds; the landscape gets the tasks' total
             out = dict(as_landscape(out), search=out, seconds=total)
@@ -270,7 +270,7 @@ def landscape_from_store(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def diagram_from_store(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """A ``scripts/phase_diagram.py`` store as :func:`stumplib.phase.diagram.phase_diagram`
+    """A ``scripts/phase_diagram.py`` store as :func:`stumplib.book.studies.diagram.phase_diagram`
     returns it (the omegas done, increasing).
 
     Parameters
@@ -307,7 +307,7 @@ def merge_diagrams(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.nd
     Parameters
     ----------
     parts : sequence of mappings
-        :func:`stumplib.phase.diagram.phase_diagram` outputs of one omega each.
+        :func:`stumplib.book.studies.diagram.phase_diagram` outputs of one omega each.
 
     Returns
     -------

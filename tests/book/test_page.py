@@ -52,7 +52,7 @@ def test_settings_keep_the_profile_table_unchanged():
 # ------------------------------------------------------------------------ nothing outside the repo
 #: ways code reaches data outside the repository (the developers' ``../shared`` folder, a machine's
 #: absolute path): the published reference curves ship with the package instead
-#: (``stumplib.phase.published.reference_file``)
+#: (``stumplib.book.studies.published.reference_file``)
 OUTSIDE = [re.compile(p) for p in (
     r"""["']\.\./shared""", r"""/\s*["']shared["']""", r"STUMPBOOK_SHARED", r"shared_dir\(",
     r"""["']/work/""", r"parents\[\d\]\.parent\b")]

@@ -191,7 +191,7 @@ def test_a_returns_description_is_one_line_and_not_bold():
 
 def test_library_calls_reads_module_and_direct_calls_from_the_code(tmp_path):
     cells = [
-        "from stumplib import book\nfrom stumplib.book import claims\nfrom stumplib.stump import frozen as F\n"
+        "from stumplib import book\nfrom stumplib.book import claims\nfrom stumplib.book.studies import frozen as F\n"
         "from stumplib.core.stats import Estimate, fit_power_law\nimport numpy as np",
         "x = F.sq_errors(betas, bs, 4)\ne = Estimate(1, 0, 2)\nbook.glue_value('a', F._private(x))\n"
         "cs.kept()  # a method on an object: not resolved\nnp.log(2)",
@@ -203,7 +203,7 @@ def test_library_calls_reads_module_and_direct_calls_from_the_code(tmp_path):
           "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (tmp_path / "c.ipynb").write_text(json.dumps(nb))
     got = sphinxext.library_calls(tmp_path / "c.ipynb")
-    assert got == {"stumplib.stump.frozen": ["sq_errors"], "stumplib.book.glue": ["glue_value"],
+    assert got == {"stumplib.book.studies.frozen": ["sq_errors"], "stumplib.book.glue": ["glue_value"],
                    "stumplib.book.claims": ["decide"], "stumplib.core.stats.estimate": ["Estimate"]}
     assert sphinxext.library_calls(tmp_path / "missing.ipynb") == {}
 

@@ -1,11 +1,11 @@
-"""Tests of the fitted end of the semantic branch (stumplib.phase.curves.fit_branch_end,
+"""Tests of the fitted end of the semantic branch (stumplib.book.studies.curves.fit_branch_end,
 combine_branch_ends, branch_end_fit): issue 47, part 7."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from stumplib.phase.curves import branch_end_fit, combine_branch_ends, fit_branch_end
+from stumplib.book.studies.curves import branch_end_fit, combine_branch_ends, fit_branch_end
 
 ALPHAS = np.linspace(0.72, 0.80, 9)
 END, SLOPE = 0.7050, 0.045  # about the measured branch (theta* = 0.06 at 0.80)

@@ -1,4 +1,4 @@
-"""Tests of stumplib.phase.curves: the fixed-rule curves' crossing against the published free
+"""Tests of stumplib.book.studies.curves: the fixed-rule curves' crossing against the published free
 energies, the view along theta under several rules."""
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_window_profiles_one_structured_entry_per_rule_reloaded_unchanged(tmp_pa
                                                                            book_cache):
     from stumplib import book
     from stumplib.phase.replica import theta_profile
-    from stumplib.phase.curves import window_profiles
+    from stumplib.book.studies.curves import window_profiles
 
     monkeypatch.setenv(book.RESULTS_ENV, str(tmp_path))
     monkeypatch.delenv(book.CACHE_ENV, raising=False)

@@ -1,11 +1,11 @@
-"""Tests of stumplib.phase.decision: the extrapolations in 1/d, the decision between two theories,
+"""Tests of stumplib.book.studies.decision: the extrapolations in 1/d, the decision between two theories,
 the selection of a stored run's alphas and the gap of plain GD."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from stumplib.phase.decision import at_alphas, consistency, decide, extrapolations, gd_gap
+from stumplib.book.studies.decision import at_alphas, consistency, decide, extrapolations, gd_gap
 
 
 def _synthetic_runs(limit, slope, spread, seeds=400, ds=(100, 200, 400), seed=0):

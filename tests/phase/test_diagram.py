@@ -1,10 +1,10 @@
-"""Tests of stumplib.phase.diagram: crossings by bracketing, the phase diagram's outcomes."""
+"""Tests of stumplib.book.studies.diagram: crossings by bracketing, the phase diagram's outcomes."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from stumplib.phase.diagram import bracket_crossing, diagram_key, phase_diagram
+from stumplib.book.studies.diagram import bracket_crossing, diagram_key, phase_diagram
 from stumplib.core.stats import crossing
 
 

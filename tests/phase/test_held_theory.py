@@ -1,10 +1,10 @@
-"""Tests of stumplib.phase.held_theory: the fixed point along theta by the second route."""
+"""Tests of stumplib.book.studies.held_theory: the fixed point along theta by the second route."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from stumplib.phase.held_theory import held_root
+from stumplib.book.studies.held_theory import held_root
 
 SIGMA = 0.5
 

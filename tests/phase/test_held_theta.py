@@ -1,11 +1,11 @@
-"""Tests of stumplib.phase.held_theta: the minimiser with theta held."""
+"""Tests of stumplib.book.studies.held_theta: the minimiser with theta held."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from stumplib.phase.held_theta import constrained_minimise, hold_theta
+from stumplib.book.studies.held_theta import constrained_minimise, hold_theta
 from stumplib.phase.minimise import minimise
 from stumplib.phase.problem import make_problem, summaries
 from stumplib.phase import check_model

@@ -1,4 +1,4 @@
-"""Tests of ``stumplib.phase.lowest_minima``: the multi-start search finds a planted lower minimum
+"""Tests of ``stumplib.book.studies.lowest_minima``: the multi-start search finds a planted lower minimum
 that the informed start misses, counts distinct minima and measures its saturation."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from stumplib.phase import lowest_minima as lm
+from stumplib.book.studies import lowest_minima as lm
 from stumplib.phase.minimise import minimise
 from stumplib.phase.problem import make_problem
 from stumplib.phase import check_model

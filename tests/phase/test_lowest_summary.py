@@ -1,10 +1,10 @@
-"""Tests of ``stumplib.phase.lowest_summary``: the statistics of many seeds' searches."""
+"""Tests of ``stumplib.book.studies.lowest_summary``: the statistics of many seeds' searches."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from stumplib.phase import lowest_summary as ls
+from stumplib.book.studies import lowest_summary as ls
 
 
 def test_summary_of_synthetic_searches_has_the_known_statistics():

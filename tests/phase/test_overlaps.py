@@ -1,11 +1,11 @@
-"""Tests of stumplib.phase.overlaps: the minimisers' overlaps per (alpha, d) and the theory at the
+"""Tests of stumplib.book.studies.overlaps: the minimisers' overlaps per (alpha, d) and the theory at the
 same alphas."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from stumplib.phase.overlaps import QUANTITIES, overlap_table, theory_points
+from stumplib.book.studies.overlaps import QUANTITIES, overlap_table, theory_points
 
 
 def _runs():

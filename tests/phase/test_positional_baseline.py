@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from stumplib.phase.positional_baseline import baseline_test_error_of, linear_baseline_test_error, teacher_moments
-from stumplib.phase.published import reference_file
+from stumplib.book.studies.published import reference_file
 
 from conftest import A0
 from stumplib.phase import check_model

@@ -1,4 +1,4 @@
-"""Tests of stumplib.phase.published: the replay of the authors' procedure against the published
+"""Tests of stumplib.book.studies.published: the replay of the authors' procedure against the published
 files, and the published points against the accurate rule."""
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_stroud_rule_reproduces_the_published_fixed_points(stroud_fixed_points):
     did when its start was fitted (:data:`STOPPED_DEV`, a regression guard, not a validation). The
     exact fixed points of the same rule, which no start can move, stay within 3.5e-3 for
     alpha >= 1 and differ by up to 0.9% (semantic) and 2.6% (positional) below."""
-    from stumplib.phase.published import replay_authors
+    from stumplib.book.studies.published import replay_authors
     for br, (ref, sel, r) in stroud_fixed_points.items():
         keys = ("q", "V", "theta") if br == "semantic" else ("q", "m", "V")
         a = ref["alpha"][sel]
@@ -69,7 +69,7 @@ def test_published_positional_points_fail_the_stopping_rule_with_exact_minimiser
 
     Computed as chapter 6 computes it (the shipped files, cached) into the store the session's
     notebook runs share, so that chapter 6's runs reload it instead of computing it again."""
-    from stumplib.phase.published import published_curves, reference_dir
+    from stumplib.book.studies.published import published_curves, reference_dir
     monkeypatch.setenv("STUMPBOOK_RESULTS", str(notebook_results))
     out = published_curves(reference_dir(), cache=True)  # the files shipped with stumplib
     assert max(np.abs(out[f"sem_resid_{k}"]).max() for k in ("q", "theta")) < 1e-4

@@ -1,7 +1,7 @@
 """Tests of stumplib.phase.replicon: the replica-symmetric point's stability check."""
 from __future__ import annotations
 
-from stumplib.phase.overlaps import theory_points
+from stumplib.book.studies.overlaps import theory_points
 from stumplib.phase.replicon import replicon
 
 

@@ -1,10 +1,10 @@
-"""Tests of stumplib.phase.scaling_forms: the choice of the approach in d."""
+"""Tests of stumplib.book.studies.scaling_forms: the choice of the approach in d."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from stumplib.phase.scaling_forms import FORMS, choose_form
+from stumplib.book.studies.scaling_forms import FORMS, choose_form
 
 
 @pytest.mark.parametrize("form, coef", [("1/d", [0.1, 5.0]), ("1/sqrt(d)", [0.1, 0.3]),
@@ -31,7 +31,7 @@ def test_accept_forms_with_three_d_keeps_the_two_parameter_forms_the_data_do_not
     """Three d (the confirmatory run's): the two-parameter forms keep one degree of freedom, the
     three-parameter ones none (not fitted); a form rejected at 5% drops out of the acceptable
     ones, and with none acceptable there is no limit."""
-    from stumplib.phase.scaling_forms import accept_forms
+    from stumplib.book.studies.scaling_forms import accept_forms
 
     d = np.array([2000.0, 4000.0, 8000.0])
     y = 0.0966 + 2.0 / d  # exactly 1/d: 1/sqrt(d) cannot follow its curvature at this precision
@@ -67,7 +67,7 @@ def test_form_z_judges_each_form_with_its_own_standard_error():
     """Issue 47's numbers: the 1/d form's limit 0.0027731 with its own SE 1.58e-5 is 2.6 SE from
     the accurate theory 0.002815; the envelope's SE (2.76e-5) would have put it at 1.5."""
     from stumplib.core.stats import Estimate
-    from stumplib.phase.scaling_forms import form_z
+    from stumplib.book.studies.scaling_forms import form_z
 
     def fit(v, se):
         return dict(limit=Estimate(v, v - 1.96 * se, v + 1.96 * se, "seeds"), se=se)

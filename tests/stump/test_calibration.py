@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from stumplib.stump.calibration import (OwnProfile, failure_probability, own_label_score,
+from stumplib.book.studies.calibration import (OwnProfile, failure_probability, own_label_score,
                                   predicted_label_scores, tracking_scale)
 from stumplib.stump.corpus_grad import corpus_grad
-from stumplib.stump.transfer import draw_corpus_batch
+from stumplib.book.studies.transfer import draw_corpus_batch
 from stumplib.stump import Prior
 
 
@@ -70,7 +70,7 @@ def test_calibrated_shift_minimises_the_exact_population_loss_of_one_task(tau):
     by 0.012)."""
     from scipy.optimize import minimize_scalar
 
-    from stumplib.stump.calibration import calibrated_shift
+    from stumplib.book.studies.calibration import calibrated_shift
     from stumplib.stump.population import population_moments
 
     for beta in (64.0, 128.0):
@@ -90,7 +90,7 @@ def test_failure_probability_inverts_the_forward_rule_on_a_direct_simulation(pri
     below ``tau``) against the forward rule applied to directly drawn largest thresholds, on the
     default prior and on a wider one (the prior's ends enter). Tolerance: four binomial standard
     errors of 40,000 draws."""
-    from stumplib.stump.calibration import calibrated_shift
+    from stumplib.book.studies.calibration import calibrated_shift
 
     rng = np.random.default_rng(0)
     lo, hi = prior
@@ -123,7 +123,7 @@ def test_tracking_scale_censors_and_interpolates():
 
 
 def test_scale_with_bootstrap_resamples_corpora_and_brackets_the_point():
-    from stumplib.stump.calibration import scale_with_bootstrap
+    from stumplib.book.studies.calibration import scale_with_bootstrap
 
     betas = 2.0 ** np.arange(0, 12, 0.5)
     rng = np.random.default_rng(3)
@@ -142,7 +142,7 @@ def test_scale_with_bootstrap_counts_the_resamples_without_a_scale():
     """10 of 24 corpora never drop below the level (error 2 at every scale), the others are exact
     until the last scale: the median curve has a scale, while resamples drawing 12 or more bad
     corpora (probability 0.26) have none; they are left out of the interval and counted."""
-    from stumplib.stump.calibration import scale_with_bootstrap
+    from stumplib.book.studies.calibration import scale_with_bootstrap
 
     betas = 2.0 ** np.arange(0, 8, 0.5)
     g_pop = -np.ones(betas.size)
@@ -157,7 +157,7 @@ def test_scale_with_bootstrap_counts_the_resamples_without_a_scale():
 
 
 def test_failure_fractions_and_mae_slope_on_a_synthetic_study():
-    from stumplib.stump.calibration import failure_fractions, mae_by_m
+    from stumplib.book.studies.calibration import failure_fractions, mae_by_m
 
     rng = np.random.default_rng(4)
     study = {m: {"c": rng.uniform(0.5, 0.9, 20), "abs": (1.0 / m) * rng.uniform(0.5, 1.5, 20)}

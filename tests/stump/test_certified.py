@@ -1,13 +1,13 @@
-"""stumplib.stump.certified: the one beta*(m, n) computation, its bootstrap and its cache."""
+"""stumplib.book.studies.certified: the one beta*(m, n) computation, its bootstrap and its cache."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from stumplib.stump import certified as ce
+from stumplib.book.studies import certified as ce
 from stumplib.stump.corpus_grad import corpus_grad
-from stumplib.stump.transfer import (TransferProfile, default_beta_grid, draw_corpus_batch, population_path,
+from stumplib.book.studies.transfer import (TransferProfile, default_beta_grid, draw_corpus_batch, population_path,
                                      transfer_profile)
 
 

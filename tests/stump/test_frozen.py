@@ -1,4 +1,4 @@
-"""Frozen estimators (stumplib.stump.frozen): fresh-context errors against the model, the
+"""Frozen estimators (stumplib.book.studies.frozen): fresh-context errors against the model, the
 two-term law fit, the law at the certified stop with its bootstrap, the bound's form."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from stumplib.stump.frozen import (bootstrap_two_term, bound, bound_form_spread, fit_two_term,
+from stumplib.book.studies.frozen import (bootstrap_two_term, bound, bound_form_spread, fit_two_term,
                                    fresh_contexts, sq_errors)
 from stumplib.stump.model import estimate
 
@@ -47,7 +47,7 @@ def test_sq_errors_match_the_model_estimator():
 def _stop_data(rng, spread_beta: float, n_boot: int = 60):
     """Synthetic errors at certified stops beta* = 0.1 (m∧n) on the head's law (p = q = 1,
     A = 1, B = 2), exponential context noise, and beta* replicates with log-spread ``spread_beta``."""
-    from stumplib.stump.frozen import head_mse
+    from stumplib.book.studies.frozen import head_mse
 
     head = {"A": 1.0, "p": 1.0, "B": 2.0, "q": 1.0}
     mn = np.array([128.0, 256.0, 512.0, 1024.0])
@@ -59,7 +59,7 @@ def _stop_data(rng, spread_beta: float, n_boot: int = 60):
 
 
 def test_stop_law_bootstrap_recovers_exponents_and_carries_the_beta_star_uncertainty():
-    from stumplib.stump.frozen import bootstrap_stop_law
+    from stumplib.book.studies.frozen import bootstrap_stop_law
 
     mn, Ns, sq, bs, boot, head = _stop_data(np.random.default_rng(0), 0.15)
     wide = bootstrap_stop_law(mn, Ns, sq, bs, boot, head, n_boot=60, seed=1)
@@ -75,7 +75,7 @@ def test_stop_law_uses_each_beta_star_replicate_once_and_counts_the_missing():
     """Ten of 60 beta* replicates are NaN at one shape: the law has 50 replicates (no reuse of the
     survivors), says so, and equals the law computed from the 50 finite rows alone (the run and
     context draws of replicate b do not depend on n_boot: one seeded stream, row by row)."""
-    from stumplib.stump.frozen import bootstrap_stop_law
+    from stumplib.book.studies.frozen import bootstrap_stop_law
 
     mn, Ns, sq, bs, boot, head = _stop_data(np.random.default_rng(0), 0.15)
     holes = boot.copy()
@@ -94,7 +94,7 @@ def _grid_stop_data(diag_slope: float, seed: int = 0):
     """Errors at the certified stop on the book's grid of shapes: ``beta* = c (m∧n)^diag_slope
     (max/min)^0.6`` (the diagonal is the worst shape at each m∧n, chapter 3), errors on the head's
     law at that scale with exponential noise over 40 contexts and 3 runs."""
-    from stumplib.stump.frozen import head_mse
+    from stumplib.book.studies.frozen import head_mse
 
     rng = np.random.default_rng(seed)
     shapes = [(128, 128), (256, 256), (512, 512), (1024, 1024),
@@ -111,7 +111,7 @@ def _grid_stop_data(diag_slope: float, seed: int = 0):
 
 def test_worst_case_bound_holds_where_the_all_shape_fit_is_shallow():
     from stumplib.book import verdicts as V
-    from stumplib.stump.frozen import bootstrap_stop_law
+    from stumplib.book.studies.frozen import bootstrap_stop_law
 
     mn, Ns, sq, bs, boot, head = _grid_stop_data(1.0)
     mid = float(np.sqrt(128 * 1024))
@@ -127,7 +127,7 @@ def test_worst_case_bound_holds_where_the_all_shape_fit_is_shallow():
 
 def test_worst_case_bound_fails_where_the_worst_shape_decays_too_slowly():
     from stumplib.book import verdicts as V
-    from stumplib.stump.frozen import bootstrap_stop_law
+    from stumplib.book.studies.frozen import bootstrap_stop_law
 
     mn, Ns, sq, bs, boot, head = _grid_stop_data(0.5)
     law = bootstrap_stop_law(mn, Ns, sq, bs, boot, head, n_boot=60, seed=1, worst=True)

@@ -1,4 +1,4 @@
-"""Staged training (stumplib.stump.staged): the exact stop at the certified scale against GD
+"""Staged training (stumplib.book.studies.staged): the exact stop at the certified scale against GD
 replayed by hand, continued runs, diverged runs, the cached runs and their errors, and what
 training past the stop changes."""
 from __future__ import annotations
@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from stumplib.stump.corpus_grad import corpus_grad
-from stumplib.stump.frozen import sq_errors
-from stumplib.stump.staged import stage_marks, train_staged
+from stumplib.book.studies.frozen import sq_errors
+from stumplib.book.studies.staged import stage_marks, train_staged
 from stumplib.stump.tasks import sample_tasks
-from stumplib.stump.transfer import population_path, step_size_limit
+from stumplib.book.studies.transfer import population_path, step_size_limit
 from stumplib.stump import Prior
 
 
@@ -90,7 +90,7 @@ def test_a_diverged_run_is_flagged_and_the_others_carry_on():
 def test_staged_runs_come_back_from_the_cache_as_they_were(tmp_path, monkeypatch, book_cache):
     """Trained, cached, reloaded: the same :class:`StagedRuns`; stop and end errors keep only the
     runs that did not diverge."""
-    from stumplib.stump.staged import StagedRuns, end_errors, stop_errors, train_to_certified_stop
+    from stumplib.book.studies.staged import StagedRuns, end_errors, stop_errors, train_to_certified_stop
 
     monkeypatch.setenv("STUMPBOOK_RESULTS", str(tmp_path))
     kw = dict(continue_to=[8.0], seed=3)
@@ -110,7 +110,7 @@ def test_staged_runs_come_back_from_the_cache_as_they_were(tmp_path, monkeypatch
 
 
 def test_gain_past_stop_is_the_median_ratio_with_a_runs_bootstrap():
-    from stumplib.stump.staged import gain_past_stop
+    from stumplib.book.studies.staged import gain_past_stop
 
     rng = np.random.default_rng(2)
     end = [rng.uniform(0.01, 0.02, 3) for _ in range(3)]
@@ -122,7 +122,7 @@ def test_gain_past_stop_is_the_median_ratio_with_a_runs_bootstrap():
 
 
 def test_law_kept_past_stop_is_one_on_the_head_law_and_resamples_contexts():
-    from stumplib.stump.staged import law_kept_past_stop
+    from stumplib.book.studies.staged import law_kept_past_stop
 
     rng = np.random.default_rng(4)
     # two shapes, 3 runs, 200 shared contexts: squared errors (1/beta)^2 x exponential noise

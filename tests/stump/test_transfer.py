@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from stumplib.stump.population import population_loss_and_grad
-from stumplib.stump.transfer import (TransferProfile, calibrated_label_score, certified_interval,
+from stumplib.book.studies.transfer import (TransferProfile, calibrated_label_score, certified_interval,
                                      crossing_scale, default_beta_grid, draw_corpus_batch,
                                      population_hessian, population_path, step_size_limit,
                                      transfer_profile)

@@ -165,7 +165,7 @@ def test_the_flat_window_pick_searches_only_the_listed_seeds_with_the_same_data(
 
 
 def test_the_phase_diagram_per_omega_is_the_joint_diagram(tmp_path):
-    from stumplib.phase.diagram import phase_diagram
+    from stumplib.book.studies.diagram import phase_diagram
 
     out = tmp_path / "diagram.npz"
     kw = dict(rtol=5e-2, max_log2_points=10, max_refine=0, min_log2_points=9, max_updates=40)

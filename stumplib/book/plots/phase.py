@@ -127,7 +127,7 @@ def window_figure(prof: Sequence[Mapping[str, Any]], thetas, rules, alpha_window
 
     Parameters
     ----------
-    prof : :func:`stumplib.phase.curves.window_profiles`' output, one dict per rule.
+    prof : :func:`stumplib.book.studies.curves.window_profiles`' output, one dict per rule.
     thetas : array_like, shape (T,)
         The grid of the semantic overlap theta (held fixed), the x axis.
     rules : Sequence[tuple]
@@ -219,7 +219,7 @@ def minimiser_figure(decision: Mapping[str, Any], alphas, accurate, accurate_err
     Parameters
     ----------
     decision : Mapping[str, Any]
-        :func:`stumplib.phase.decision.decide`'s output: ``ds`` (shape ``(D,)``), ``mean`` and
+        :func:`stumplib.book.studies.decision.decide`'s output: ``ds`` (shape ``(D,)``), ``mean`` and
         ``se`` (shape ``(D, A)``), and ``forms`` (``{name: {"limit": A Estimates}}``; without it the
         single ``limit`` is drawn as a straight line).
     alphas : Sequence[float], shape (A,)
@@ -313,19 +313,19 @@ def flat_overlaps_figure(table: Mapping[str, Any], theory: Mapping[str, Any],
     Parameters
     ----------
     table : Mapping[str, Any]
-        :func:`stumplib.phase.overlaps.overlap_table`'s output.
+        :func:`stumplib.book.studies.overlaps.overlap_table`'s output.
     theory : Mapping[str, Any]
-        :func:`stumplib.phase.overlaps.theory_points` at the same alphas.
+        :func:`stumplib.book.studies.overlaps.theory_points` at the same alphas.
     fits : Mapping[str, Mapping[str, Any]] or None
-        Quantity to :func:`stumplib.phase.scaling_forms.choose_form`'s output at the first alpha
+        Quantity to :func:`stumplib.book.studies.scaling_forms.choose_form`'s output at the first alpha
         (``None``: no scaling form drawn).
 
     Returns
     -------
     matplotlib Figure
     """
-    from stumplib.phase.overlaps import QUANTITIES
-    from stumplib.phase.scaling_forms import FORMS
+    from stumplib.book.studies.overlaps import QUANTITIES
+    from stumplib.book.studies.scaling_forms import FORMS
 
     fig, axes = style.panels(6, width=WIDTH, height=2.6)
     ds = np.asarray(table["ds"], dtype=float)
@@ -392,9 +392,9 @@ def flat_landscape_figure(land: Mapping[int, Mapping[str, Any]], held: Mapping[s
     Parameters
     ----------
     land : Mapping[int, Mapping[str, Any]]
-        ``{d: landscape output}`` (:func:`stumplib.phase.lowest_summary.as_landscape`).
+        ``{d: landscape output}`` (:func:`stumplib.book.studies.lowest_summary.as_landscape`).
     held : Mapping[str, Any]
-        :func:`stumplib.phase.held_theory.held_theory`'s output.
+        :func:`stumplib.book.studies.held_theory.held_theory`'s output.
     minima : Mapping[str, Any]
         ``ds`` and Estimates per d: ``free``, ``best``, ``mean_curve_min``, ``curvature_left``,
         ``curvature_right`` (lists over ``ds``), ``theory_left``, ``theory_right`` (Estimates).
@@ -495,9 +495,9 @@ def lowest_minima_figure(summ: Mapping[str, Any], limits: Mapping[str, Any],
     Parameters
     ----------
     summ : Mapping[str, Any]
-        :func:`stumplib.phase.lowest_summary.summary`'s output.
+        :func:`stumplib.book.studies.lowest_summary.summary`'s output.
     limits : Mapping[str, Any]
-        :func:`stumplib.phase.lowest_summary.limits`' output.
+        :func:`stumplib.book.studies.lowest_summary.limits`' output.
     searches : Mapping[int, Mapping[str, Any]]
         ``{d: search records, seeds stacked}``.
     accurate, accurate_err, published : float
@@ -516,7 +516,7 @@ def lowest_minima_figure(summ: Mapping[str, Any], limits: Mapping[str, Any],
     -------
     matplotlib Figure
     """
-    from stumplib.phase.scaling_forms import FORMS
+    from stumplib.book.studies.scaling_forms import FORMS
 
     fig, axes = style.panels(3, width=WIDTH, height=3.2)
     x = 1 / np.asarray(summ["ds"], dtype=float)

@@ -1,8 +1,8 @@
 """Chapter 6's phase-diagram section: the table of the crossings over omega, why a crossing is
 absent, and the verdict on the diagram.
 
-The numbers come from :func:`stumplib.phase.diagram.phase_diagram` (read through
-:func:`stumplib.phase.diagram.crossing`); the verdict follows
+The numbers come from :func:`stumplib.book.studies.diagram.phase_diagram` (read through
+:func:`stumplib.book.studies.diagram.crossing`); the verdict follows
 :func:`stumplib.book.verdicts.ordering`.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from stumplib.book import verdicts
 from stumplib.book.verdicts import Verdict
-from stumplib.phase.diagram import crossing
+from stumplib.book.studies.diagram import crossing
 
 #: what a missing crossing means, per quantity and outcome
 _ABSENT = {("alpha_c", "above_range"): "the semantic training loss stays above the positional one",
@@ -31,7 +31,7 @@ def absent_reason(diag: Mapping[str, np.ndarray], name: str, i: int) -> str | No
     Parameters
     ----------
     diag : mapping
-        :func:`stumplib.phase.diagram.phase_diagram`'s result.
+        :func:`stumplib.book.studies.diagram.phase_diagram`'s result.
     name : str
         ``"alpha_c"`` or ``"alpha_l"``.
     i : int
@@ -54,7 +54,7 @@ def crossing_rows(diag: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
     Parameters
     ----------
     diag : mapping
-        :func:`stumplib.phase.diagram.phase_diagram`'s result.
+        :func:`stumplib.book.studies.diagram.phase_diagram`'s result.
 
     Returns
     -------
@@ -79,7 +79,7 @@ def diagram_verdict(diag: Mapping[str, np.ndarray]) -> Verdict:
     Parameters
     ----------
     diag : mapping
-        :func:`stumplib.phase.diagram.phase_diagram`'s result.
+        :func:`stumplib.book.studies.diagram.phase_diagram`'s result.
 
     Returns
     -------

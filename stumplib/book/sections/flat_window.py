@@ -2,9 +2,9 @@
 verdict.
 
 The science it presents (the overlaps of the minimisers, the landscape along theta, its theory,
-the scaling forms) lives in :mod:`stumplib.phase.overlaps`, :mod:`stumplib.phase.held_theta`,
-:mod:`stumplib.phase.held_theory`, :mod:`stumplib.phase.landscape_fit` and
-:mod:`stumplib.phase.scaling_forms`.
+the scaling forms) lives in :mod:`stumplib.book.studies.overlaps`, :mod:`stumplib.book.studies.held_theta`,
+:mod:`stumplib.book.studies.held_theory`, :mod:`stumplib.phase.landscape_fit` and
+:mod:`stumplib.book.studies.scaling_forms`.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from stumplib.book.verdicts import Verdict, all_hold, per_form_theory
-from stumplib.phase.scaling_forms import choose_form
+from stumplib.book.studies.scaling_forms import choose_form
 
 
 
@@ -22,13 +22,13 @@ def scaling_rows(table: Mapping[str, np.ndarray], alpha_index: int = 0, *,
                  quantities: Sequence[str] = ("train_loss", "theta", "q", "test_error"),
                  theory: Mapping[str, np.ndarray] | None = None
                  ) -> tuple[list[dict], dict[str, dict]]:
-    """:func:`~stumplib.phase.scaling_forms.choose_form` for each overlap at one alpha, as table
+    """:func:`~stumplib.book.studies.scaling_forms.choose_form` for each overlap at one alpha, as table
     rows.
 
     Parameters
     ----------
     table : mapping
-        :func:`stumplib.phase.overlaps.overlap_table`'s output.
+        :func:`stumplib.book.studies.overlaps.overlap_table`'s output.
     alpha_index : int, optional
         Row of ``table`` (index into its ``alphas``; default 0). Only ``d`` with a finite
         ``theta`` and more than one converged seed are used; a quantity with fewer than four such
@@ -37,7 +37,7 @@ def scaling_rows(table: Mapping[str, np.ndarray], alpha_index: int = 0, *,
         Keys of ``table`` to extrapolate (default ``train_loss``, ``theta``, ``q``,
         ``test_error``).
     theory : mapping or None, optional
-        :func:`stumplib.phase.overlaps.theory_points`' output (the rows show the theory and the
+        :func:`stumplib.book.studies.overlaps.theory_points`' output (the rows show the theory and the
         distance to it).
 
     Returns
@@ -69,13 +69,13 @@ def scaling_rows(table: Mapping[str, np.ndarray], alpha_index: int = 0, *,
 
 def lowest_minima_rows(summ: Mapping[str, np.ndarray],
                        part: str = "search") -> list[dict[str, Any]]:
-    """One table row per ``d`` of :func:`stumplib.phase.lowest_summary.summary`, in two parts
+    """One table row per ``d`` of :func:`stumplib.book.studies.lowest_summary.summary`, in two parts
     that each fit the page's column.
 
     Parameters
     ----------
     summ : mapping
-        :func:`stumplib.phase.lowest_summary.summary`'s output.
+        :func:`stumplib.book.studies.lowest_summary.summary`'s output.
     part : {"search", "minima"}
         ``"search"``: seeds, the share with a lower minimum than the informed start's, the
         search's saturation, the minima found per seed and the paired theta gap with its 95%
@@ -117,13 +117,13 @@ def per_form(fit: Mapping[str, Any] | None, accurate: float, accurate_err: float
              published: float) -> dict[str, dict[str, float]]:
     """Every acceptable form of an extrapolation in ``d`` judged with its own fit: limit,
     standard error, 95% interval and z-scores against the accurate and the published theory
-    (:func:`stumplib.phase.scaling_forms.form_z`; the accurate theory's quadrature error is
+    (:func:`stumplib.book.studies.scaling_forms.form_z`; the accurate theory's quadrature error is
     combined with each form's standard error, the published curve has none).
 
     Parameters
     ----------
     fit : mapping or None
-        :func:`stumplib.phase.scaling_forms.choose_form`'s or ``accept_forms``' output (``None``:
+        :func:`stumplib.book.studies.scaling_forms.choose_form`'s or ``accept_forms``' output (``None``:
         no extrapolation, an empty result).
     accurate, accurate_err : float
         The accurate theory's value and its quadrature error (one standard error).
@@ -136,7 +136,7 @@ def per_form(fit: Mapping[str, Any] | None, accurate: float, accurate_err: float
         ``{form: {"limit", "se", "lo", "hi", "z_accurate", "z_published", "chi2", "dof",
         "p_value"}}``, the chosen form first.
     """
-    from stumplib.phase.scaling_forms import form_z
+    from stumplib.book.studies.scaling_forms import form_z
 
     if not fit or not fit.get("acceptable"):
         return {}
@@ -166,7 +166,7 @@ def lowest_min_verdict(fit: Mapping[str, Any] | None, accurate: float, accurate_
     Parameters
     ----------
     fit : mapping or None
-        :func:`stumplib.phase.scaling_forms.choose_form`'s or ``accept_forms``' output for the
+        :func:`stumplib.book.studies.scaling_forms.choose_form`'s or ``accept_forms``' output for the
         quantity (``None``: too few ``d`` to extrapolate, undecided).
     accurate, accurate_err : float
         The accurate theory's value and its quadrature error (one standard error).
@@ -214,7 +214,7 @@ def per_form_rows(fit: Mapping[str, Any] | None, accurate: float, accurate_err: 
     Parameters
     ----------
     fit : mapping or None
-        :func:`stumplib.phase.scaling_forms.choose_form`'s or ``accept_forms``' output.
+        :func:`stumplib.book.studies.scaling_forms.choose_form`'s or ``accept_forms``' output.
     accurate, accurate_err, published : float
         The theories (the accurate one with its quadrature error).
     check : tuple or None
@@ -264,7 +264,7 @@ def confirm_rows(conf: Mapping[str, Any],
     conf : mapping
         :func:`stumplib.book.runs.read_confirm`'s output (``seeds``: ``{d: seeds done}``).
     summ : mapping or None
-        :func:`stumplib.phase.lowest_summary.summary` of its searches (``None``: none done).
+        :func:`stumplib.book.studies.lowest_summary.summary` of its searches (``None``: none done).
 
     Returns
     -------
@@ -301,7 +301,7 @@ def confirm_verdicts(conf: Mapping[str, Any],
 
     On the fresh seeds alone, the lowest minima's theta and their test error are each
     extrapolated in ``d`` by every form not rejected at 5%
-    (:func:`stumplib.phase.lowest_summary.limits` with ``accept="p_value"``) and judged per form
+    (:func:`stumplib.book.studies.lowest_summary.limits` with ``accept="p_value"``) and judged per form
     (:func:`lowest_min_verdict`). The landing row **holds** when both claims hold, **fails** when
     either fails (it follows the published theory, or lies beyond the separate threshold from
     both), and is **undecided** otherwise (:func:`stumplib.book.verdicts.all_hold`). Until every
@@ -319,11 +319,11 @@ def confirm_verdicts(conf: Mapping[str, Any],
     Returns
     -------
     dict
-        ``summary`` (:func:`stumplib.phase.lowest_summary.summary` of the seeds done, ``None``
+        ``summary`` (:func:`stumplib.book.studies.lowest_summary.summary` of the seeds done, ``None``
         when none), ``limits`` (per quantity, ``{}`` until complete), ``theta``, ``test``
         (Verdicts of the two claims) and ``landing`` (the landing row's Verdict).
     """
-    from stumplib.phase.lowest_summary import limits, summary
+    from stumplib.book.studies.lowest_summary import limits, summary
 
     summ = summary(conf["searches"]) if conf.get("searches") else None
     if conf["state"] != "complete":
@@ -423,7 +423,7 @@ def search_bias(recorded: Mapping[int, Mapping[str, np.ndarray]],
 
 def shifted_summary(summ: Mapping[str, np.ndarray],
                     per_d: Mapping[int, Mapping[str, float]]) -> dict[str, np.ndarray]:
-    """A :func:`stumplib.phase.lowest_summary.summary` with the lowest minima's seed means moved
+    """A :func:`stumplib.book.studies.lowest_summary.summary` with the lowest minima's seed means moved
     by a measured search bias (:func:`search_bias`'s ``per_d``) at the dimensions it covers; the
     standard errors are kept.
 
@@ -485,7 +485,7 @@ def bias_sentence(per_d: Mapping[int, Mapping[str, float]], bias: Mapping[str, A
     on_recorded : bool
         Whether the page's lowest minima are the recorded sweep's (the study's seeds).
     summ : mapping or None
-        The recorded sweep's :func:`stumplib.phase.lowest_summary.summary` (for the seed
+        The recorded sweep's :func:`stumplib.book.studies.lowest_summary.summary` (for the seed
         means' standard errors beside the bias).
 
     Returns
@@ -533,7 +533,7 @@ def bias_survival(moved: Mapping[str, tuple[Mapping[str, np.ndarray] | None, str
     ----------
     moved : mapping
         ``{"recorded": (summary, accept), "confirm": (summary or None, accept)}``: the two
-        judged sets of seeds and how :func:`stumplib.phase.lowest_summary.limits` accepts a form.
+        judged sets of seeds and how :func:`stumplib.book.studies.lowest_summary.limits` accepts a form.
     per_d : mapping
         :func:`search_bias`'s ``per_d`` (the complete dimensions only).
     theories : mapping
@@ -545,7 +545,7 @@ def bias_survival(moved: Mapping[str, tuple[Mapping[str, np.ndarray] | None, str
     -------
     str
     """
-    from stumplib.phase.lowest_summary import limits
+    from stumplib.book.studies.lowest_summary import limits
 
     if not per_d:
         return "Not measured yet: no dimension of the study is complete."

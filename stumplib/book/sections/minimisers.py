@@ -2,7 +2,7 @@
 on the seeds the gradient-descent gap leaves out.
 
 The science (the minimisers, the decision between the theories, the dynamics check) lives in
-:mod:`stumplib.phase.minimise`, :mod:`stumplib.phase.decision` and
+:mod:`stumplib.phase.minimise`, :mod:`stumplib.book.studies.decision` and
 :mod:`stumplib.phase.dynamics_check`; this module only says what they found.
 """
 from __future__ import annotations
@@ -11,12 +11,12 @@ from typing import Any, Mapping, Sequence
 
 
 def dropped_seeds(gap: Mapping[str, Any]) -> str:
-    """Which seeds :func:`stumplib.phase.decision.gd_gap` left out, and why.
+    """Which seeds :func:`stumplib.book.studies.decision.gd_gap` left out, and why.
 
     Parameters
     ----------
     gap : Mapping[str, Any]
-        :func:`stumplib.phase.decision.gd_gap`'s output (``ds``, ``n_ran``, ``n_dropped``).
+        :func:`stumplib.book.studies.decision.gd_gap`'s output (``ds``, ``n_ran``, ``n_dropped``).
 
     Returns
     -------

@@ -2,8 +2,8 @@
 omega = 0.3, the published curves' replay, the branch's end and stability, and the minimisers'
 decision between the two theories.
 
-The numbers come from the science (:mod:`stumplib.phase.crossings`, :mod:`stumplib.phase.curves`,
-:mod:`stumplib.phase.published`, :mod:`stumplib.phase.minimise`); the verdicts follow the rules of
+The numbers come from the science (:mod:`stumplib.phase.crossings`, :mod:`stumplib.book.studies.curves`,
+:mod:`stumplib.book.studies.published`, :mod:`stumplib.phase.minimise`); the verdicts follow the rules of
 :mod:`stumplib.book.verdicts`.
 """
 from __future__ import annotations
@@ -16,14 +16,14 @@ from stumplib.book import verdicts
 from stumplib.book.verdicts import Verdict
 from stumplib.core.stats import Estimate
 
-#: how the page names the extrapolations of :data:`stumplib.phase.decision.EXTRAPOLATIONS`
+#: how the page names the extrapolations of :data:`stumplib.book.studies.decision.EXTRAPOLATIONS`
 FORM_NAMES = {"line": "straight line in 1/d", "quadratic": "with a 1/d^2 term",
               "drop_smallest": "without the smallest d"}
 
 
 def semantic_end_verdict(end: Estimate) -> Verdict:
     """Where the semantic branch ends, from its fitted end
-    (:func:`stumplib.phase.curves.branch_end_fit`), by the registry's rule of
+    (:func:`stumplib.book.studies.curves.branch_end_fit`), by the registry's rule of
     ``phase_semantic_end`` (:func:`stumplib.book.verdicts.located` with the registry's largest
     width).
 
@@ -42,13 +42,13 @@ def semantic_end_verdict(end: Estimate) -> Verdict:
 
 
 def end_fit_rows(fit: Mapping[str, Any]) -> list[dict]:
-    """One table row per sweep of :func:`stumplib.phase.curves.branch_end_fit`: its converged
+    """One table row per sweep of :func:`stumplib.book.studies.curves.branch_end_fit`: its converged
     points, the fitted end and its error, the fit's chi-square and the sweep's time.
 
     Parameters
     ----------
     fit : mapping
-        :func:`stumplib.phase.curves.branch_end_fit`'s result.
+        :func:`stumplib.book.studies.curves.branch_end_fit`'s result.
 
     Returns
     -------
@@ -72,7 +72,7 @@ def published_tail(pub_sem: Mapping[str, np.ndarray], alpha_end: float) -> dict[
     Parameters
     ----------
     pub_sem : mapping
-        The published semantic file (:func:`stumplib.phase.published.read_published`), every
+        The published semantic file (:func:`stumplib.book.studies.published.read_published`), every
         ``alpha``.
     alpha_end : float
         The accurate theory's fitted end.
@@ -149,7 +149,7 @@ def gd_decision_verdict(decision: Mapping[str, Any], alphas: Any, *, qualifier: 
     """The minimisers against the accurate and the published theory, decided only where the three
     extrapolations to ``d -> infinity`` agree.
 
-    Each extrapolation of :func:`stumplib.phase.decision.decide` (``forms``: a straight line in
+    Each extrapolation of :func:`stumplib.book.studies.decision.decide` (``forms``: a straight line in
     ``1/d``, one with a ``1/d^2`` term, one without the smallest ``d``) is judged by
     :func:`stumplib.book.verdicts.choose_theory` (the accurate theory the claimed one; within
     ``follow`` standard errors at every alpha follows, ``separate`` or more tells apart). The
@@ -161,7 +161,7 @@ def gd_decision_verdict(decision: Mapping[str, Any], alphas: Any, *, qualifier: 
     Parameters
     ----------
     decision : Mapping[str, Any]
-        :func:`stumplib.phase.decision.decide`'s output (its ``forms``, ``dmax``,
+        :func:`stumplib.book.studies.decision.decide`'s output (its ``forms``, ``dmax``,
         ``dmax_z_accurate`` and ``dmax_z_published`` are read).
     alphas : array_like, shape (A,)
         Its sample ratios; the sentence quotes the first.
@@ -209,13 +209,13 @@ def gd_decision_verdict(decision: Mapping[str, Any], alphas: Any, *, qualifier: 
 
 
 def extrapolation_rows(decision: Mapping[str, Any], alphas: Any) -> list[dict]:
-    """One table row per (extrapolation, alpha) of :func:`stumplib.phase.decision.decide`'s
+    """One table row per (extrapolation, alpha) of :func:`stumplib.book.studies.decision.decide`'s
     ``forms``, and one per alpha for the seed mean at the largest ``d``.
 
     Parameters
     ----------
     decision : Mapping[str, Any]
-        :func:`stumplib.phase.decision.decide`'s output (its ``forms``, ``dmax``, ``dmax_mean``,
+        :func:`stumplib.book.studies.decision.decide`'s output (its ``forms``, ``dmax``, ``dmax_mean``,
         ``dmax_se``, ``dmax_z_accurate`` and ``dmax_z_published`` are read).
     alphas : array_like, shape (A,)
         Its sample ratios (flattened), one row per alpha and form; the z-scores against the two
@@ -246,12 +246,12 @@ def extrapolation_rows(decision: Mapping[str, Any], alphas: Any) -> list[dict]:
 
 def decision_rows(dec: Mapping[str, Any], alphas: Any, accurate: Any, accurate_err: Any,
                   published: Any) -> list[dict]:
-    """One table row per alpha of :func:`stumplib.phase.decision.decide`'s output.
+    """One table row per alpha of :func:`stumplib.book.studies.decision.decide`'s output.
 
     Parameters
     ----------
     dec : mapping
-        :func:`stumplib.phase.decision.decide`'s result.
+        :func:`stumplib.book.studies.decision.decide`'s result.
     alphas : array_like, shape ``(A,)``
         Its sample ratios.
     accurate, accurate_err, published : array_like, shape ``(A,)``
@@ -279,7 +279,7 @@ def replay_verdict(pub: Mapping[str, Any], *, target: float = 1e-3) -> Verdict:
 
     Parameters
     ----------
-    pub : :func:`stumplib.phase.published.published_curves`' output (``{b}_stopped_{k}`` against
+    pub : :func:`stumplib.book.studies.published.published_curves`' output (``{b}_stopped_{k}`` against
         ``{b}_{k}``).
     target : the relative deviation asked of the replay.
 
@@ -306,7 +306,7 @@ def replay_rows(pub: Mapping[str, np.ndarray]) -> list[dict]:
     Parameters
     ----------
     pub : mapping
-        :func:`stumplib.phase.published.published_curves`' result.
+        :func:`stumplib.book.studies.published.published_curves`' result.
 
     Returns
     -------
@@ -326,12 +326,12 @@ def replay_rows(pub: Mapping[str, np.ndarray]) -> list[dict]:
 
 
 def tail_rows(tail: Mapping[str, np.ndarray]) -> list[dict]:
-    """One table row per point of :func:`stumplib.phase.curves.branch_tail`.
+    """One table row per point of :func:`stumplib.book.studies.curves.branch_tail`.
 
     Parameters
     ----------
     tail : mapping
-        :func:`stumplib.phase.curves.branch_tail`'s result.
+        :func:`stumplib.book.studies.curves.branch_tail`'s result.
 
     Returns
     -------

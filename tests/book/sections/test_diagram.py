@@ -29,7 +29,7 @@ def test_diagram_verdict_quotes_alpha_c_at_both_ends_and_judges_every_omega():
 
 def test_crossing_rows_and_absent_reason_name_why_a_crossing_is_missing():
     """A found crossing is shown with its interval; a missing one with the reason its named
-    outcome gives (:data:`stumplib.phase.diagram.CROSSING_OUTCOMES`)."""
+    outcome gives (:data:`stumplib.book.studies.diagram.CROSSING_OUTCOMES`)."""
     a = lambda v: np.asarray(v, dtype=float)  # noqa: E731
     diag = {"omega": a([0.2, 0.3]), "alpha_c": a([0.95, np.nan]), "alpha_c_lo": a([0.92, np.nan]),
             "alpha_c_hi": a([0.97, np.nan]), "alpha_c_outcome": np.array(["found", "above_range"]),

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from stumplib.book.sections.minimisers import dropped_seeds, dynamics_rows
-from stumplib.phase.decision import gd_gap
+from stumplib.book.studies.decision import gd_gap
 
 
 def test_dropped_seeds_names_each_d_that_lost_seeds_and_is_empty_otherwise():

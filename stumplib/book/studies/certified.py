@@ -3,10 +3,10 @@
 Chapters 3 and 4 both need ``beta*(m, n)`` (chapter 3 measures how it grows with the corpus,
 chapter 4 stops training there). :func:`certified_scales` is the one computation: for each shape it
 draws ``n_corpora`` seeded corpora, evaluates every corpus's gradient along the population path
-(:mod:`stumplib.stump.transfer`), and returns
+(:mod:`stumplib.book.studies.transfer`), and returns
 
 - ``beta*``: where the root mean square over corpora of the relative gradient error along the
-  progress direction first comes back up to ``level`` (:func:`stumplib.stump.transfer.certified_interval`);
+  progress direction first comes back up to ``level`` (:func:`stumplib.book.studies.transfer.certified_interval`);
 - its bootstrap replicates, corpora resampled with replacement (:func:`stumplib.core.stats.resample`).
 
 The result is cached (:func:`stumplib.core.memo.remember`, under a file lock of its own so that two
@@ -26,7 +26,7 @@ independent and their bootstraps can be resampled independently.
 shape with that value: the smallest ``beta*`` (largest error at the stop). :func:`worst_slope` fits
 the growth of ``beta*`` over that worst shape, taking the minimum in every bootstrap replicate, so
 that the interval holds the choice of the shape; :func:`worst_per_value` is the selection, shared
-with :func:`stumplib.stump.frozen.bootstrap_stop_law`.
+with :func:`stumplib.book.studies.frozen.bootstrap_stop_law`.
 
 **Shapes without a certified interval.** Where the RMS error never drops below ``level`` (very small
 corpora), ``beta*`` is NaN; a bootstrap replicate without one is NaN too. Fits over shapes leave such
@@ -44,7 +44,7 @@ import torch
 from stumplib.core.device import DEFAULT_DTYPE, resolve_device
 from stumplib.core.stats import PowerLawFit, fit_replicates, resample
 from stumplib.stump.corpus_grad import corpus_moments
-from stumplib.stump.transfer import (DEFAULT_LEVEL, TransferProfile, certified_interval, draw_corpus_batch,
+from stumplib.book.studies.transfer import (DEFAULT_LEVEL, TransferProfile, certified_interval, draw_corpus_batch,
                        population_path)
 from stumplib.core.validation import check_int, check_real, check_shapes
 from stumplib.stump.prior import DEFAULT_PRIOR, Prior, as_prior
@@ -180,7 +180,7 @@ def scan_profile(m: int, n: int, *, n_corpora: int, seed: int = 0, level: float 
     Parameters
     ----------
     m, n : tasks per corpus and examples per task (>= 1).
-    n_corpora : corpora (>= 2), drawn with :func:`stumplib.stump.transfer.draw_corpus_batch` from ``seed``.
+    n_corpora : corpora (>= 2), drawn with :func:`stumplib.book.studies.transfer.draw_corpus_batch` from ``seed``.
     seed : the corpora's seed.
     level : the relative-error level (> 0) that ends the certified interval.
     beta_min, beta_max : the scan's first scale and its cap (octaves ``beta_min * 2^k``).
@@ -241,7 +241,7 @@ def bootstrap_scales(prof: TransferProfile, level: float = DEFAULT_LEVEL, *, n_b
 
     Parameters
     ----------
-    prof : the corpora's :class:`~stumplib.stump.transfer.TransferProfile`.
+    prof : the corpora's :class:`~stumplib.book.studies.transfer.TransferProfile`.
     level : the relative-error level (> 0).
     n_boot : resamples (>= 10).
     seed : seed of the resampler.
@@ -271,7 +271,7 @@ class CertifiedScales:
     value : ``beta*`` per shape, ``(P,)`` (NaN: no certified interval).
     beta_lo : where each shape's certified interval starts, ``(P,)``.
     boot : bootstrap replicates, ``(n_boot, P)``.
-    profiles : the :class:`~stumplib.stump.transfer.TransferProfile` of each shape (for figures).
+    profiles : the :class:`~stumplib.book.studies.transfer.TransferProfile` of each shape (for figures).
     """
 
     shapes: tuple

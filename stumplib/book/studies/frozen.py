@@ -15,7 +15,7 @@ fixed interior threshold, by ``Õ((m ∧ n)^-1 + N^-1)``. This module holds
 - :func:`bound`, :func:`bound_form_spread`: the abstract's rate and the spread of
   ``error / (A1 (m∧n)^-1 + B1 N^-1)`` with ``A1, B1`` fitted.
 
-The heads come from training stopped at the certified scale, :mod:`stumplib.stump.staged`.
+The heads come from training stopped at the certified scale, :mod:`stumplib.book.studies.staged`.
 
 **Error.** For a fixed threshold ``tau`` the error is the root-mean-square over fresh contexts of
 ``f - tau``; over several thresholds, the root of the mean MSE.
@@ -31,10 +31,10 @@ from stumplib.core.device import DEFAULT_DTYPE, make_generator, resolve_device
 from stumplib.core.memo import remember
 from stumplib.core.stats import Estimate, interval, resample, resample_indices
 from stumplib.core.validation import check_grid, check_int
-from stumplib.stump.certified import worst_per_value
+from stumplib.book.studies.certified import worst_per_value
 from stumplib.stump.model import estimate
 from stumplib.stump.tasks import labels
-from stumplib.stump.transfer import population_path
+from stumplib.book.studies.transfer import population_path
 from stumplib.stump.prior import DEFAULT_PRIOR, Prior, as_prior
 
 #: fixed interior thresholds (inside the prior [0.2, 0.8], away from its upper end)
@@ -301,7 +301,7 @@ def bootstrap_stop_law(mn: Any, Ns: Any, sq_runs: Sequence[np.ndarray], beta_sta
     level : the intervals' coverage.
     worst : fit only the worst shape at each ``m ∧ n`` (the largest mean squared error at the
         largest ``N``, where the ``m ∧ n`` term dominates), chosen again in every replicate
-        (:func:`stumplib.stump.certified.worst_per_value`): the statistic of an upper bound in
+        (:func:`stumplib.book.studies.certified.worst_per_value`): the statistic of an upper bound in
         ``m ∧ n``. ``False``: every shape.
 
     Returns

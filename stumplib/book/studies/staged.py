@@ -9,7 +9,7 @@
   as the stop scale; the corpora are the trainer's (same seed, same corpus) and the stop is exact,
   to the step; :func:`train_to_certified_stop` runs it for every shape of chapter 4 (cached);
 - :func:`stop_errors`, :func:`end_errors`: the errors of the runs frozen at their stop and at their
-  end on fresh contexts (:func:`stumplib.stump.frozen.sq_errors`);
+  end on fresh contexts (:func:`stumplib.book.studies.frozen.sq_errors`);
 - :func:`gain_past_stop`, :func:`law_kept_past_stop`: what training past the certified stop
   changes, with bootstrap intervals over runs and contexts.
 """
@@ -24,9 +24,9 @@ from stumplib.core.device import DEFAULT_DTYPE
 from stumplib.core.memo import remember
 from stumplib.core.stats import Estimate, interval, resample_indices
 from stumplib.core.validation import check_int, check_real
-from stumplib.stump.frozen import FIXED_TAUS, sq_errors
+from stumplib.book.studies.frozen import FIXED_TAUS, sq_errors
 from stumplib.stump.trainer import RunConfig, TrainOptions, train_gd
-from stumplib.stump.transfer import population_path, step_size_limit
+from stumplib.book.studies.transfer import population_path, step_size_limit
 from stumplib.stump.prior import DEFAULT_PRIOR, Prior, as_prior
 
 #: :func:`train_staged` counts a run as diverged only on non-finite parameters, ``beta <= 0`` or
@@ -133,7 +133,7 @@ def train_staged(m: int, n: int, seeds: Sequence[int], *, beta0: float, beta_sto
 
     Every run starts at ``(beta0, c*(beta0) beta0)`` (the population's calibrated label score) with
     step ``frac * 2/lambda_max(beta0)`` (the population stability limit, see
-    :func:`stumplib.stump.transfer.step_size_limit`). At the first step where its ``beta`` reaches
+    :func:`stumplib.book.studies.transfer.step_size_limit`). At the first step where its ``beta`` reaches
     a mark of :func:`stage_marks` the state is recorded and the step reset to ``frac`` times the
     limit at that mark; ``beta_stop`` is the certified stop, ``beta_end`` the end of the run. The
     log-spaced scales are ``log_per_octave`` per octave from ``beta0``.

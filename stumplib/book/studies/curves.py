@@ -205,7 +205,7 @@ def semantic_points(th: Mapping[str, np.ndarray], alphas: Any,
     Parameters
     ----------
     th : mapping
-        :func:`accurate_curves`' (or :func:`stumplib.phase.diagram.omega_curves`') result.
+        :func:`accurate_curves`' (or :func:`stumplib.book.studies.diagram.omega_curves`') result.
     alphas : array_like
         Where (matched to ``1e-4``).
     omega : float
@@ -236,7 +236,7 @@ def lowest_points(diag: Mapping[str, np.ndarray], tail: Mapping[str, np.ndarray]
     Parameters
     ----------
     diag : mapping
-        :func:`stumplib.phase.diagram.phase_diagram`'s result.
+        :func:`stumplib.book.studies.diagram.phase_diagram`'s result.
     tail : mapping, optional
         :func:`branch_tail`'s result.
     omega : float, optional
@@ -373,18 +373,58 @@ def combine_branch_ends(ends: Any, errs: Any, *, z: float = 1.959963984540054) -
                     f"{dropped} sweep(s) with fewer than two converged points" if dropped else "")
 
 
+#: what one sweep of :func:`branch_end_sweep` returns, one array per name
+SWEEP_KEYS = ("alpha", "theta", "theta_err", "outcome", "log2_points", "suppressed_derivative",
+              "seconds")
+
+
+def branch_end_sweep(alphas: Any, replicate: int, *, omega: float, log2_points: int,
+                     n_scramblings: int = 12, seed: int = 0, sigma: float = 0.5,
+                     lam: float = 0.01, A: Any = DEFAULT_A,
+                     init: Mapping[str, float] | None = None,
+                     max_updates: int = 150) -> dict[str, np.ndarray]:
+    """One sweep of :func:`branch_end_fit`: :func:`stumplib.phase.state_evolution` down
+    ``alphas`` (decreasing) with ``n_scramblings`` scramblings of ``2**(log2_points - 1)`` and
+    ``2**log2_points`` points and the scrambling family ``seed + 1000 (replicate + 1)``.
+
+    The unit of work of ``scripts/phase_branch_end.py`` (one task a replicate): a recorded sweep
+    and this function with the same arguments give the same arrays.
+
+    Returns
+    -------
+    dict
+        The arrays :data:`SWEEP_KEYS`, shape ``(P,)`` (``outcome`` as str).
+    """
+    from stumplib.phase.setting import check_model
+    from stumplib.phase.solver import SolverOptions, state_evolution
+
+    alphas = sorted(map(float, alphas), reverse=True)
+    start = None if init is None else {k: float(init[k]) for k in ("q", "m", "V", "theta")}
+    res = state_evolution(alphas, seed=int(seed) + 1000 * (int(replicate) + 1), init=start,
+                          on_accuracy="undecided",
+                          model=check_model(omega=omega, sigma=sigma, lam=lam, A=A),
+                          options=SolverOptions(rtol=0.05, n_scramblings=n_scramblings,
+                                                min_log2_points=log2_points - 1,
+                                                max_log2_points=log2_points,
+                                                max_updates=max_updates))
+    out = {k: np.atleast_1d(np.asarray(res[k])) for k in SWEEP_KEYS}
+    out["outcome"] = out["outcome"].astype(str)
+    return out
+
+
 def branch_end_fit(alphas: Any, *, omega: float, log2_points: int, n_scramblings: int = 12,
                    replicates: int = 2, seed: int = 0, sigma: float = 0.5, lam: float = 0.01,
                    A: Any = DEFAULT_A, init: Mapping[str, float] | None = None,
-                   max_updates: int = 150, cache: bool = True) -> dict[str, Any]:
+                   max_updates: int = 150, cache: bool = True,
+                   recorded: Any = None) -> dict[str, Any]:
     """Where the semantic branch ends, fitted (:func:`fit_branch_end`) on ``replicates`` sweeps
     down ``alphas`` with independent families of scramblings, combined
     (:func:`combine_branch_ends`).
 
-    Each sweep is :func:`stumplib.phase.state_evolution` with ``n_scramblings`` scramblings of
-    ``2**(log2_points - 1)`` and ``2**log2_points`` points (a loose accuracy target on the test
+    Each sweep is :func:`branch_end_sweep` (the solver with ``n_scramblings`` scramblings of
+    ``2**(log2_points - 1)`` and ``2**log2_points`` points; a loose accuracy target on the test
     error: a point near the end is converged only where the two rules agree, the solver's rule for
-    delicate points) and the scrambling family ``seed + 1000 (r + 1)`` for sweep ``r`` (distinct
+    delicate points) with the scrambling family ``seed + 1000 (r + 1)`` for sweep ``r`` (distinct
     from the chapter's own solves and from other seeds' sweeps).
 
     Parameters
@@ -408,6 +448,10 @@ def branch_end_fit(alphas: Any, *, omega: float, log2_points: int, n_scramblings
         The solver's cap on updates per solve.
     cache : bool
         Keep the sweeps with :func:`stumplib.core.memo.remember`.
+    recorded : sequence of dict, optional
+        The sweeps already computed with exactly these arguments (a recorded run of
+        ``scripts/phase_branch_end.py``, read by :func:`stumplib.book.runs.read_branch_end`),
+        ``replicates`` of them, in order: then nothing is solved here.
 
     Returns
     -------
@@ -417,42 +461,34 @@ def branch_end_fit(alphas: Any, *, omega: float, log2_points: int, n_scramblings
         ``theta``, ``theta_err``, ``outcome``, ``log2_points``, ``suppressed_derivative`` and
         ``seconds``.
     """
-    from stumplib.phase.setting import check_model
-    from stumplib.phase.solver import SolverOptions, state_evolution
-
     if not 0 <= int(seed) < 1000:
         raise ValueError(f"seed must be in [0, 1000); got {seed}")
     if int(replicates) < 1:
         raise ValueError(f"replicates must be at least 1; got {replicates}")
     alphas = sorted(map(float, alphas), reverse=True)
     start = None if init is None else {k: float(init[k]) for k in ("q", "m", "V", "theta")}
-    keys = ("alpha", "theta", "theta_err", "outcome", "log2_points", "suppressed_derivative",
-            "seconds")
+    kw = dict(omega=omega, log2_points=int(log2_points), n_scramblings=int(n_scramblings),
+              seed=int(seed), sigma=sigma, lam=lam, A=A, init=start,
+              max_updates=int(max_updates))
 
-    def sweep(r: int) -> dict[str, np.ndarray]:
-        res = state_evolution(alphas, seed=int(seed) + 1000 * (r + 1), init=start,
-                              on_accuracy="undecided",
-                              model=check_model(omega=omega, sigma=sigma, lam=lam, A=A),
-                              options=SolverOptions(rtol=0.05, n_scramblings=n_scramblings,
-                                                    min_log2_points=log2_points - 1,
-                                                    max_log2_points=log2_points,
-                                                    max_updates=max_updates))
-        out = {k: np.atleast_1d(np.asarray(res[k])) for k in keys}
-        out["outcome"] = out["outcome"].astype(str)
-        return out
+    if recorded is not None:
+        if len(recorded) != int(replicates):
+            raise ValueError(f"recorded: {int(replicates)} sweeps expected; got {len(recorded)}")
+        sweeps = [dict(sw) for sw in recorded]
+    else:
+        sweeps = []
+        for r in range(int(replicates)):
+            if cache:
+                from stumplib.core.memo import remember
 
-    sweeps = []
-    for r in range(int(replicates)):
-        if cache:
-            from stumplib.core.memo import remember
-
-            cfg = dict(alphas=alphas, omega=omega, log2_points=int(log2_points),
-                       n_scramblings=int(n_scramblings), seed=int(seed), replicate=r,
-                       sigma=sigma, lam=lam, A=np.asarray(A).tolist(), init=start,
-                       max_updates=int(max_updates))
-            sweeps.append(remember("branch_end_sweep", cfg, lambda r=r: sweep(r)))
-        else:
-            sweeps.append(sweep(r))
+                cfg = dict(alphas=alphas, omega=omega, log2_points=int(log2_points),
+                           n_scramblings=int(n_scramblings), seed=int(seed), replicate=r,
+                           sigma=sigma, lam=lam, A=np.asarray(A).tolist(), init=start,
+                           max_updates=int(max_updates))
+                sweeps.append(remember("branch_end_sweep", cfg,
+                                       lambda r=r: branch_end_sweep(alphas, r, **kw)))
+            else:
+                sweeps.append(branch_end_sweep(alphas, r, **kw))
     fits = []
     for sw in sweeps:
         conv = np.asarray(sw["outcome"]) == "converged"

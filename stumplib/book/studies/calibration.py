@@ -47,7 +47,7 @@ import torch
 
 from stumplib.core.stats import Estimate, crossing, interval, resample
 from stumplib.stump.corpus_grad import corpus_grad
-from stumplib.stump.transfer import draw_corpus_batch, population_path
+from stumplib.book.studies.transfer import draw_corpus_batch, population_path
 from stumplib.core.validation import check_choice, check_int, check_real
 from stumplib.stump.prior import DEFAULT_PRIOR, Prior, as_prior
 
@@ -256,7 +256,7 @@ def scale_with_bootstrap(prof: Any, level: float = 0.5, *, stat: str = "rms", n_
     Parameters
     ----------
     prof : an :class:`OwnProfile` (scale from :func:`tracking_scale` of ``prof.curve(stat)``) or a
-        :class:`stumplib.stump.transfer.TransferProfile` (``prof.certified``).
+        :class:`stumplib.book.studies.transfer.TransferProfile` (``prof.certified``).
     level : the relative-error level that ends tracking.
     stat : the aggregate over corpora of an :class:`OwnProfile` (see :meth:`OwnProfile.curve`).
     n_boot, seed : resamples of the corpora (:func:`stumplib.core.stats.resample_indices`).
@@ -406,7 +406,7 @@ def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, 
                       max_steps: int = 60_000, steps: int | None = None, n_taus: int = 24,
                       device: Any = "cpu") -> dict[int, dict[str, np.ndarray]]:
     """Train ``n_corpora`` corpora of ``m`` tasks x ``n`` examples for each ``m`` from ``beta_T/2``
-    to ``beta_T`` (:func:`stumplib.stump.staged.train_staged`) and measure the trained heads at ``N = 1024``
+    to ``beta_T`` (:func:`stumplib.book.studies.staged.train_staged`) and measure the trained heads at ``N = 1024``
     over a midpoint grid of ``n_taus`` thresholds covering the prior (cached).
 
     Parameters
@@ -424,7 +424,7 @@ def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, 
     seed : int
         Seed of the corpora (``seed + 7000 + 100 m + k``) and of the contexts (``seed + 2``).
     frac, prior, max_steps, steps, device
-        As for :func:`stumplib.stump.staged.train_staged`.
+        As for :func:`stumplib.book.studies.staged.train_staged`.
     n_taus : int
         Thresholds of the midpoint grid over the prior.
 
@@ -435,8 +435,8 @@ def calibration_study(ms: Sequence[int], n: int, n_corpora: int, beta_T: float, 
     ``(corpus, n_taus)``; ``reached`` (did the run reach ``beta_T`` before the cap) and
     ``diverged`` (per corpus, diverged runs are left out of the others).
     """
-    from stumplib.stump.frozen import sq_errors
-    from stumplib.stump.staged import train_staged
+    from stumplib.book.studies.frozen import sq_errors
+    from stumplib.book.studies.staged import train_staged
     from stumplib.core.memo import remember
 
     tau_lo, tau_hi = as_prior(prior).as_tuple()

@@ -27,7 +27,7 @@ from dataclasses import replace
 import numpy as np
 
 from stumplib.core.stats import crossing
-from stumplib.phase.curves import theory_at
+from stumplib.book.studies.curves import theory_at
 from stumplib.phase.setting import DEFAULT_A
 
 #: the published theory files (semantic and positional branch, omega = 0.3), among

@@ -34,7 +34,7 @@ import torch
 
 from stumplib.core.validation import check_int, check_real
 from stumplib.phase.exact_error import exact_test_error
-from stumplib.phase.held_theta import constrained_minimise
+from stumplib.book.studies.held_theta import constrained_minimise
 from stumplib.phase.minimise import minimise
 from stumplib.phase.problem import Problem, make_problem, summaries
 from stumplib.phase.setting import DEFAULT_A, check_model
@@ -458,7 +458,7 @@ def landscape_run(alpha: float, d: int, seeds: Sequence[int], thetas: Sequence[f
         :func:`as_landscape`'s arrays, ``seeds``, ``search`` (the stacked records) and
         ``seconds`` (their total).
     """
-    from stumplib.phase.lowest_summary import as_landscape
+    from stumplib.book.studies.lowest_summary import as_landscape
 
     r = search_seeds(alpha, d, seeds, thetas, **kw)
     return dict(as_landscape(r), seeds=r["seeds"], search=r,

@@ -28,7 +28,7 @@ Definitions used here (stated in chapter 3):
 
 Corpora of the same ``(n, seed)`` are nested in ``m`` (corpus ``k`` holds tasks ``k m ... (k+1) m - 1``
 of one seeded draw), so neighbouring ``m`` share random numbers and the curves are smooth in ``m``.
-The certified scales the chapters report are computed by :mod:`stumplib.stump.certified` from the
+The certified scales the chapters report are computed by :mod:`stumplib.book.studies.certified` from the
 profiles of this module (:func:`transfer_profile`, :func:`certified_interval`).
 """
 from __future__ import annotations

@@ -95,7 +95,7 @@ def summary(searches: dict[int, dict[str, np.ndarray]], *, level: float = 0.95,
 def as_landscape(r: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The landscape layout (the constrained curve along theta and two kinds of minima per seed)
     from the records of
-    :func:`stumplib.phase.lowest_minima.search` (seeds stacked): the line of held theta, the
+    :func:`stumplib.book.studies.lowest_minima.search` (seeds stacked): the line of held theta, the
     informed start's minimum as ``free_*`` and the lowest minimum found as ``best_*``.
 
     Parameters
@@ -154,7 +154,7 @@ def limits(summ: Mapping[str, np.ndarray], *, level: float = 0.95,
         enough usable ``d`` (two or more seeds); every interval is cut at 0 (a test error and
         theta are not negative).
     """
-    from stumplib.phase.scaling_forms import accept_forms, choose_form
+    from stumplib.book.studies.scaling_forms import accept_forms, choose_form
 
     if accept not in ("aicc", "p_value"):
         raise ValueError(f"accept must be 'aicc' or 'p_value'; got {accept!r}")
