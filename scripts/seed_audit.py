@@ -24,11 +24,13 @@ After every task the driver rewrites (atomically)
 The chapters read the committed JSON (:func:`stumplib.book.claims.glue_seed_agreement`): a claim
 whose audited seeds disagree (or fail) is reported undecided. Usage (from the repository root)::
 
-    python scripts/seed_audit.py --seeds 0 1 2 3 4 --chapters 03 04 02 05 06 --workers 2
+    python scripts/seed_audit.py --seeds 0 1 2 3 4 --chapters 03 04 02 05 06 07 --workers 2
 
 Cost at the ``quick`` profile from an empty result cache, one idle core (measured 2026-12-05,
 ``scripts/BENCH_sweeps.md``): chapter 2 10 s, 3 201 s, 4 232 s, 5 86 s, 6 128 s per seed (55
-core-minutes for five seeds); with ``--workers 2`` on two idle cores, 31 minutes.
+core-minutes for five seeds); with ``--workers 2`` on two idle cores, 31 minutes. (Chapter 6 was
+split since: its flat-window part is chapter 7, which waits for chapter 6 of the same seed and
+reloads its theory from the cache.)
 """
 from __future__ import annotations
 
@@ -68,9 +70,24 @@ def chapter_path(tag: str) -> Path:
     return hits[0]
 
 
+def chapter_notebooks(tag: str) -> list[Path]:
+    """The notebooks of ``--chapters`` tag ``tag``: a bare chapter number (``"05"``) names every
+    page of that chapter (``05_boundary_symmetrization`` and its section page ``05_two_heads``), a
+    longer tag exactly one notebook (:func:`chapter_path`)."""
+    if tag.isdigit():
+        hits = sorted((ROOT / "chapters").glob(f"{tag}_*.ipynb"))
+        if not hits:
+            raise SystemExit(f"--chapters: {tag!r} matches no notebook")
+        return hits
+    return [chapter_path(tag)]
+
+
 def task_id(chapter: str, seed: int) -> str:
-    """``"ch03_seed2"`` for ``chapters/03_finite_corpus`` at seed 2."""
-    return f"ch{Path(chapter).name.split('_')[0]}_seed{seed}"
+    """``"ch03_seed2"`` for ``chapters/03_finite_corpus`` at seed 2; a chapter's section page
+    (:data:`stumplib.book.registry.SECTION_PAGES`) by its whole name, ``"ch05_two_heads_seed2"``."""
+    name = Path(chapter).name
+    tag = name if f"chapters/{name}" in K.SECTION_PAGES else name.split("_")[0]
+    return f"ch{tag}_seed{seed}"
 
 
 def notebooks_version() -> str:
@@ -125,12 +142,20 @@ def audit_task(notebook: str, seed: int, profile: str, device: str, workdir: str
 def make_tasks(notebooks: list[Path], seeds: list[int], profile: str, device: str, workdir: str,
                gpu: bool = False) -> list[Task]:
     """One task per chapter and seed, in that order; chapter 4 of a seed waits for chapter 3 of the
-    same seed when both are audited (it reloads chapter 3's certified scales from the cache)."""
+    same seed when both are audited (it reloads chapter 3's certified scales from the cache), and
+    chapter 7 for chapter 6 (it reloads chapter 6's theory)."""
     chapters = [f"chapters/{nb.stem}" for nb in notebooks]
-    three = next((c for c in chapters if Path(c).name.startswith("03")), None)
+
+    def first(tag: str) -> str | None:
+        return next((c for c in chapters if Path(c).name.startswith(tag)), None)
+
+    before = {"04": first("03"), "07": first("06")}  # chapter -> the chapter it waits for
+
+    def after(c: str, s: int) -> tuple[str, ...]:
+        b = before.get(Path(c).name[:2])
+        return (task_id(b, s),) if b else ()
     return [Task(task_id(c, s), (str(nb), s, profile, device, workdir, str(ROOT)),
-                 after=(task_id(three, s),) if three and Path(c).name.startswith("04") else (),
-                 gpu=gpu)
+                 after=after(c, s), gpu=gpu)
             for c, nb in zip(chapters, notebooks) for s in seeds]
 
 
@@ -278,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    ap.add_argument("--chapters", nargs="+", default=["03", "04", "02", "05", "06"],
+    ap.add_argument("--chapters", nargs="+", default=["03", "04", "02", "05", "06", "07"],
                     help="in this order (longest first keeps the workers busy)")
     ap.add_argument("--profile", default="quick", choices=["smoke", "quick", "full"])
     ap.add_argument("--device", default="cpu", help="the chapters' device: cpu, cuda or cuda:K")
@@ -299,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         device = resolve_device(args.device)
     except ValueError as e:
         ap.error(str(e))
-    notebooks = [chapter_path(t) for t in args.chapters]
+    notebooks = [nb for t in args.chapters for nb in chapter_notebooks(t)]
     chapters = [f"chapters/{nb.stem}" for nb in notebooks]
     if len(set(chapters)) != len(chapters):
         ap.error(f"--chapters: each chapter once; got {args.chapters}")

@@ -1,6 +1,6 @@
 """A complete clone: the book needs nothing outside the repository.
 
-Chapter 6 compares against published reference curves that once lived in the developers'
+Chapters 6 and 7 compare against published reference curves that once lived in the developers'
 ``../shared`` folder, which a user's clone does not have; they now ship with ``stumplib`` as
 package data (``stumplib/phase/reference/cui2024/``). The shared smoke execution
 (``executed_chapter`` in ``conftest.py``) runs every chapter in a copy of the repository's files
@@ -8,8 +8,8 @@ package data (``stumplib/phase/reference/cui2024/``). The shared smoke execution
 temporary folder, importing ``stumplib`` from that copy, so no route leads to ``../shared`` or to
 anything else outside the repository. On that run (no extra execution: CI's time budget):
 
-- chapter 6 prints no NaN: no glued value its text cites, no table or text a shown cell prints
-  (``slow``);
+- chapters 6 and 7 print no NaN: no glued value their text cites, no table or text a shown cell
+  prints (``slow``);
 
 and, without executing anything: the reference files are in the copy and are package data of the
 install (``pyproject.toml``), and the NaN scan finds what it must.
@@ -24,7 +24,8 @@ import pytest
 
 from conftest import CHAPTERS, ROOT, clone_files, glued, payload
 
-CHAPTER_6 = next(p for p in CHAPTERS if p.stem == "06_positional_semantic")
+#: the chapters that read the published curves and the recorded runs
+PHASE_CHAPTERS = [p for p in CHAPTERS if p.stem in ("06_positional_semantic", "07_flat_window")]
 #: a glue a page cites: {glue}`name`, {glue:text}`name:fmt`, {glue:math}`name` (figures are images)
 GLUE_CITED = re.compile(r"\{glue(?::text|:math)?\}`([^`]+)`")
 #: a NaN as Python, numpy, pandas or a format prints it (not part of a word such as "nanoseconds")
@@ -92,17 +93,23 @@ def nan_problems(nb: dict, doc: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------ the run
+def test_chapters_6_and_7_are_both_checked():
+    assert [p.stem for p in PHASE_CHAPTERS] == ["06_positional_semantic", "07_flat_window"]
+
+
 @pytest.mark.slow
-def test_chapter_6_prints_no_nan_from_a_clone_without_shared(executed_chapter):
-    """Chapter 6 executed at ``smoke`` in the copy (the shared smoke run): no NaN on its page."""
-    nb = executed_chapter(CHAPTER_6)
+@pytest.mark.parametrize("path", PHASE_CHAPTERS, ids=[p.stem for p in PHASE_CHAPTERS])
+def test_chapter_prints_no_nan_from_a_clone_without_shared(path, executed_chapter):
+    """Chapters 6 and 7 executed at ``smoke`` in the copy (the shared smoke run): no NaN on
+    their pages."""
+    nb = executed_chapter(path)
     root = executed_chapter.root
     if clone_files() is not None:  # a git checkout: the run must have been in the copy
         assert root != ROOT and [p.name for p in root.parent.iterdir()] == [root.name], root
-    got = printed_text(nb, CHAPTER_6.stem)
-    assert sum(k.startswith("glue ") for k in got) > 100 and any(k.startswith("cell ") for k in got)
-    bad = nan_problems(nb, CHAPTER_6.stem)
-    assert not bad, f"chapter 6 prints NaN ({len(bad)}):\n" + "\n".join(bad)
+    got = printed_text(nb, path.stem)
+    assert sum(k.startswith("glue ") for k in got) > 80 and any(k.startswith("cell ") for k in got)
+    bad = nan_problems(nb, path.stem)
+    assert not bad, f"{path.stem} prints NaN ({len(bad)}):\n" + "\n".join(bad)
 
 
 # ------------------------------------------------------------------------------------ fast

@@ -317,20 +317,25 @@ def _ch6():
              "root": (0.02 + 0.002 * k) / 0.3} for k in range(2)]
     rules = [("Gauss-Hermite, $6^4$ nodes", "gauss-hermite", 6), ("Sobol, $2^{12}$ points", "sobol", 12)]
     yield "fig_phase_window", lambda: ch6.window_figure(prof, thetas, rules, 1.6)
-    yield "fig_lowest_minima", lambda: ch6.lowest_minima_figure(*_lowest_minima_data(),
-                                                               accurate=0.0028, accurate_err=1e-5,
-                                                               published=0.00268,
-                                                               theory_theta=0.0966)
 
 
-def _lowest_minima_data():
-    """Searches at five d (18 starts, 4 to 8 seeds) with their summary and limits: the figure at
-    the recorded run's size."""
+def _ch7():
+    from stumplib.book.plots import phase as ch7
+
+    for tag, sizes in (("", None), ("_three_d", ((2000, 6), (4000, 6), (8000, 4)))):
+        yield f"fig_lowest_minima{tag}", lambda sz=sizes: ch7.lowest_minima_figure(
+            *_lowest_minima_data(sz), accurate=0.0028, accurate_err=1e-5, published=0.00268,
+            theory_theta=0.0966)
+
+
+def _lowest_minima_data(sizes=None):
+    """Searches at five d (18 starts, 4 to 8 seeds; or ``sizes``, ``((d, seeds), ...)``) with their
+    summary and limits: the figure at the recorded run's size."""
     from stumplib.book.studies import lowest_summary as ls
 
     rng = np.random.default_rng(0)
     searches = {}
-    for d, S in ((500, 8), (1000, 8), (2000, 6), (4000, 6), (8000, 4)):
+    for d, S in sizes or ((500, 8), (1000, 8), (2000, 6), (4000, 6), (8000, 4)):
         K = 18
         loss = 1e-3 + 1e-6 * rng.random((S, K))
         label = rng.integers(0, 3, (S, K))
@@ -380,7 +385,7 @@ def _ch5_two_head():
 
 
 _CHAPTERS = {"ch1": _ch1, "ch2": _ch2, "ch3": _ch3, "ch4": _ch4, "ch5": _ch5,
-             "ch5_two_head": _ch5_two_head, "ch6": _ch6}
+             "ch5_two_head": _ch5_two_head, "ch6": _ch6, "ch7": _ch7}
 
 
 @pytest.mark.parametrize("chapter", sorted(_CHAPTERS))

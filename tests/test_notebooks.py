@@ -19,10 +19,11 @@ import pytest
 from conftest import CHAPTERS, ROOT, execute, glued, payload
 
 EXPECTED = ["01_setup", "02_population_dynamics", "03_finite_corpus", "04_error_bound",
-            "05_boundary_symmetrization", "06_positional_semantic"]
+            "05_boundary_symmetrization", "05_two_heads", "06_positional_semantic",
+            "07_flat_window"]
 IDS = [p.stem for p in CHAPTERS]
 #: chapters whose structure (issue 15) is checked here; the others join as their owners land it
-STRUCTURED = ["01_setup", "02_population_dynamics", "03_finite_corpus", "04_error_bound", "05_boundary_symmetrization", "06_positional_semantic"]
+STRUCTURED = ["01_setup", "02_population_dynamics", "03_finite_corpus", "04_error_bound", "05_boundary_symmetrization", "05_two_heads", "06_positional_semantic", "07_flat_window"]
 
 #: characters a code box of the site shows without scrolling sideways (``test_site.py``'s
 #: ``test_no_code_box_overflows`` measures it on the built pages)
@@ -63,7 +64,7 @@ def _code(path) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------ committed
-def test_toc_lists_the_six_chapters():
+def test_toc_lists_the_seven_chapters():
     toc = (ROOT / "_toc.yml").read_text()
     for name in EXPECTED:
         assert f"chapters/{name}" in toc
@@ -292,3 +293,31 @@ def test_the_support_scan_catches_the_faults_of_issue_39():
     assert support_problems(fine) == []
     assert support_floor("prior_risk_aware_estimate") == 1.0
     assert support_floor("sym_bayes_ratio") == 0.0 and support_floor("bound_mn_worst_slope") is None
+
+
+def test_section_5_1_reuses_chapter_5s_settings():
+    """Section 5.1 (``05_two_heads``) retrains chapter 5's section-2 heads and redraws its
+    section-6 contexts: every setting the two pages' tables share (token work included) has the
+    same value, and the constants it takes from chapter 5's parameters are their defaults."""
+    def assigned(stem: str) -> dict:
+        ns: dict = {}
+        for c in _code(ROOT / "chapters" / f"{stem}.ipynb"):
+            for node in ast.parse("".join(c["source"])).body:
+                if (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                        and node.targets[0].id in ("TABLE", "TOKEN")):
+                    exec(compile(ast.Module([node], []), stem, "exec"), {}, ns)
+        return ns
+
+    ch5, sec = assigned("05_boundary_symmetrization"), assigned("05_two_heads")
+    for name in ("TABLE", "TOKEN"):
+        a, b = ch5[name], sec[name]
+        for prof in ((None,) if name == "TOKEN" else ("smoke", "quick", "full")):
+            x, y = (a, b) if prof is None else (a[prof], b[prof])
+            shared = set(x) & set(y)
+            assert shared and all(x[k] == y[k] for k in shared), (name, prof)
+            assert set(y) - set(x) <= {"twohead_steps", "twohead_corpora"}, (name, prof)
+    params = "".join(_code(ROOT / "chapters" / "05_boundary_symmetrization.ipynb")[0]["source"])
+    setup = "\n".join("".join(c["source"]) for c in _code(ROOT / "chapters" / "05_two_heads.ipynb"))
+    assert "N_ref: int = 64 " in params and "train_lr: float = 1e3 " in params
+    assert "interior: tuple[float, float] = (0.2, 0.8) " in params
+    assert "N_ref, interior, train_lr = 64, (0.2, 0.8), 1e3" in setup

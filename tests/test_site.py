@@ -62,6 +62,12 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-dev-shm-usage"]
 VIEWPORT = {"width": 1280, "height": 900}
+#: the reading check's window: a page a reader can finish is at most :data:`MAX_SCREENS` of these
+READING_VIEWPORT = {"width": 1400, "height": 1000}
+#: the most screens of :data:`READING_VIEWPORT` a reading page (landing, judging, "Using
+#: stumplib", every chapter) may take; the reference pages (API reference, running the book,
+#: notation, bibliography, build record) are looked up, not read through, and are not held to it
+MAX_SCREENS = 12
 #: the book's own pages (skip Sphinx's generated index / search pages only for the text checks)
 PAGES = sorted(p.relative_to(SITE).as_posix() for p in SITE.rglob("*.html")
                if "_static" not in p.parts and "_sources" not in p.parts) if SITE.is_dir() else []
@@ -425,6 +431,8 @@ def facts(server, browser):
                             timeout=120_000)
         f = page.evaluate(_JS_PAGE_FACTS)
         f["probeTypeset"] = page.evaluate(_JS_PROBE_MATH)  # after the facts: it adds math
+        page.set_viewport_size(READING_VIEWPORT)  # the page's length as the issue measures it
+        f["readingHeight"] = page.evaluate("document.documentElement.scrollHeight")
         f["pageErrors"] = [e for e in errors if not any(k in e for k in errors_ignored)]
         f["badHttp"] = bad_http
         f["external"] = sorted(set(external))
@@ -448,7 +456,8 @@ def test_site_has_the_book_pages():
                  "build_record.html", "running.html", "chapters/01_setup.html",
                  "chapters/02_population_dynamics.html", "chapters/03_finite_corpus.html",
                  "chapters/04_error_bound.html", "chapters/05_boundary_symmetrization.html",
-                 "chapters/06_positional_semantic.html"):
+                 "chapters/05_two_heads.html", "chapters/06_positional_semantic.html",
+                 "chapters/07_flat_window.html"):
         assert name in PAGES, f"{name} missing from the built site"
 
 
@@ -640,7 +649,8 @@ def test_chapters_link_their_executed_notebooks_with_outputs(facts, server):
 
 def test_verdict_boxes_show_badges(facts):
     """The chapters that state a verdict show it with a status badge in their verdict box."""
-    for rel in ("chapters/02_population_dynamics.html", "chapters/05_boundary_symmetrization.html"):
+    for rel in ("chapters/02_population_dynamics.html", "chapters/05_boundary_symmetrization.html",
+                "chapters/05_two_heads.html"):
         if rel not in PAGES:
             continue
         badges = facts(rel)["verdictBadges"]
@@ -1053,3 +1063,19 @@ def test_sideways_check_flags_a_wide_table_and_equation_in_scroll_boxes(chromium
     assert len(bad) == 2, bad
     assert any(x.startswith("'TABLE: a wide cell") for x in bad)
     assert any(x.startswith("'MJX-CONTAINER") for x in bad)
+
+
+def _reading_pages():
+    return [pytest.param(p, id=_page_id(p)) for p in PAGES
+            if p.startswith("chapters/") or p in ("intro.html", "judging.html", "using.html")]
+
+
+@pytest.mark.parametrize("rel", _reading_pages() or [pytest.param("-", id="no-site")])
+def test_a_reading_page_is_at_most_twelve_screens(rel, facts):
+    """Issue 49: a reader can finish a page: at 1400 px width, at most :data:`MAX_SCREENS`
+    screens of 1000 px (appendix detail belongs on its own page)."""
+    if rel == "-":
+        pytest.skip(f"no built site at {SITE}")
+    h = facts(rel)["readingHeight"]
+    limit = MAX_SCREENS * READING_VIEWPORT["height"]
+    assert h <= limit, f"{rel}: {h} px at {READING_VIEWPORT['width']} px width, over {limit} px"

@@ -64,6 +64,9 @@ BIAS_PICKS = {4000: (1, 3, 4, 9, 11), 8000: (1, 2, 3, 4, 7)}
 BIAS_PARAMETERS = dict(alpha=1.0164, seed=0, gtol=1e-8,
                        thetas=np.linspace(0.075, 0.12, 16).tolist(), n_rotations=2,
                        perturb_scales=[0.05, 0.1, 0.2, 0.4], same_tol=1e-3)
+#: chapter 6's fitted end of the semantic branch at ``quick``, seed 0
+#: (``scripts/phase_branch_end.py``): its sweeps, which the page reads where every argument matches
+BRANCH_END_NAME = "PHASE_BRANCH_END.npz"
 #: the model parameters a stored run must share with the page that reads it
 RUN_PARAMETERS = ("omega", "sigma", "lam", "A")
 
@@ -578,4 +581,70 @@ def read_bias(path: str | os.PathLike | None = None, *,
     out["message"] = (f"{out['done']} of {planned} tasks done ("
                       + ", ".join(f"{out['seeds'][d]} of {len(want[d])} at d = {d}"
                                   for d in sorted(want)) + ").")
+    return out
+
+
+def read_branch_end(expect: Mapping[str, Any],
+                    path: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Chapter 6's recorded sweeps of the branch's fitted end (:data:`BRANCH_END_NAME` under
+    :func:`runs_dir`, or ``path``), returned only where the store was made with exactly the
+    arguments the page would use.
+
+    Parameters
+    ----------
+    expect : mapping
+        The page's arguments of :func:`stumplib.book.studies.curves.branch_end_fit`: ``alphas``,
+        ``init`` (``[q, m, V, theta]``), ``log2_points``, ``n_scramblings``, ``replicates``,
+        ``max_updates``, ``omega``, ``sigma``, ``lam``, ``A``, ``seed``; numbers compared with
+        relative tolerance 1e-9 (:func:`parameter_mismatches`).
+    path : str, os.PathLike or None
+        The store (``None``: :data:`BRANCH_END_NAME` under :func:`runs_dir`).
+
+    Returns
+    -------
+    dict
+        ``state``: ``"absent"`` (no file: a :class:`MissingRunWarning`), ``"other"`` (made with
+        other arguments or by another version of the code of ``stumplib.core``,
+        ``stumplib.phase`` and :mod:`stumplib.book.studies`, listed in ``mismatch``, or not
+        complete), or ``"recorded"``;
+        ``sweeps`` (the ``replicates`` sweeps in order, or ``None`` unless recorded); ``meta``
+        (:func:`stumplib.sweep.readers.store_meta`, with ``commit`` and ``command`` of the first
+        driver run; ``None`` when absent); ``mismatch``; ``name``.
+    """
+    from stumplib.sweep.readers import store_meta
+    from stumplib.sweep.store import StoreError, read_store
+
+    p = Path(path) if path is not None else run_file(BRANCH_END_NAME)
+    out: dict[str, Any] = dict(state="absent", sweeps=None, meta=None, mismatch=[], name=p.name)
+    if not p.is_file():
+        _warn_missing(BRANCH_END_NAME, path)
+        return out
+    try:
+        manifest, results = read_store(p)
+    except StoreError as e:
+        out.update(state="other", mismatch=[str(e).replace(str(p), "the file")])
+        return out
+    meta = store_meta(manifest)
+    first = meta["runs"][0] if meta["runs"] else {}
+    meta.update(commit=str(first.get("commit", "not recorded")),
+                command=str(first.get("command", "not recorded")))
+    out["meta"] = meta
+    if meta["kind"] != "phase_branch_end":
+        out.update(state="other", mismatch=[f"a store of kind {meta['kind']!r}"])
+        return out
+    mism = parameter_mismatches(meta["params"], expect)
+    from stumplib.core.version import code_version
+
+    now, made = code_version("core", "phase", "book/studies"), meta["params"].get("code_version")
+    if made != now:  # another solver: its sweeps are not this page's computation
+        mism.append(f"made by solver code {made} (this page: {now})")
+    want = int(expect.get("replicates", 0))
+    ids = [f"sweep{r}" for r in range(want)]
+    if not mism and not all(i in results for i in ids):
+        mism = [f"{sum(i in results for i in ids)} of {want} sweeps recorded"]
+    if mism:
+        out.update(state="other", mismatch=mism)
+        return out
+    out.update(state="recorded", sweeps=[{k: np.asarray(v) for k, v in results[i].items()}
+                                         for i in ids])
     return out

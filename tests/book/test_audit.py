@@ -72,3 +72,20 @@ def test_seed_audit_summary_measures_agreement_and_coverage(tmp_path):
     assert out["claims"]["pop_scale"]["status"] == ["holds"] and out["reruns"][0]["commit"] == "b"
     assert "rerun of chapters/05" in (tmp_path / "a.md").read_text()
 
+
+
+def test_seed_audit_runs_a_chapters_section_page_as_a_task_of_its_own():
+    """``--chapters 05`` names chapter 5 and its section page 5.1 (``05_two_heads``), each its own
+    task with its own id; a longer tag names one notebook."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("seed_audit", ROOT / "scripts" / "seed_audit.py")
+    S = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(S)
+    five = [p.stem for p in S.chapter_notebooks("05")]
+    assert five == ["05_boundary_symmetrization", "05_two_heads"]
+    assert [p.stem for p in S.chapter_notebooks("05_two")] == ["05_two_heads"]
+    ids = [S.task_id(f"chapters/{stem}", 2) for stem in five]
+    assert ids == ["ch05_seed2", "ch05_two_heads_seed2"]
+    with pytest.raises(SystemExit, match="matches 2 notebooks"):
+        S.chapter_path("05")

@@ -53,7 +53,9 @@ def test_every_claim_names_an_existing_verdict_function_and_states_its_rule():
 
 def test_the_chapter_decision_and_two_head_rows_have_entries():
     assert R.claim("lowest_min").rule == "per_form_theory"
-    assert R.claim("two_head").chapter == "chapters/05_boundary_symmetrization"
+    assert R.claim("two_head").chapter == "chapters/05_two_heads"
+    rows = {c.key: row for c, row in zip(R.REGISTRY, R.registry_rows())}
+    assert rows["two_head"][1] == "5.1" and rows["sym_trained"][1] == "5"
     with pytest.raises(KeyError, match="no claim 'nope'"):
         R.claim("nope")
 

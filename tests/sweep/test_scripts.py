@@ -146,7 +146,7 @@ def test_the_flat_window_keeps_A_and_gtol_on_resume(tmp_path):
 
 
 def test_the_flat_window_pick_searches_only_the_listed_seeds_with_the_same_data(tmp_path):
-    """--pick (the search-bias study of chapter 6) runs the listed (d, seed) tasks in the given
+    """--pick (the search-bias study of chapter 7) runs the listed (d, seed) tasks in the given
     order, each the same search as the full sweep's task of that seed."""
     base = ["--stages", "landscape", "--theta-range", "0.085", "0.11", "2", "--rotations", "0",
             "--perturb", "0.1", "--workers", "0", "--no-progress"]
@@ -232,3 +232,53 @@ def test_chapter_4_of_a_seed_waits_for_chapter_3_of_that_seed():
     assert tasks["ch04_seed1"].after == ("ch03_seed1",) and tasks["ch04_seed0"].after == ("ch03_seed0",)
     assert tasks["ch03_seed0"].after == () and tasks["ch02_seed1"].after == ()
     assert sa.make_tasks(nbs[:1], [0], "smoke", "cpu", "/tmp/x")[0].after == ()
+
+
+def test_chapter_7_of_a_seed_waits_for_chapter_6_of_that_seed():
+    """Chapter 7 reloads chapter 6's theory from the result cache: it runs after chapter 6."""
+    sa = load("seed_audit")
+    nbs = [sa.chapter_path(t) for t in ("07", "06")]
+    tasks = {t.id: t for t in sa.make_tasks(nbs, [0, 1], "smoke", "cpu", "/tmp/x")}
+    assert tasks["ch07_seed1"].after == ("ch06_seed1",) and tasks["ch06_seed0"].after == ()
+    assert sa.make_tasks(nbs[:1], [0], "smoke", "cpu", "/tmp/x")[0].after == ()
+
+
+BE_INIT = [0.06902032855290167, 0.0, 21.32393516096992, 0.0966049930851302]
+
+
+def test_the_recorded_branch_end_is_the_chapters_own_computation(tmp_path):
+    """``scripts/phase_branch_end.py`` (serial) then :func:`stumplib.book.runs.read_branch_end`:
+    with the page's arguments the recorded sweeps give exactly the fit the page computes itself;
+    another seed or start is refused naming the parameter; a missing file warns and says absent."""
+    from stumplib.book import runs
+    from stumplib.book.studies.curves import branch_end_fit
+
+    out = tmp_path / "be.npz"
+    r = script("phase_branch_end.py", "--alphas", "0.8", "0.78", "--log2", "9", "--replicates",
+               "2", "--init", *map(repr, BE_INIT), "--workers", "0", "--no-progress",
+               "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    kw = dict(omega=0.3, log2_points=9, n_scramblings=12, replicates=2, seed=0, sigma=0.5,
+              lam=0.01, max_updates=150)
+    expect = dict(kw, alphas=[0.8, 0.78], init=BE_INIT, A=[[0.6, 0.4], [0.4, 0.6]])
+    rec = runs.read_branch_end(expect, out)
+    assert rec["state"] == "recorded" and len(rec["sweeps"]) == 2, rec["mismatch"]
+    assert rec["meta"]["command"].startswith("python") and rec["meta"]["commit"]
+    init = dict(zip(("q", "m", "V", "theta"), BE_INIT))
+    live = branch_end_fit([0.8, 0.78], init=init, cache=False, **kw)
+    read = branch_end_fit([0.8, 0.78], init=init, recorded=rec["sweeps"], **kw)
+    for a, b in zip(live["sweeps"], read["sweeps"]):
+        for k in a:
+            if k != "seconds":
+                assert np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f"), k
+    assert read["estimate"].value == live["estimate"].value or (
+        np.isnan(read["estimate"].value) and np.isnan(live["estimate"].value))
+    other = runs.read_branch_end(dict(expect, seed=1), out)
+    assert other["state"] == "other" and other["sweeps"] is None
+    assert any(m.startswith("seed = 0") for m in other["mismatch"]), other["mismatch"]
+    moved = runs.read_branch_end(dict(expect, init=[0.07, 0.0, 21.3, 0.0966]), out)
+    assert moved["state"] == "other" and any("init" in m for m in moved["mismatch"])
+    more = runs.read_branch_end(dict(expect, replicates=3), out)
+    assert more["state"] == "other", more
+    with pytest.warns(runs.MissingRunWarning, match="PHASE_BRANCH_END.npz"):
+        assert runs.read_branch_end(expect, tmp_path / "none.npz")["state"] == "absent"

@@ -65,6 +65,30 @@ def end_fit_rows(fit: Mapping[str, Any]) -> list[dict]:
     return rows
 
 
+def end_fit_source(rec: Mapping[str, Any]) -> str:
+    """Where the fitted end's sweeps come from, for the page: a phrase after "the sweeps are".
+
+    Parameters
+    ----------
+    rec : Mapping[str, Any]
+        :func:`stumplib.book.runs.read_branch_end`'s answer.
+
+    Returns
+    -------
+    str
+        ``"read from the recorded run PHASE_BRANCH_END.npz (commit ..., made with every argument
+        of this page)"`` or ``"computed on this page (...why the recorded run does not apply)"``.
+    """
+    if rec.get("state") == "recorded":
+        commit = str(rec["meta"].get("commit", "not recorded"))[:12]
+        return (f"read from the recorded run scripts/{rec['name']} (commit {commit}, made with "
+                "every argument of this page and the same solver code)")
+    if rec.get("state") == "absent":
+        return f"computed on this page (no recorded run {rec.get('name', '')} found)"
+    why = "; ".join(rec.get("mismatch") or ["another run"])
+    return f"computed on this page (the recorded run is for other arguments: {why})"
+
+
 def published_tail(pub_sem: Mapping[str, np.ndarray], alpha_end: float) -> dict[str, float]:
     """How far down the published semantic curve keeps ``theta > 0``, and its ``theta`` at the
     published ``alpha`` nearest the accurate theory's fitted end.

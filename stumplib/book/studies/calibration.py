@@ -33,7 +33,7 @@ threshold is highest (the others sit further below ``c``: their ``r`` is smaller
 "0.8" of ``log(0.8 beta)/beta`` (MODEL.md) is ``tau_top`` at the default prior's top end
 ``tau_hi = 0.8`` (and ``log(tau beta - 1) ~ log(tau beta)`` for ``tau beta >> 1``). Checked: the
 exact population loss of one task is minimised at this ``c`` to 1e-6 relative in the shift
-(``tests/stump/test_calibration.py``). Assumptions: ``n`` large enough that the positive side is
+(``tests/book/studies/test_calibration.py``). Assumptions: ``n`` large enough that the positive side is
 resolved (``beta`` below the example spacing ``1/n``'s inverse), and ``beta (tau_top - tau_2) >> 1``
 for the second-highest threshold ``tau_2``.
 """

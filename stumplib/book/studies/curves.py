@@ -390,6 +390,26 @@ def branch_end_sweep(alphas: Any, replicate: int, *, omega: float, log2_points: 
     The unit of work of ``scripts/phase_branch_end.py`` (one task a replicate): a recorded sweep
     and this function with the same arguments give the same arrays.
 
+    Parameters
+    ----------
+    alphas : array_like, shape ``(P,)``
+        The sample ratios, solved in decreasing order (each point starts from the previous one).
+    replicate : int
+        The sweep's index ``r`` (its scrambling family ``seed + 1000 (r + 1)``).
+    omega : float
+        The positional share.
+    log2_points : int
+        The finer rule's points per scrambling (base-2 logarithm).
+    n_scramblings : int
+        Scramblings per rule.
+    seed : int
+        The chapter's seed.
+    sigma, lam, A : the model.
+    init : mapping, optional
+        Start of the first point (``q, m, V, theta``).
+    max_updates : int
+        The solver's cap on updates per solve.
+
     Returns
     -------
     dict

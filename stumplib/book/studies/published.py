@@ -133,7 +133,7 @@ def read_published(path: PathLike) -> dict[str, np.ndarray]:
 #: (semantic grid) and 3729e8f (positional random search); the search code is not in the
 #: repository. Because the start was fitted to the published files (4 numbers per branch against
 #: the dozens of published points, the same start for every alpha), the replay's deviation
-#: (tests/phase/test_published.py ``STOPPED_DEV``, a regression guard) is the best the procedure reaches, not an
+#: (tests/book/studies/test_published.py ``STOPPED_DEV``, a regression guard) is the best the procedure reaches, not an
 #: independent confirmation; the start-free comparison is the exact fixed point of the same rule
 #: (within 3.5e-3 for alpha >= 1).
 AUTHORS_START = {"semantic": {"q": 0.05, "m": 0.0, "V": 20.0, "theta": 0.0335},
