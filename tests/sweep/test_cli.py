@@ -63,8 +63,12 @@ def test_ctrl_c_prints_one_line_and_the_rerun_resumes_saying_what_the_store_hold
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     # its own process group, signalled as a whole: what Ctrl-C in a terminal does (the local
     # cluster's worker processes get the SIGINT too)
+    # SIGINT at its default in the child: a test session started in the background of a
+    # non-interactive shell (`nohup bash .ci/run &`) inherits SIGINT ignored, and an ignored
+    # SIGINT stays ignored in every process it starts, so the Ctrl-C would never arrive
     child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                             env=env, start_new_session=True)
+                             env=env, start_new_session=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         t0 = time.time()
         while not (marks / "started_1").exists():  # t0 recorded, t1 running
